@@ -1,0 +1,115 @@
+/* component.h — the component interface.
+ *
+ * Every engine model, scheduler, kernel host and test fixture is a component:
+ * a const ops table plus a private state block. A daemon hosts one or more
+ * components and drives them from its event queue; components never see
+ * sockets, windows or other daemons. They see a context (struct rt_ctx) that
+ * tells the time, sends messages, sets timers, maps memory and writes output.
+ *
+ * Rules that keep runs deterministic:
+ *   - a handler's behaviour depends only on its state and the event;
+ *   - no process-global mutable state, no wall clock, no pointers as keys;
+ *   - random streams are seeded from the job's seed and the component id. */
+#ifndef RT_COMPONENT_H
+#define RT_COMPONENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench.pb-c.h"
+#include "rt/err.h"
+#include "rt/job.h"
+#include "rt/topology.h"
+
+struct rt_ctx;
+
+/* What a handler is given: a message from another component or a timer the
+ * component set for itself. `msg` is valid only during the call. */
+struct rt_delivery {
+	uint64_t time_ps;       /* now */
+	bool is_timer;
+	uint64_t tag;           /* timer tag */
+	uint32_t src;           /* message source component */
+	uint64_t send_ps;       /* message send time */
+	const Kb__Payload *msg; /* decoded message, NULL for timers */
+};
+
+typedef enum rt_err (*rt_init_fn)(struct rt_ctx *ctx, void *state);
+typedef enum rt_err (*rt_handle_fn)(struct rt_ctx *ctx, void *state,
+				    const struct rt_delivery *d);
+/* Called once after the run ends (success only); writes final stats. */
+typedef void (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
+
+struct rt_component_ops {
+	const char *name;   /* kind: "dma", "gemm", "math", "sched", "host" */
+	size_t state_size;  /* zeroed block handed to every call */
+	rt_init_fn init;    /* may set timers; may not send */
+	rt_handle_fn handle;
+	rt_fini_fn fini;
+};
+
+/* ---- identity and time */
+uint64_t rt_now(const struct rt_ctx *ctx);
+uint32_t rt_self(const struct rt_ctx *ctx);
+const struct rt_component_desc *rt_self_desc(const struct rt_ctx *ctx);
+const struct rt_topology *rt_topo(const struct rt_ctx *ctx);
+const struct rt_job *rt_job(const struct rt_ctx *ctx);
+/* Shortcut for &rt_job(ctx)->config. */
+const struct rt_config *rt_cfg(const struct rt_ctx *ctx);
+
+/* ---- messages and timers */
+
+/* Sends `msg` to `dst`, leaving at `send_ps` (>= now; a kernel host may run
+ * ahead of its event time) and arriving send_ps + link latency. RT_EINVAL if
+ * there is no link or send_ps < now. The caller keeps `msg`. */
+enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+		    uint32_t priority, const Kb__Payload *msg);
+/* Like rt_send, delivered `extra_ps` after the link latency (serialisation
+ * of a payload over a bandwidth-limited link). */
+enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst,
+			    uint64_t send_ps, uint64_t extra_ps,
+			    uint32_t priority, const Kb__Payload *msg);
+/* Sets a timer for this component at `at_ps` (>= now). */
+enum rt_err rt_timer(struct rt_ctx *ctx, uint64_t at_ps, uint64_t tag);
+
+/* ---- memory (data mode; NULL in timing mode) */
+
+/* Base of HBM of `rank` and its size in *size. */
+uint8_t *rt_hbm(struct rt_ctx *ctx, uint32_t rank, uint64_t *size);
+/* Base of TCM of (rank, pe) (scratch then staging) and its size. */
+uint8_t *rt_tcm(struct rt_ctx *ctx, uint32_t rank, uint32_t pe,
+		uint64_t *size);
+
+/* ---- outputs (merged deterministically by the launcher) */
+
+/* One executed stage. */
+struct rt_oplog_rec {
+	uint64_t start_ps;
+	uint64_t end_ps;
+	const char *engine;   /* "dma_read", "dma_write", "gemm", "math" */
+	const char *op_kind;  /* "memory", "gemm", "math" */
+	const char *op_name;  /* "dma_read", "copy", "rmax", ... */
+	uint64_t bytes;
+	uint64_t elements;
+	uint64_t command;     /* composite / command id */
+	uint32_t stage;       /* stage index */
+};
+enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *rec);
+
+/* A slice on this component's trace track. `args_json` is a JSON object
+ * text or NULL. */
+enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name,
+			   const char *cat, uint64_t start_ps, uint64_t end_ps,
+			   const char *args_json);
+
+/* Adds `value` to this component's named statistic (summed in summary). */
+void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value);
+/* Raises this component's named statistic to at least `value` (max). */
+void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value);
+
+/* Writes a file into the run's output directory (e.g. an .npy). */
+enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path,
+			   size_t cap);
+
+#endif

@@ -1,0 +1,105 @@
+/* config.h — the hardware and run configuration.
+ *
+ * One flat table of fields (rt_config_fields) is the single source of truth:
+ * it gives each field's dotted key, type, default, unit and one-line doc. The
+ * YAML loader (libcyaml, schema-validated), `--set key=value` and the
+ * generated docs (`kernbench config`) all read it.
+ *
+ * All times are integer picoseconds or integer cycles of the PE clock; no
+ * field is floating point except data-mode scalars, so config never lets a
+ * float decide event order. */
+#ifndef RT_CONFIG_H
+#define RT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt/err.h"
+
+#define RT_MODEL_NAME_MAX 256
+
+struct rt_config {
+	/* machine */
+	uint32_t ranks;            /* chips; --ranks overrides */
+	uint32_t pes;              /* PEs per rank; --pes overrides */
+	uint64_t clock_mhz;        /* PE clock, MHz; cycle_ps = 1e6 / clock_mhz */
+
+	/* memory */
+	uint64_t hbm_bytes;        /* HBM per rank, bytes */
+	uint64_t tcm_scratch_bytes;/* kernel scratch per PE (host arenas) */
+	uint64_t tcm_staging_bytes;/* scheduler staging per PE, after scratch */
+
+	/* PE_DMA: one read and one write channel, capacity 1 each */
+	uint64_t dma_setup_cycles;     /* fixed cost per transfer */
+	uint64_t dma_bytes_per_cycle;  /* per channel */
+
+	/* PE_GEMM */
+	char gemm_model[RT_MODEL_NAME_MAX]; /* "systolic", "roofline" or path.so */
+	uint32_t gemm_array_rows;      /* systolic array rows (K per pass) */
+	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
+	uint64_t gemm_setup_cycles;
+	uint64_t gemm_macs_per_cycle;  /* roofline peak */
+	uint64_t gemm_bytes_per_cycle; /* roofline operand bandwidth */
+	uint32_t gemm_tile_m;          /* scheduler tile sizes */
+	uint32_t gemm_tile_n;
+	uint32_t gemm_tile_k;
+
+	/* PE_MATH */
+	char math_model[RT_MODEL_NAME_MAX]; /* "simd" or path.so */
+	uint32_t math_lanes;           /* elements per cycle */
+	uint64_t math_setup_cycles;
+	uint64_t math_cycles_per_elem; /* simple ops (add, mul, max, copy) */
+	uint64_t math_exp_cycles_per_elem; /* transcendental ops (exp*) */
+	uint64_t math_reduce_cycles_per_elem;
+
+	char dma_model[RT_MODEL_NAME_MAX]; /* "linear" or path.so */
+
+	/* links (doorbell latencies), at least one cycle each */
+	uint64_t link_host_sched_cycles;
+	uint64_t link_sched_engine_cycles;
+	uint64_t link_ipcq_cycles;         /* rank-to-rank latency */
+	uint64_t ipcq_bytes_per_cycle;     /* rank-to-rank bandwidth */
+
+	/* dispatch cost (ADR-0064 rev. 2): FIXED + R * logical_bytes cycles */
+	uint64_t dispatch_fixed_cycles;
+	uint64_t dispatch_cycles_per_kib;  /* R * 1024 (0.0625 c/B -> 64) */
+	uint64_t max_composite_logical_bytes;
+
+	/* run */
+	uint64_t watchdog_ms;      /* wall ms without progress before abort */
+	char bind_host[64];        /* tcp bind address (loopback default) */
+};
+
+enum rt_config_type { RT_CFG_U32, RT_CFG_U64, RT_CFG_STR };
+
+struct rt_config_field {
+	const char *key;     /* dotted: "dma.bytes_per_cycle" */
+	enum rt_config_type type;
+	size_t offset;       /* into struct rt_config */
+	size_t size;         /* for strings: buffer size */
+	const char *def;     /* default, as text */
+	const char *unit;    /* "cycles", "bytes", "MHz", ... */
+	const char *doc;     /* one line */
+};
+
+extern const struct rt_config_field rt_config_fields[];
+extern const size_t rt_config_field_count;
+
+/* Fill `cfg` with every field's default. */
+void rt_config_defaults(struct rt_config *cfg);
+/* Load a YAML file over `cfg`. Unknown key, wrong type, missing file:
+ * RT_ECONFIG with a line naming the file and key. */
+enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path);
+/* Load YAML text (for tests and fuzzing); `origin` names it in errors. */
+enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
+				size_t len, const char *origin);
+/* Apply one "key=value" override. */
+enum rt_err rt_config_set(struct rt_config *cfg, const char *assignment);
+/* Check cross-field rules (nonzero clock, links >= 1 cycle, ...). */
+enum rt_err rt_config_validate(const struct rt_config *cfg);
+
+/* Picoseconds per PE cycle. */
+uint64_t rt_config_cycle_ps(const struct rt_config *cfg);
+
+#endif

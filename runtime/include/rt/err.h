@@ -1,0 +1,50 @@
+/* err.h — kernbench's one error enum, built from an X-macro table that also
+ * yields each code's name and message (libuv UV_ERRNO_MAP style).
+ *
+ * Functions named as actions return enum rt_err. A failing function records a
+ * one-line, user-facing detail with rt_fail(); the caller that reports the
+ * error prints rt_last_error(). The detail buffer is thread-local so daemons
+ * hosted as threads (inproc transport) do not trample each other. */
+#ifndef RT_ERR_H
+#define RT_ERR_H
+
+#define RT_ERR_MAP(X)                                              \
+	X(OK, "ok")                                                \
+	X(NOMEM, "out of memory")                                  \
+	X(INVAL, "invalid argument")                               \
+	X(CONFIG, "bad configuration")                             \
+	X(DECODE, "malformed message")                             \
+	X(SCHEMA, "schema version mismatch")                       \
+	X(PROTOCOL, "lockstep protocol violation")                 \
+	X(OOB, "address out of bounds")                            \
+	X(SCRATCH, "scratch overflow")                             \
+	X(COMPOSITE, "composite invariant violated")               \
+	X(IO, "input/output error")                                \
+	X(PEER, "daemon failed")                                   \
+	X(TIMEOUT, "watchdog timeout")                             \
+	X(TRANSPORT, "transport error")                            \
+	X(KERNEL, "kernel error")                                  \
+	X(NOTFOUND, "not found")                                   \
+	X(INTERRUPTED, "interrupted")
+
+enum rt_err {
+#define RT_ERR_ENUM(name, msg) RT_E##name,
+	RT_ERR_MAP(RT_ERR_ENUM)
+#undef RT_ERR_ENUM
+	RT_E_COUNT
+};
+
+/* "RT_EOOB" style name of a code. */
+const char *rt_err_name(enum rt_err code);
+/* Short human message of a code ("address out of bounds"). */
+const char *rt_err_msg(enum rt_err code);
+
+/* Record a formatted one-line detail for `code` and return `code`. */
+enum rt_err rt_fail(enum rt_err code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The detail recorded last on this thread ("" when none). */
+const char *rt_last_error(void);
+/* Forget the recorded detail. */
+void rt_clear_error(void);
+
+#endif

@@ -1,0 +1,38 @@
+/* pe.h — addressing of the components that make up one PE.
+ *
+ * A PE workload lays out components rank-major, PE-minor, five per PE, so any
+ * component can name its peers without a lookup:
+ *   id(r, p, unit) = (r * pes + p) * PE_UNITS + unit
+ * Links (latencies from config): host <-> sched, sched <-> each engine,
+ * host <-> host of the same PE index on the neighbouring ranks (IPCQ ring). */
+#ifndef RT_PE_H
+#define RT_PE_H
+
+#include <stdint.h>
+
+enum pe_unit {
+	PE_HOST = 0,  /* kernel host = PE_CPU */
+	PE_SCHED = 1, /* PE_SCHEDULER */
+	PE_DMA = 2,
+	PE_GEMM = 3,
+	PE_MATH = 4,
+	PE_UNITS = 5,
+};
+
+static inline uint32_t pe_component_id(uint32_t pes, uint32_t rank,
+				       uint32_t pe, enum pe_unit unit)
+{
+	return (rank * pes + pe) * PE_UNITS + (uint32_t)unit;
+}
+
+/* IPCQ ring directions. */
+enum pe_dir { PE_DIR_LEFT = 0, PE_DIR_RIGHT = 1 };
+
+static inline uint32_t pe_ring_neighbour(uint32_t ranks, uint32_t rank,
+					 enum pe_dir dir)
+{
+	return dir == PE_DIR_LEFT ? (rank + ranks - 1) % ranks
+				  : (rank + 1) % ranks;
+}
+
+#endif

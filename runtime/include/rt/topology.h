@@ -1,0 +1,71 @@
+/* topology.h — which components exist, how they are linked, which daemon
+ * hosts each, and the lookahead that follows.
+ *
+ * A workload builds the topology deterministically from the job, so the
+ * launcher and every daemon arrive at the same one independently. */
+#ifndef RT_TOPOLOGY_H
+#define RT_TOPOLOGY_H
+
+#include <stdint.h>
+
+#include "rt/err.h"
+
+struct rt_component_ops;
+
+#define RT_NAME_MAX 40
+
+enum rt_colocate {
+	RT_COLOCATE_NONE, /* one component per daemon */
+	RT_COLOCATE_PE,   /* one daemon per PE */
+	RT_COLOCATE_RANK, /* one daemon per rank */
+	RT_COLOCATE_ALL,  /* one daemon */
+};
+
+struct rt_component_desc {
+	char name[RT_NAME_MAX];              /* "r0.pe3.dma", "t07" */
+	const struct rt_component_ops *ops;  /* behaviour */
+	uint32_t rank;                       /* placement */
+	uint32_t pe;
+	uint32_t daemon;                     /* hosting daemon index */
+};
+
+struct rt_daemon_desc {
+	char name[RT_NAME_MAX]; /* process name: "kb-dma", "kb-pe", "kb-all" */
+	char label[RT_NAME_MAX];/* what errors call it: "r0.pe3.dma" */
+	uint32_t n_hosted;      /* components it hosts (scan for daemon == i) */
+};
+
+struct rt_topology {
+	uint32_t n_components;
+	uint32_t cap_components;
+	struct rt_component_desc *components;
+	uint64_t *latency_ps;      /* n x n, 0 = no link */
+	uint32_t n_daemons;
+	struct rt_daemon_desc *daemons;
+	uint64_t lookahead_ps;     /* min latency of a daemon-crossing link,
+				      RT_TIME_NEVER if no link crosses */
+};
+
+void rt_topology_init(struct rt_topology *t);
+void rt_topology_release(struct rt_topology *t);
+
+/* Adds a component; its id is the return value via *id. */
+enum rt_err rt_topology_add(struct rt_topology *t, const char *name,
+			    const struct rt_component_ops *ops, uint32_t rank,
+			    uint32_t pe, uint32_t *id);
+/* Declares a one-way link src -> dst with latency >= 1 ps. Call after all
+ * components are added. */
+enum rt_err rt_topology_link(struct rt_topology *t, uint32_t src,
+			     uint32_t dst, uint64_t latency_ps);
+/* Assigns daemons by the colocation policy and computes the lookahead.
+ * RT_ECONFIG if a crossing link has zero latency. */
+enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how);
+
+/* Latency of src -> dst, 0 if not linked. */
+uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src,
+			     uint32_t dst);
+
+/* Parses "none|pe|rank|all". */
+enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out);
+
+#endif

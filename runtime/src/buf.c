@@ -1,0 +1,163 @@
+/* buf.c — growable buffer, JSON text helpers, file I/O and FNV hashing. */
+#include "rt/buf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void rt_buf_init(struct rt_buf *b)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void rt_buf_release(struct rt_buf *b)
+{
+	free(b->data);
+	rt_buf_init(b);
+}
+
+void rt_buf_reset(struct rt_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+static enum rt_err reserve(struct rt_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	size_t cap = b->cap ? b->cap : 256;
+	char *data;
+
+	if (need <= b->cap)
+		return RT_EOK;
+	while (cap < need)
+		cap *= 2;
+	data = realloc(b->data, cap);
+	if (!data)
+		return rt_fail(RT_ENOMEM, "out of memory growing a buffer to %zu bytes", cap);
+	b->data = data;
+	b->cap = cap;
+	return RT_EOK;
+}
+
+enum rt_err rt_buf_append(struct rt_buf *b, const void *bytes, size_t len)
+{
+	enum rt_err err = reserve(b, len);
+
+	if (err)
+		return err;
+	memcpy(b->data + b->len, bytes, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return RT_EOK;
+}
+
+enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	enum rt_err err;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return rt_fail(RT_EINVAL, "bad format string '%s'", fmt);
+	err = reserve(b, (size_t)n);
+	if (err)
+		return err;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return RT_EOK;
+}
+
+enum rt_err rt_buf_json_str(struct rt_buf *b, const char *s)
+{
+	enum rt_err err = rt_buf_append(b, "\"", 1);
+
+	for (; !err && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			err = rt_buf_printf(b, "\\%c", c);
+		else if (c < 0x20)
+			err = rt_buf_printf(b, "\\u%04x", c);
+		else
+			err = rt_buf_append(b, s, 1);
+	}
+	return err ? err : rt_buf_append(b, "\"", 1);
+}
+
+enum rt_err rt_buf_ps_as_us(struct rt_buf *b, uint64_t ps)
+{
+	return rt_buf_printf(b, "%llu.%06llu", (unsigned long long)(ps / 1000000),
+			     (unsigned long long)(ps % 1000000));
+}
+
+enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	enum rt_err err = RT_EOK;
+
+	if (!f)
+		return rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
+	while (!err && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		err = rt_buf_append(b, chunk, n);
+	if (!err && ferror(f))
+		err = rt_fail(RT_EIO, "cannot read %s: %s", path, strerror(errno));
+	fclose(f);
+	if (!err && !b->data)
+		err = reserve(b, 0);
+	if (!err)
+		b->data[b->len] = '\0';
+	return err;
+}
+
+enum rt_err rt_buf_write_file(const struct rt_buf *b, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int ok;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f)
+		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	ok = fwrite(b->data ? b->data : "", 1, b->len, f) == b->len;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+	}
+	return RT_EOK;
+}
+
+uint64_t rt_hash(uint64_t h, const void *bytes, size_t len)
+{
+	const unsigned char *p = bytes;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+uint64_t rt_hash_u64(uint64_t h, uint64_t v)
+{
+	unsigned char le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (unsigned char)(v >> (8 * i));
+	return rt_hash(h, le, sizeof(le));
+}

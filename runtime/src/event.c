@@ -1,0 +1,126 @@
+/* event.c — binary min-heap of events ordered by the total key. */
+#include "rt/event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int rt_key_cmp(const struct rt_key *a, const struct rt_key *b)
+{
+	if (a->time_ps != b->time_ps)
+		return a->time_ps < b->time_ps ? -1 : 1;
+	if (a->priority != b->priority)
+		return a->priority < b->priority ? -1 : 1;
+	if (a->src != b->src)
+		return a->src < b->src ? -1 : 1;
+	if (a->seq != b->seq)
+		return a->seq < b->seq ? -1 : 1;
+	return 0;
+}
+
+void rt_queue_init(struct rt_queue *q)
+{
+	q->items = NULL;
+	q->count = 0;
+	q->cap = 0;
+}
+
+void rt_queue_release(struct rt_queue *q)
+{
+	for (size_t i = 0; i < q->count; i++)
+		rt_event_release(&q->items[i]);
+	free(q->items);
+	rt_queue_init(q);
+}
+
+static bool before(const struct rt_event *a, const struct rt_event *b)
+{
+	return rt_key_cmp(&a->key, &b->key) < 0;
+}
+
+enum rt_err rt_queue_push(struct rt_queue *q, const struct rt_event *ev)
+{
+	size_t i;
+
+	if (q->count == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 64;
+		struct rt_event *items = realloc(q->items, cap * sizeof(*items));
+
+		if (!items)
+			return rt_fail(RT_ENOMEM, "event queue cannot grow to %zu events", cap);
+		q->items = items;
+		q->cap = cap;
+	}
+	/* sift up: move parents down until the new event's slot is found */
+	i = q->count++;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+
+		if (!before(ev, &q->items[parent]))
+			break;
+		q->items[i] = q->items[parent];
+		i = parent;
+	}
+	q->items[i] = *ev;
+	return RT_EOK;
+}
+
+const struct rt_event *rt_queue_peek(const struct rt_queue *q)
+{
+	return q->count ? &q->items[0] : NULL;
+}
+
+bool rt_queue_pop(struct rt_queue *q, struct rt_event *out)
+{
+	struct rt_event last;
+	size_t i = 0;
+
+	if (!q->count)
+		return false;
+	*out = q->items[0];
+	last = q->items[--q->count];
+	/* sift down the last event from the root */
+	for (;;) {
+		size_t child = 2 * i + 1;
+
+		if (child >= q->count)
+			break;
+		if (child + 1 < q->count && before(&q->items[child + 1], &q->items[child]))
+			child++;
+		if (!before(&q->items[child], &last))
+			break;
+		q->items[i] = q->items[child];
+		i = child;
+	}
+	if (q->count)
+		q->items[i] = last;
+	return true;
+}
+
+const uint8_t *rt_event_bytes(const struct rt_event *ev)
+{
+	return ev->len > RT_EVENT_INLINE ? ev->heap : ev->inline_bytes;
+}
+
+enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes, size_t len)
+{
+	ev->heap = NULL;
+	ev->len = (uint32_t)len;
+	if (len <= RT_EVENT_INLINE) {
+		if (len)
+			memcpy(ev->inline_bytes, bytes, len);
+		return RT_EOK;
+	}
+	ev->heap = malloc(len);
+	if (!ev->heap)
+		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", len);
+	memcpy(ev->heap, bytes, len);
+	return RT_EOK;
+}
+
+void rt_event_release(struct rt_event *ev)
+{
+	if (ev->len > RT_EVENT_INLINE)
+		free(ev->heap);
+	ev->heap = NULL;
+	ev->len = 0;
+}
