@@ -29,8 +29,8 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Wwrite-strings -Wpointer-arith -fno-common -Wno-unused-parameter
 OPT ?= -O2 -g
-INCLUDES := -Iruntime/include -I$(BUILD)/gen -Ischeduler/include \
-	-Iengines/include -Ikernel_host/include -Iworkloads
+INCLUDES := -iquote runtime/include -iquote $(BUILD)/gen -iquote scheduler/include \
+	-iquote engines/include -iquote kernel_host/include -iquote workloads
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif

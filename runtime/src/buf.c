@@ -28,7 +28,7 @@ void rt_buf_reset(struct rt_buf *b)
 		b->data[0] = '\0';
 }
 
-static enum rt_err reserve(struct rt_buf *b, size_t extra)
+enum rt_err rt_buf_reserve(struct rt_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
 	size_t cap = b->cap ? b->cap : 256;
@@ -48,7 +48,7 @@ static enum rt_err reserve(struct rt_buf *b, size_t extra)
 
 enum rt_err rt_buf_append(struct rt_buf *b, const void *bytes, size_t len)
 {
-	enum rt_err err = reserve(b, len);
+	enum rt_err err = rt_buf_reserve(b, len);
 
 	if (err)
 		return err;
@@ -69,7 +69,7 @@ enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return rt_fail(RT_EINVAL, "bad format string '%s'", fmt);
-	err = reserve(b, (size_t)n);
+	err = rt_buf_reserve(b, (size_t)n);
 	if (err)
 		return err;
 	va_start(ap, fmt);
@@ -117,7 +117,7 @@ enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path)
 		err = rt_fail(RT_EIO, "cannot read %s: %s", path, strerror(errno));
 	fclose(f);
 	if (!err && !b->data)
-		err = reserve(b, 0);
+		err = rt_buf_reserve(b, 0);
 	if (!err)
 		b->data[b->len] = '\0';
 	return err;

@@ -19,6 +19,8 @@ void rt_buf_release(struct rt_buf *b);
 void rt_buf_reset(struct rt_buf *b);
 /* Appends; on allocation failure the buffer is left unchanged and RT_ENOMEM
  * is returned. */
+/* Ensures room for `extra` more bytes (plus a NUL). */
+enum rt_err rt_buf_reserve(struct rt_buf *b, size_t extra);
 enum rt_err rt_buf_append(struct rt_buf *b, const void *bytes, size_t len);
 enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -35,6 +35,8 @@ struct rt_job {
 	struct rt_job_arg args[RT_MAX_ARGS]; /* --arg name=value, in order */
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
+	bool trace_off;               /* --trace off: no trace.json */
+	bool quiet;                   /* no report on stdout */
 	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
 };

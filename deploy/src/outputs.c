@@ -1,0 +1,306 @@
+/* outputs.c — merges the daemons' output parts into the run's outputs.
+ *
+ * Every component wrote its own parts (op log lines with a sort key, trace
+ * events, statistics) in its own event order. Merging by a key that does not
+ * mention daemons makes the outputs identical whatever the transport or
+ * colocation:
+ *   op_log.jsonl  all records sorted by (start, end, component, seq)
+ *   trace.json    metadata, then each component's events in id order
+ *   summary.json  statistics summed (or maxed) over components, by kind */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launcher.h"
+#include "report.h"
+#include "rt/buf.h"
+#include "rt/component.h"
+#include "rt/daemon.h"
+#include "rt/event.h"
+
+#define OPLOG_KEY_LEN 66 /* "%020 %020 %010 %012 " */
+
+static void part_path(const struct rt_job *job, const char *name, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/%s/%s", job->out_dir, RT_PARTS_DIR, name);
+}
+
+/* Reads a part if it exists (a component that wrote nothing has none). */
+static enum rt_err read_part(const struct rt_job *job, const char *name, struct rt_buf *b)
+{
+	char path[RT_PATH_MAX + 64];
+
+	part_path(job, name, path, sizeof(path));
+	rt_buf_reset(b);
+	if (access(path, F_OK))
+		return RT_EOK;
+	return rt_buf_read_file(b, path);
+}
+
+static void out_path(const struct rt_job *job, const char *name, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/%s", job->out_dir, name);
+}
+
+/* ---------------------------------------------------------------- op log */
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum rt_err gather_oplog(const struct rt_job *job, const struct rt_topology *topo,
+				struct rt_buf *all)
+{
+	struct rt_buf part;
+	char name[32];
+	enum rt_err err = RT_EOK;
+
+	rt_buf_init(&part);
+	for (uint32_t id = 0; !err && id < topo->n_components; id++) {
+		snprintf(name, sizeof(name), "%u.oplog", id);
+		err = read_part(job, name, &part);
+		if (!err && part.len)
+			err = rt_buf_append(all, part.data, part.len);
+	}
+	rt_buf_release(&part);
+	return err;
+}
+
+static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topology *topo)
+{
+	struct rt_buf all, out;
+	char **lines = NULL, path[RT_PATH_MAX + 32];
+	size_t n = 0;
+	enum rt_err err;
+
+	rt_buf_init(&all);
+	rt_buf_init(&out);
+	err = gather_oplog(job, topo, &all);
+	for (size_t i = 0; !err && i < all.len; i++)
+		n += all.data[i] == '\n';
+	lines = calloc(n ? n : 1, sizeof(*lines));
+	if (!err && !lines)
+		err = rt_fail(RT_ENOMEM, "cannot sort %zu op log records", n);
+	for (size_t i = 0, k = 0; !err && k < n; k++) {
+		char *nl = strchr(all.data + i, '\n');
+
+		lines[k] = all.data + i;
+		*nl = '\0';
+		i = (size_t)(nl - all.data) + 1;
+	}
+	if (!err)
+		qsort(lines, n, sizeof(*lines), line_cmp);
+	for (size_t k = 0; !err && k < n; k++) {
+		err = strlen(lines[k]) > OPLOG_KEY_LEN
+			      ? rt_buf_printf(&out, "%s\n", lines[k] + OPLOG_KEY_LEN)
+			      : rt_fail(RT_EIO, "corrupt op log part line: %.60s", lines[k]);
+	}
+	out_path(job, "op_log.jsonl", path, sizeof(path));
+	if (!err)
+		err = rt_buf_write_file(&out, path);
+	free(lines);
+	rt_buf_release(&all);
+	rt_buf_release(&out);
+	return err;
+}
+
+/* ---------------------------------------------------------------- trace */
+
+static void trace_metadata(const struct rt_topology *topo, struct rt_buf *b)
+{
+	uint32_t last_rank = UINT32_MAX;
+
+	for (uint32_t id = 0; id < topo->n_components; id++) {
+		const struct rt_component_desc *c = &topo->components[id];
+
+		if (c->rank != last_rank) {
+			rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
+				      "\"args\":{\"name\":\"rank %u\"}},\n", c->rank, c->rank);
+			last_rank = c->rank;
+		}
+		rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+			      "\"args\":{\"name\":", c->rank, id);
+		rt_buf_json_str(b, c->name);
+		rt_buf_printf(b, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
+			      "\"tid\":%u,\"args\":{\"sort_index\":%u}},\n", c->rank, id, id);
+	}
+}
+
+static enum rt_err write_trace(const struct rt_job *job, const struct rt_topology *topo)
+{
+	struct rt_buf out, part;
+	char name[32], path[RT_PATH_MAX + 32];
+	enum rt_err err = RT_EOK;
+
+	if (job->trace_off)
+		return RT_EOK;
+	rt_buf_init(&out);
+	rt_buf_init(&part);
+	rt_buf_printf(&out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	trace_metadata(topo, &out);
+	for (uint32_t id = 0; !err && id <= topo->n_components; id++) {
+		if (id < topo->n_components)
+			snprintf(name, sizeof(name), "%u.trace", id);
+		else
+			snprintf(name, sizeof(name), "coord.trace");
+		err = read_part(job, name, &part);
+		if (!err && part.len)
+			err = rt_buf_append(&out, part.data, part.len);
+	}
+	/* a closing event without a trailing comma keeps the JSON valid */
+	rt_buf_printf(&out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":0,\"tid\":0,"
+		      "\"args\":{\"sort_index\":0}}\n]}\n");
+	out_path(job, "trace.json", path, sizeof(path));
+	if (!err)
+		err = rt_buf_write_file(&out, path);
+	rt_buf_release(&out);
+	rt_buf_release(&part);
+	return err;
+}
+
+/* ---------------------------------------------------------------- stats */
+
+static struct kb_stat *stat_slot(struct kb_stat_set *set, const char *name, bool is_max)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->items[i].name, name))
+			return &set->items[i];
+	if (set->n == KB_MAX_STATS)
+		return NULL;
+	snprintf(set->items[set->n].name, sizeof(set->items[0].name), "%s", name);
+	set->items[set->n].value = 0;
+	set->items[set->n].is_max = is_max;
+	return &set->items[set->n++];
+}
+
+static void stat_merge(struct kb_stat_set *set, const char *name, bool is_max, uint64_t v)
+{
+	struct kb_stat *s = stat_slot(set, name, is_max);
+
+	if (!s)
+		return;
+	if (is_max)
+		s->value = v > s->value ? v : s->value;
+	else
+		s->value += v;
+}
+
+static struct kb_stat_set *kind_set(struct kb_agg *agg, const char *kind)
+{
+	for (size_t i = 0; i < agg->n_kinds; i++)
+		if (!strcmp(agg->kinds[i].kind, kind))
+			return &agg->kinds[i];
+	if (agg->n_kinds == KB_MAX_KINDS)
+		return NULL;
+	snprintf(agg->kinds[agg->n_kinds].kind, sizeof(agg->kinds[0].kind), "%s", kind);
+	return &agg->kinds[agg->n_kinds++];
+}
+
+static enum rt_err absorb_stats(struct kb_agg *agg, const struct rt_component_desc *c,
+				uint32_t id, const char *text)
+{
+	struct kb_stat_set *kind = kind_set(agg, c->ops->name);
+	char name[64], how[16];
+	unsigned long long v;
+	int used;
+
+	while (sscanf(text, "%63s %15s %llx%n", name, how, &v, &used) == 3) {
+		if (!strcmp(how, "hash")) {
+			agg->digest = rt_hash_u64(rt_hash_u64(agg->digest, id), v);
+		} else {
+			if (sscanf(text, "%63s %15s %llu", name, how, &v) != 3)
+				return rt_fail(RT_EIO, "corrupt stats part of %s", c->name);
+			stat_merge(&agg->totals, name, !strcmp(how, "max"), v);
+			if (kind)
+				stat_merge(kind, name, !strcmp(how, "max"), v);
+		}
+		text += used;
+		while (*text == '\n')
+			text++;
+	}
+	return RT_EOK;
+}
+
+static enum rt_err gather_stats(const struct rt_job *job, const struct rt_topology *topo,
+				struct kb_agg *agg)
+{
+	struct rt_buf part;
+	char name[32];
+	enum rt_err err = RT_EOK;
+
+	agg->digest = RT_HASH_INIT;
+	rt_buf_init(&part);
+	for (uint32_t id = 0; !err && id < topo->n_components; id++) {
+		snprintf(name, sizeof(name), "%u.stats", id);
+		err = read_part(job, name, &part);
+		if (!err && !part.len)
+			err = rt_fail(RT_EIO, "component %s left no statistics", topo->components[id].name);
+		if (!err)
+			err = absorb_stats(agg, &topo->components[id], id, part.data);
+	}
+	rt_buf_release(&part);
+	return err;
+}
+
+uint64_t kb_stat_get(const struct kb_stat_set *set, const char *name)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->items[i].name, name))
+			return set->items[i].value;
+	return 0;
+}
+
+const struct kb_stat_set *kb_agg_kind(const struct kb_agg *agg, const char *kind)
+{
+	static const struct kb_stat_set empty;
+
+	for (size_t i = 0; i < agg->n_kinds; i++)
+		if (!strcmp(agg->kinds[i].kind, kind))
+			return &agg->kinds[i];
+	return &empty;
+}
+
+/* ---------------------------------------------------------------- cleanup */
+
+void kb_outputs_discard(const struct rt_job *job)
+{
+	char dir[RT_PATH_MAX + 16], path[RT_PATH_MAX + 300];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(dir, sizeof(dir), "%s/%s", job->out_dir, RT_PARTS_DIR);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
+			     const struct kb_run_facts *facts)
+{
+	struct kb_agg *agg = calloc(1, sizeof(*agg));
+	enum rt_err err;
+
+	if (!agg)
+		return rt_fail(RT_ENOMEM, "cannot allocate the run summary");
+	err = gather_stats(job, topo, agg);
+	if (!err)
+		err = write_oplog(job, topo);
+	if (!err)
+		err = write_trace(job, topo);
+	if (!err)
+		err = kb_report_write(job, topo, facts, agg);
+	kb_outputs_discard(job);
+	free(agg);
+	return err;
+}

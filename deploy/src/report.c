@@ -1,0 +1,159 @@
+/* report.c — summary.json and the human report on stdout.
+ *
+ * summary.json puts one key per line. Everything above "transport" is a
+ * function of the inputs and config alone (byte-identical across runs,
+ * transports and colocations); "transport" and the keys after it describe
+ * how this particular run went (daemons, windows, wall time). */
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+#include "rt/buf.h"
+#include "rt/component.h"
+
+static void json_set(struct rt_buf *b, const struct kb_stat_set *set, const char *indent)
+{
+	/* stable order: sorted by name */
+	const struct kb_stat *order[KB_MAX_STATS];
+
+	for (size_t i = 0; i < set->n; i++) {
+		size_t k = i;
+
+		while (k > 0 && strcmp(order[k - 1]->name, set->items[i].name) > 0) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = &set->items[i];
+	}
+	rt_buf_printf(b, "{");
+	for (size_t i = 0; i < set->n; i++)
+		rt_buf_printf(b, "%s\n%s  \"%s\": %llu", i ? "," : "", indent, order[i]->name,
+			      (unsigned long long)order[i]->value);
+	rt_buf_printf(b, "\n%s}", indent);
+}
+
+/* Derived PE metrics, present when the run had kernel hosts. */
+struct pe_metrics {
+	bool present;
+	uint64_t latency_ps;
+	uint64_t busiest_ps;
+	const char *busiest;
+	double bound_util;
+	double hbm_bw_util;
+	uint64_t hbm_read_bytes;
+};
+
+static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struct pe_metrics *m)
+{
+	const struct rt_config *cfg = &job->config;
+	static const char *const engines[][2] = {
+		{ "dma", "read_busy_ps" }, { "dma", "write_busy_ps" },
+		{ "gemm", "busy_ps" },     { "math", "busy_ps" },
+	};
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	uint64_t pes = (uint64_t)cfg->ranks * cfg->pes;
+
+	memset(m, 0, sizeof(*m));
+	m->latency_ps = kb_stat_get(kb_agg_kind(agg, "host"), "kernel_end_ps");
+	m->present = agg->n_kinds && kb_agg_kind(agg, "host")->n;
+	if (!m->present || !m->latency_ps)
+		return;
+	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		uint64_t busy = kb_stat_get(kb_agg_kind(agg, engines[i][0]), engines[i][1]) / pes;
+
+		if (busy > m->busiest_ps) {
+			m->busiest_ps = busy;
+			m->busiest = i == 0 ? "dma_read" : i == 1 ? "dma_write" : engines[i][0];
+		}
+	}
+	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
+	m->hbm_read_bytes = kb_stat_get(kb_agg_kind(agg, "dma"), "read_bytes");
+	/* peak: every PE's read channel streaming for the whole latency */
+	m->hbm_bw_util = (double)m->hbm_read_bytes /
+			 ((double)cfg->dma_bytes_per_cycle * (double)pes *
+			  ((double)m->latency_ps / (double)cycle));
+}
+
+static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
+			 const struct kb_agg *agg, const struct pe_metrics *m, struct rt_buf *b)
+{
+	const struct rt_config *cfg = &job->config;
+
+	rt_buf_printf(b, "{\n  \"workload\": ");
+	rt_buf_json_str(b, job->workload);
+	rt_buf_printf(b, ",\n  \"mode\": \"%s\",\n  \"ranks\": %u,\n  \"pes\": %u,\n  \"seed\": %llu,\n",
+		      job->mode == RT_MODE_DATA ? "data" : "timing", cfg->ranks, cfg->pes,
+		      (unsigned long long)job->seed);
+	rt_buf_printf(b, "  \"sim_time_ps\": %llu,\n  \"messages\": %llu,\n"
+		      "  \"delivery_digest\": \"%016llx\",\n",
+		      (unsigned long long)kb_stat_get(&agg->totals, "last_ps"),
+		      (unsigned long long)kb_stat_get(&agg->totals, "delivered"),
+		      (unsigned long long)agg->digest);
+	if (m->present) {
+		rt_buf_printf(b, "  \"latency_ps\": %llu,\n  \"bound_engine\": \"%s\",\n"
+			      "  \"bound_util\": %.4f,\n  \"hbm_bw_util\": %.4f,\n",
+			      (unsigned long long)m->latency_ps, m->busiest ? m->busiest : "none",
+			      m->bound_util, m->hbm_bw_util);
+	}
+	rt_buf_printf(b, "  \"totals\": ");
+	json_set(b, &agg->totals, "  ");
+	rt_buf_printf(b, ",\n  \"by_kind\": {");
+	for (size_t i = 0; i < agg->n_kinds; i++) {
+		rt_buf_printf(b, "%s\n    \"%s\": ", i ? "," : "", agg->kinds[i].kind);
+		json_set(b, &agg->kinds[i], "    ");
+	}
+	rt_buf_printf(b, "\n  },\n  \"transport\": \"%s\",\n  \"colocate\": \"%s\",\n"
+		      "  \"daemons\": %u,\n  \"lookahead_ps\": %llu,\n  \"windows\": %llu,\n"
+		      "  \"routed_messages\": %llu,\n  \"wall_s\": %.3f\n}\n",
+		      rt_transport_name(job->transport), rt_colocate_name(job->colocate), f->daemons,
+		      (unsigned long long)(f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps),
+		      (unsigned long long)f->coord.windows, (unsigned long long)f->coord.routed,
+		      f->wall_s);
+}
+
+static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
+			 const struct kb_agg *agg, const struct pe_metrics *m)
+{
+	uint64_t sim = kb_stat_get(&agg->totals, "last_ps");
+
+	printf("kernbench %s: %u rank(s) x %u PE(s), %s mode, %s, colocate %s, %u daemons\n",
+	       job->workload, job->config.ranks, job->config.pes,
+	       job->mode == RT_MODE_DATA ? "data" : "timing", rt_transport_name(job->transport),
+	       rt_colocate_name(job->colocate), f->daemons);
+	if (m->present)
+		printf("  %-22s %llu.%06llu us\n  %-22s %s %.1f%%  (hbm bw %.1f%%)\n", "latency",
+		       (unsigned long long)(m->latency_ps / 1000000),
+		       (unsigned long long)(m->latency_ps % 1000000), "bound by",
+		       m->busiest ? m->busiest : "none", 100.0 * m->bound_util,
+		       100.0 * m->hbm_bw_util);
+	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
+	       (unsigned long long)(sim % 1000000));
+	printf("  %-22s %llu (routed between daemons: %llu)\n", "messages",
+	       (unsigned long long)kb_stat_get(&agg->totals, "delivered"),
+	       (unsigned long long)f->coord.routed);
+	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
+	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
+	       (unsigned long long)agg->digest);
+	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->out_dir,
+	       job->trace_off ? "" : ", trace.json");
+}
+
+enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
+			    const struct kb_run_facts *facts, const struct kb_agg *agg)
+{
+	struct rt_buf b;
+	struct pe_metrics m;
+	char path[RT_PATH_MAX + 32];
+	enum rt_err err;
+
+	(void)topo;
+	pe_metrics(job, agg, &m);
+	rt_buf_init(&b);
+	summary_json(job, facts, agg, &m, &b);
+	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);
+	err = rt_buf_write_file(&b, path);
+	rt_buf_release(&b);
+	if (!err && !job->quiet)
+		print_report(job, facts, agg, &m);
+	return err;
+}

@@ -1,0 +1,52 @@
+/* coord.h — the coordinator: owns simulated time.
+ *
+ * It binds a ROUTER socket (ZMQ_ROUTER_MANDATORY, no high-water marks),
+ * waits for READY from every daemon of the topology, then runs windows:
+ * GRANT{k, T, T+L, inbound} to every daemon, DONE{k, next, outbound} back,
+ * outbound routed to the destination daemons' next GRANT, and
+ * T' = max(T + L, min(next local event, next delivery)) skips idle time.
+ * It stops when no daemon has work and nothing was routed, then sends
+ * SHUTDOWN and collects BYE. Any malformed frame, protocol violation, error
+ * report, watchdog expiry or hook failure ends the run with one line naming
+ * the daemon. */
+#ifndef RT_COORD_H
+#define RT_COORD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rt/err.h"
+#include "rt/job.h"
+#include "rt/topology.h"
+
+struct rt_coord;
+
+/* Lets the launcher watch its children and signals inside the same poll. */
+struct rt_coord_hooks {
+	int fd;                          /* polled with the socket; -1: none */
+	enum rt_err (*on_fd)(void *arg); /* fd readable; an error ends the run */
+	void *arg;
+};
+
+struct rt_coord_stats {
+	uint64_t windows;       /* GRANT rounds */
+	uint64_t routed;        /* messages that crossed daemons */
+	uint64_t last_window_ps;/* start of the last window */
+};
+
+/* Binds `endpoint` ("ipc://...", "tcp://127.0.0.1:*", "inproc://...").
+ * Caller owns *out. */
+enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo,
+			 void *zmq_ctx, const char *endpoint, struct rt_coord **out);
+/* The bound endpoint (with the real port for tcp). */
+const char *rt_coord_endpoint(const struct rt_coord *c);
+/* Tells the coordinator a daemon's pid (for error messages). */
+void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid);
+/* Runs the whole job. */
+enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
+			 struct rt_coord_stats *stats);
+/* Tells every daemon to stop at once (after a failure). */
+void rt_coord_abort(struct rt_coord *c);
+void rt_coord_destroy(struct rt_coord **c);
+
+#endif

@@ -1,0 +1,556 @@
+/* coord.c — the lockstep coordinator (see coord.h and docs/architecture.md). */
+#include "rt/coord.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "rt/buf.h"
+#include "rt/daemon.h"
+#include "rt/event.h"
+#include "rt/wire.h"
+
+struct peer {
+	bool ready;
+	bool answered;          /* DONE / BYE received this round */
+	pid_t pid;
+	uint64_t next_local_ps;
+	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
+	size_t n_in;
+	size_t cap_in;
+};
+
+struct rt_coord {
+	const struct rt_job *job;
+	const struct rt_topology *topo;
+	void *zctx;
+	bool own_zctx;
+	void *sock;
+	char endpoint[256];
+	struct peer *peers;
+	uint32_t n_peers;
+	Kb__Sync **round;       /* DONE frames of this round: own the envelopes */
+	size_t n_round;
+	struct rt_buf frame;
+	struct rt_buf counters; /* window counter trace events */
+	uint64_t last_progress_ms;
+	const struct rt_coord_hooks *hooks;
+};
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* "kb-dma r0.pe0.dma (pid 123)" */
+static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, size_t cap)
+{
+	const struct rt_daemon_desc *d = &c->topo->daemons[i];
+
+	if (c->peers[i].pid)
+		snprintf(buf, cap, "%s %s (pid %d)", d->name, d->label, (int)c->peers[i].pid);
+	else
+		snprintf(buf, cap, "%s %s", d->name, d->label);
+	return buf;
+}
+
+enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo, void *zctx,
+			 const char *endpoint, struct rt_coord **out)
+{
+	struct rt_coord *c = calloc(1, sizeof(*c));
+	int one = 1, zero = 0;
+	size_t len;
+
+	*out = NULL;
+	if (!c)
+		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
+	c->job = job;
+	c->topo = topo;
+	c->n_peers = topo->n_daemons;
+	c->peers = calloc(c->n_peers, sizeof(*c->peers));
+	c->zctx = zctx;
+	if (!c->zctx) {
+		c->zctx = zmq_ctx_new();
+		c->own_zctx = true;
+	}
+	rt_buf_init(&c->frame);
+	rt_buf_init(&c->counters);
+	c->sock = c->zctx ? zmq_socket(c->zctx, ZMQ_ROUTER) : NULL;
+	if (!c->peers || !c->sock) {
+		rt_coord_destroy(&c);
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot create its socket");
+	}
+	zmq_setsockopt(c->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	zmq_setsockopt(c->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(c->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
+	zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof(zero));
+	if (zmq_bind(c->sock, endpoint) < 0) {
+		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
+					  zmq_strerror(errno));
+
+		rt_coord_destroy(&c);
+		return err;
+	}
+	len = sizeof(c->endpoint);
+	zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len);
+	*out = c;
+	return RT_EOK;
+}
+
+const char *rt_coord_endpoint(const struct rt_coord *c)
+{
+	return c->endpoint;
+}
+
+void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid)
+{
+	if (daemon < c->n_peers)
+		c->peers[daemon].pid = pid;
+}
+
+static void free_round(struct rt_coord *c)
+{
+	for (size_t i = 0; i < c->n_round; i++)
+		rt_wire_free_sync(c->round[i]);
+	c->n_round = 0;
+}
+
+void rt_coord_destroy(struct rt_coord **cp)
+{
+	struct rt_coord *c = *cp;
+
+	if (!c)
+		return;
+	free_round(c);
+	free(c->round);
+	for (uint32_t i = 0; c->peers && i < c->n_peers; i++)
+		free(c->peers[i].inbound);
+	free(c->peers);
+	if (c->sock)
+		zmq_close(c->sock);
+	if (c->own_zctx && c->zctx)
+		zmq_ctx_term(c->zctx);
+	rt_buf_release(&c->frame);
+	rt_buf_release(&c->counters);
+	free(c);
+	*cp = NULL;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static enum rt_err send_to(struct rt_coord *c, uint32_t peer, Kb__Sync *msg)
+{
+	char id[32];
+	char name[128];
+	enum rt_err err = rt_wire_encode_sync(msg, &c->frame);
+
+	if (err)
+		return err;
+	snprintf(id, sizeof(id), "d%u", peer);
+	if (zmq_send(c->sock, id, strlen(id), ZMQ_SNDMORE) < 0 ||
+	    zmq_send(c->sock, c->frame.data, c->frame.len, 0) < 0)
+		return rt_fail(RT_EPEER, "daemon %s is unreachable: %s",
+			       peer_name(c, peer, name, sizeof(name)), zmq_strerror(errno));
+	return RT_EOK;
+}
+
+static int env_cmp(const void *a, const void *b)
+{
+	const Kb__Envelope *x = *(Kb__Envelope *const *)a, *y = *(Kb__Envelope *const *)b;
+	struct rt_key kx = { x->deliver_ps, x->priority, x->src, x->seq };
+	struct rt_key ky = { y->deliver_ps, y->priority, y->src, y->seq };
+
+	return rt_key_cmp(&kx, &ky);
+}
+
+static enum rt_err send_grant(struct rt_coord *c, uint32_t i, uint64_t window, uint64_t start,
+			      uint64_t end)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	struct peer *p = &c->peers[i];
+
+	qsort(p->inbound, p->n_in, sizeof(*p->inbound), env_cmp);
+	grant.window = window;
+	grant.start_ps = start;
+	grant.end_ps = end;
+	grant.n_inbound = p->n_in;
+	grant.inbound = p->inbound;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	p->n_in = 0;
+	p->answered = false;
+	return send_to(c, i, &sync);
+}
+
+static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run, uint64_t sim_ps)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Shutdown shutdown = KB__SHUTDOWN__INIT;
+	enum rt_err first = RT_EOK;
+
+	shutdown.abort = abort_run;
+	shutdown.sim_time_ps = sim_ps;
+	sync.body_case = KB__SYNC__BODY_SHUTDOWN;
+	sync.shutdown = &shutdown;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		enum rt_err err;
+
+		if (!c->peers[i].ready)
+			continue;
+		c->peers[i].answered = false;
+		err = send_to(c, i, &sync);
+		if (err && !first)
+			first = err;
+	}
+	return first;
+}
+
+void rt_coord_abort(struct rt_coord *c)
+{
+	broadcast_shutdown(c, true, 0);
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+/* Waits for one frame; keeps an eye on the hooks, the watchdog and progress.
+ * On success *peer is the sender and *out its decoded frame (caller frees). */
+static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
+				 const char *waiting_for)
+{
+	uint64_t deadline = wall_ms() + c->job->config.watchdog_ms;
+	zmq_msg_t id, body;
+	char name[128], ident[64];
+	enum rt_err err;
+	int more;
+	size_t more_len = sizeof(more);
+
+	for (;;) {
+		zmq_pollitem_t items[2] = { { .socket = c->sock, .events = ZMQ_POLLIN },
+					    { .fd = c->hooks ? c->hooks->fd : -1,
+					      .events = ZMQ_POLLIN } };
+		int nitems = c->hooks && c->hooks->fd >= 0 ? 2 : 1;
+		uint64_t now = wall_ms();
+		int n;
+
+		if (now >= deadline)
+			return rt_fail(RT_ETIMEOUT, "%s did not answer within %llu ms (watchdog; "
+				       "set run.watchdog_ms to change)", waiting_for,
+				       (unsigned long long)c->job->config.watchdog_ms);
+		n = zmq_poll(items, nitems, (long)(deadline - now < 500 ? deadline - now : 500));
+		if (n < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "coordinator: poll failed: %s", zmq_strerror(errno));
+		if (nitems == 2 && (items[1].revents & ZMQ_POLLIN)) {
+			err = c->hooks->on_fd(c->hooks->arg);
+			if (err)
+				return err;
+		}
+		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
+			break;
+	}
+	zmq_msg_init(&id);
+	zmq_msg_init(&body);
+	zmq_msg_recv(&id, c->sock, 0);
+	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
+	if (more)
+		zmq_msg_recv(&body, c->sock, 0);
+	snprintf(ident, sizeof(ident), "%.*s", (int)(zmq_msg_size(&id) < 40 ? zmq_msg_size(&id) : 40),
+		 (const char *)zmq_msg_data(&id));
+	if (ident[0] != 'd' || sscanf(ident + 1, "%u", peer) != 1 || *peer >= c->n_peers) {
+		err = rt_fail(RT_EPROTOCOL, "coordinator: rejected a frame from unknown peer '%s'",
+			      ident);
+	} else {
+		err = rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), out);
+		if (err)
+			err = rt_fail(err, "daemon %s sent a bad frame: %s",
+				      peer_name(c, *peer, name, sizeof(name)), rt_last_error());
+	}
+	zmq_msg_close(&id);
+	zmq_msg_close(&body);
+	return err;
+}
+
+static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
+{
+	const struct rt_topology *t = c->topo;
+	size_t k = 0;
+	char name[128];
+
+	for (uint32_t id = 0; id < t->n_components; id++) {
+		if (t->components[id].daemon != i)
+			continue;
+		if (k >= r->n_components || r->components[k] != id)
+			return rt_fail(RT_EPROTOCOL, "daemon %s announced components that do not match "
+				       "the topology (component %u missing)",
+				       peer_name(c, i, name, sizeof(name)), id);
+		k++;
+	}
+	if (k != r->n_components || r->daemon != i)
+		return rt_fail(RT_EPROTOCOL, "daemon %s announced a different daemon or components",
+			       peer_name(c, i, name, sizeof(name)));
+	c->peers[i].ready = true;
+	c->peers[i].next_local_ps = r->next_local_ps;
+	if (r->pid)
+		c->peers[i].pid = r->pid;
+	return RT_EOK;
+}
+
+/* Names the daemons that have not answered yet, for the watchdog. */
+static void pending_names(const struct rt_coord *c, char *buf, size_t cap, bool want_ready)
+{
+	size_t used = 0;
+	char name[128];
+	int shown = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < c->n_peers && used < cap; i++) {
+		bool waiting = want_ready ? !c->peers[i].ready : !c->peers[i].answered;
+
+		if (!waiting)
+			continue;
+		if (shown++ == 3) {
+			snprintf(buf + used, cap - used, ", ...");
+			break;
+		}
+		used += (size_t)snprintf(buf + used, cap - used, "%sdaemon %s", shown > 1 ? ", " : "",
+					 peer_name(c, i, name, sizeof(name)));
+	}
+}
+
+static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected)
+{
+	char name[128];
+
+	peer_name(c, i, name, sizeof(name));
+	if (s->body_case == KB__SYNC__BODY_ERROR)
+		return rt_fail(RT_EPEER, "%s", s->error->message[0] ? s->error->message : name);
+	return rt_fail(RT_EPROTOCOL, "daemon %s sent frame type %d, expected %s", name,
+		       s->body_case, expected);
+}
+
+static enum rt_err handshake(struct rt_coord *c)
+{
+	uint32_t ready = 0;
+
+	while (ready < c->n_peers) {
+		char waiting[512];
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum rt_err err;
+
+		pending_names(c, waiting, sizeof(waiting), true);
+		err = recv_from_any(c, &i, &s, waiting);
+		if (err)
+			return err;
+		if (s->body_case != KB__SYNC__BODY_READY || c->peers[i].ready)
+			err = frame_error(c, i, s, "READY once");
+		else
+			err = check_ready(c, i, s->ready);
+		rt_wire_free_sync(s);
+		if (err)
+			return err;
+		ready++;
+	}
+	return RT_EOK;
+}
+
+/* ---------------------------------------------------------------- windows */
+
+static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done, uint64_t end,
+			 uint64_t *min_deliver, uint64_t *routed)
+{
+	const struct rt_topology *t = c->topo;
+	char name[128];
+
+	for (size_t k = 0; k < done->n_outbound; k++) {
+		Kb__Envelope *e = done->outbound[k];
+		struct peer *p;
+
+		if (e->src >= t->n_components || e->dst >= t->n_components ||
+		    t->components[e->src].daemon != from || t->components[e->dst].daemon == from)
+			return rt_fail(RT_EPROTOCOL, "daemon %s routed a message %u -> %u it may not send",
+				       peer_name(c, from, name, sizeof(name)), e->src, e->dst);
+		if (e->deliver_ps < end)
+			return rt_fail(RT_EPROTOCOL,
+				       "daemon %s sent a message due at %llu ps inside the window ending %llu ps",
+				       peer_name(c, from, name, sizeof(name)),
+				       (unsigned long long)e->deliver_ps, (unsigned long long)end);
+		p = &c->peers[t->components[e->dst].daemon];
+		if (p->n_in == p->cap_in) {
+			size_t cap = p->cap_in ? p->cap_in * 2 : 64;
+			Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
+
+			if (!grown)
+				return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
+			p->inbound = grown;
+			p->cap_in = cap;
+		}
+		p->inbound[p->n_in++] = e;
+		if (e->deliver_ps < *min_deliver)
+			*min_deliver = e->deliver_ps;
+		(*routed)++;
+	}
+	return RT_EOK;
+}
+
+/* Collects every DONE of window k; returns the earliest pending time. */
+static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint64_t *next,
+				uint64_t *routed_now)
+{
+	uint64_t min_time = RT_TIME_NEVER;
+
+	*routed_now = 0;
+	for (uint32_t got = 0; got < c->n_peers;) {
+		char waiting[512], name[128];
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum rt_err err;
+
+		snprintf(waiting, sizeof(waiting), "window %llu: ", (unsigned long long)k);
+		pending_names(c, waiting + strlen(waiting), sizeof(waiting) - strlen(waiting), false);
+		err = recv_from_any(c, &i, &s, waiting);
+		if (err)
+			return err;
+		if (s->body_case != KB__SYNC__BODY_DONE || c->peers[i].answered)
+			err = frame_error(c, i, s, "one DONE");
+		else if (s->done->window != k)
+			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
+				      peer_name(c, i, name, sizeof(name)),
+				      (unsigned long long)s->done->window, (unsigned long long)k);
+		else
+			err = route(c, i, s->done, end, &min_time, routed_now);
+		if (err) {
+			rt_wire_free_sync(s);
+			return err;
+		}
+		c->round[c->n_round++] = s; /* keeps routed envelopes alive */
+		c->peers[i].answered = true;
+		c->peers[i].next_local_ps = s->done->next_local_ps;
+		if (s->done->next_local_ps < min_time)
+			min_time = s->done->next_local_ps;
+		got++;
+	}
+	*next = min_time;
+	return RT_EOK;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > RT_TIME_NEVER - b ? RT_TIME_NEVER : a + b;
+}
+
+static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final)
+{
+	uint64_t now = wall_ms();
+
+	if (!isatty(STDERR_FILENO) || c->job->quiet)
+		return;
+	if (!final && now - c->last_progress_ms < 1000)
+		return;
+	c->last_progress_ms = now;
+	fprintf(stderr, "\rkernbench: simulated %llu.%06llu us, window %llu%s",
+		(unsigned long long)(t / 1000000), (unsigned long long)(t % 1000000),
+		(unsigned long long)k, final ? "\n" : "");
+}
+
+static void note_window(struct rt_coord *c, uint64_t k, uint64_t t)
+{
+	if (!c->job->trace_windows)
+		return;
+	rt_buf_printf(&c->counters, "{\"ph\":\"C\",\"name\":\"window\",\"pid\":0,\"tid\":0,\"ts\":");
+	rt_buf_ps_as_us(&c->counters, t);
+	rt_buf_printf(&c->counters, ",\"args\":{\"window\":%llu}},\n", (unsigned long long)k);
+}
+
+static enum rt_err write_counters(struct rt_coord *c)
+{
+	char path[RT_PATH_MAX + 64];
+
+	if (!c->counters.len)
+		return RT_EOK;
+	snprintf(path, sizeof(path), "%s/%s/coord.trace", c->job->out_dir, RT_PARTS_DIR);
+	return rt_buf_write_file(&c->counters, path);
+}
+
+static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
+{
+	uint64_t lookahead = c->topo->lookahead_ps;
+	uint64_t t = RT_TIME_NEVER;
+	enum rt_err err = RT_EOK;
+
+	c->round = calloc(c->n_peers, sizeof(*c->round));
+	if (!c->round)
+		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		if (c->peers[i].next_local_ps < t)
+			t = c->peers[i].next_local_ps;
+	for (uint64_t k = 0; t != RT_TIME_NEVER && !err; k++) {
+		uint64_t end = sat_add(t, lookahead), next, routed_now;
+
+		note_window(c, k, t);
+		for (uint32_t i = 0; i < c->n_peers && !err; i++)
+			err = send_grant(c, i, k, t, end);
+		free_round(c);
+		if (!err)
+			err = collect_done(c, k, end, &next, &routed_now);
+		st->windows = k + 1;
+		st->routed += err ? 0 : routed_now;
+		st->last_window_ps = t;
+		show_progress(c, k + 1, t, false);
+		/* skip ahead over idle time, but never shorter than a lookahead */
+		t = next == RT_TIME_NEVER ? next : (next > end ? next : end);
+	}
+	show_progress(c, st->windows, st->last_window_ps, true);
+	return err;
+}
+
+static enum rt_err collect_bye(struct rt_coord *c)
+{
+	for (uint32_t got = 0; got < c->n_peers;) {
+		char waiting[512];
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum rt_err err;
+
+		snprintf(waiting, sizeof(waiting), "shutdown: ");
+		pending_names(c, waiting + strlen(waiting), sizeof(waiting) - strlen(waiting), false);
+		err = recv_from_any(c, &i, &s, waiting);
+		if (err)
+			return err;
+		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
+			err = frame_error(c, i, s, "BYE");
+		rt_wire_free_sync(s);
+		if (err)
+			return err;
+		c->peers[i].answered = true;
+		got++;
+	}
+	return RT_EOK;
+}
+
+enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
+			 struct rt_coord_stats *st)
+{
+	enum rt_err err;
+
+	memset(st, 0, sizeof(*st));
+	c->hooks = hooks;
+	err = handshake(c);
+	if (!err)
+		err = run_windows(c, st);
+	free_round(c);
+	if (!err)
+		err = broadcast_shutdown(c, false, st->last_window_ps);
+	if (!err)
+		err = collect_bye(c);
+	if (!err)
+		err = write_counters(c);
+	return err;
+}

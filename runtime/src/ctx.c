@@ -1,0 +1,444 @@
+/* ctx.c — what a component sees: time, sends, timers, memory and outputs. */
+#include "ctx.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "rt/daemon.h"
+
+#define FLUSH_BYTES (1u << 20)
+
+/* ---------------------------------------------------------------- lifecycle */
+
+enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
+{
+	const struct rt_component_desc *desc = &d->topo->components[id];
+
+	memset(c, 0, sizeof(*c));
+	c->daemon = d;
+	c->id = id;
+	c->desc = desc;
+	c->digest = RT_HASH_INIT;
+	rt_buf_init(&c->oplog);
+	rt_buf_init(&c->trace);
+	c->state = calloc(1, desc->ops->state_size ? desc->ops->state_size : 1);
+	if (!c->state)
+		return rt_fail(RT_ENOMEM, "%s: cannot allocate %zu bytes of state", desc->name,
+			       desc->ops->state_size);
+	return RT_EOK;
+}
+
+void rt_ctx_release(struct rt_ctx *c)
+{
+	free(c->state);
+	free(c->stats);
+	rt_buf_release(&c->oplog);
+	rt_buf_release(&c->trace);
+	if (c->oplog_file)
+		fclose(c->oplog_file);
+	if (c->trace_file)
+		fclose(c->trace_file);
+}
+
+/* ---------------------------------------------------------------- identity */
+
+uint64_t rt_now(const struct rt_ctx *ctx)
+{
+	return ctx->daemon->now;
+}
+
+uint32_t rt_self(const struct rt_ctx *ctx)
+{
+	return ctx->id;
+}
+
+const struct rt_component_desc *rt_self_desc(const struct rt_ctx *ctx)
+{
+	return ctx->desc;
+}
+
+const struct rt_topology *rt_topo(const struct rt_ctx *ctx)
+{
+	return ctx->daemon->topo;
+}
+
+const struct rt_job *rt_job(const struct rt_ctx *ctx)
+{
+	return ctx->daemon->job;
+}
+
+const struct rt_config *rt_cfg(const struct rt_ctx *ctx)
+{
+	return &ctx->daemon->job->config;
+}
+
+/* ---------------------------------------------------------------- tracing */
+
+static const char *payload_kind(const Kb__Payload *msg)
+{
+	switch (msg->body_case) {
+	case KB__PAYLOAD__BODY_TRAFFIC: return "traffic";
+	case KB__PAYLOAD__BODY_COMMAND: return "command";
+	case KB__PAYLOAD__BODY_COMMAND_DONE: return "command_done";
+	case KB__PAYLOAD__BODY_STAGE: return "stage";
+	case KB__PAYLOAD__BODY_STAGE_DONE: return "stage_done";
+	case KB__PAYLOAD__BODY_IPCQ: return "ipcq";
+	default: return "message";
+	}
+}
+
+static bool tracing(const struct rt_ctx *c)
+{
+	return !c->daemon->job->trace_off;
+}
+
+/* One trace event line; `extra` is appended inside the object. */
+static void trace_event(struct rt_ctx *c, const char *ph, const char *name,
+			const char *cat, uint64_t ts_ps, const char *extra)
+{
+	struct rt_buf *b = &c->trace;
+
+	rt_buf_printf(b, "{\"ph\":\"%s\",\"name\":", ph);
+	rt_buf_json_str(b, name);
+	rt_buf_printf(b, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat, c->desc->rank, c->id);
+	rt_buf_ps_as_us(b, ts_ps);
+	rt_buf_printf(b, "%s},\n", extra ? extra : "");
+}
+
+/* A message is drawn as a zero-length slice at each end joined by a flow
+ * arrow (ph s -> f), so Perfetto shows who sent what to whom and when. */
+static void trace_flow(struct rt_ctx *c, bool start, const Kb__Payload *msg,
+		       uint32_t src, uint64_t seq, uint64_t ts_ps)
+{
+	char name[64], extra[96];
+
+	if (!tracing(c))
+		return;
+	snprintf(name, sizeof(name), "%s %s", start ? "send" : "recv", payload_kind(msg));
+	trace_event(c, "X", name, "msg", ts_ps, ",\"dur\":0");
+	snprintf(extra, sizeof(extra), ",\"id\":\"%u.%llu\"%s", src, (unsigned long long)seq,
+		 start ? "" : ",\"bp\":\"e\"");
+	trace_event(c, start ? "s" : "f", "message", "msg", ts_ps, extra);
+}
+
+enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name, const char *cat,
+			   uint64_t start_ps, uint64_t end_ps, const char *args_json)
+{
+	struct rt_buf extra;
+	enum rt_err err;
+
+	if (!tracing(ctx))
+		return RT_EOK;
+	rt_buf_init(&extra);
+	rt_buf_printf(&extra, ",\"dur\":");
+	rt_buf_ps_as_us(&extra, end_ps - start_ps);
+	if (args_json)
+		rt_buf_printf(&extra, ",\"args\":%s", args_json);
+	trace_event(ctx, "X", name, cat, start_ps, extra.data);
+	rt_buf_release(&extra);
+	err = ctx->trace.len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
+	return err;
+}
+
+void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb__Payload *msg)
+{
+	uint64_t h = c->digest;
+
+	h = rt_hash_u64(h, ev->key.time_ps);
+	h = rt_hash_u64(h, ev->key.src);
+	h = rt_hash_u64(h, ev->key.seq);
+	c->digest = rt_hash(h, rt_event_bytes(ev), ev->len);
+	c->delivered++;
+	trace_flow(c, false, msg, ev->key.src, ev->key.seq, ev->key.time_ps);
+	if (c->trace.len > FLUSH_BYTES)
+		rt_ctx_flush(c, false); /* an I/O error resurfaces at the final flush */
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
+				 uint64_t send_ps, const struct rt_buf *bytes)
+{
+	Kb__Envelope *e;
+
+	if (d->n_out == d->cap_out) {
+		size_t cap = d->cap_out ? d->cap_out * 2 : 64;
+		Kb__Envelope **grown = realloc(d->outbound, cap * sizeof(*grown));
+
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "outbound buffer cannot grow to %zu", cap);
+		d->outbound = grown;
+		d->cap_out = cap;
+	}
+	e = malloc(sizeof(*e) + bytes->len);
+	if (!e)
+		return rt_fail(RT_ENOMEM, "cannot buffer a %zu-byte message", bytes->len);
+	kb__envelope__init(e);
+	e->deliver_ps = key->time_ps;
+	e->priority = key->priority;
+	e->src = key->src;
+	e->seq = key->seq;
+	e->dst = dst;
+	e->send_ps = send_ps;
+	e->payload.len = bytes->len;
+	e->payload.data = (uint8_t *)(e + 1);
+	memcpy(e->payload.data, bytes->data, bytes->len);
+	d->outbound[d->n_out++] = e;
+	return RT_EOK;
+}
+
+void rt_ctx_free_outbound(struct rt_daemon *d)
+{
+	for (size_t i = 0; i < d->n_out; i++)
+		free(d->outbound[i]);
+	d->n_out = 0;
+}
+
+enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			    uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg)
+{
+	struct rt_daemon *d = ctx->daemon;
+	uint64_t latency = rt_topology_latency(d->topo, ctx->id, dst);
+	struct rt_key key;
+	enum rt_err err;
+
+	if (!latency)
+		return rt_fail(RT_EINVAL, "%s has no link to component %u", ctx->desc->name, dst);
+	if (send_ps < d->now)
+		return rt_fail(RT_EINVAL, "%s sends at %llu ps, before now (%llu ps)",
+			       ctx->desc->name, (unsigned long long)send_ps,
+			       (unsigned long long)d->now);
+	key.time_ps = send_ps + latency + extra_ps;
+	key.priority = priority;
+	key.src = ctx->id;
+	key.seq = ctx->seq++;
+	rt_buf_reset(&d->pack);
+	err = rt_buf_reserve(&d->pack, kb__payload__get_packed_size(msg));
+	if (err)
+		return err;
+	d->pack.len = kb__payload__pack(msg, (uint8_t *)d->pack.data);
+	trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
+	if (d->by_id[dst]) {
+		struct rt_event ev = { .key = key, .dst = dst, .send_ps = send_ps };
+
+		err = rt_event_set_bytes(&ev, d->pack.data, d->pack.len);
+		if (!err)
+			err = rt_queue_push(&d->queue, &ev);
+		if (err)
+			rt_event_release(&ev);
+		return err;
+	}
+	/* conservative lockstep: nothing crossing daemons may land inside the
+	 * window being run (lookahead guarantees it; check anyway) */
+	if (key.time_ps < d->window_end)
+		return rt_fail(RT_EPROTOCOL,
+			       "%s -> %s: message due at %llu ps falls inside the current window (ends %llu ps)",
+			       ctx->desc->name, d->topo->components[dst].name,
+			       (unsigned long long)key.time_ps, (unsigned long long)d->window_end);
+	return push_outbound(d, &key, dst, send_ps, &d->pack);
+}
+
+enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,
+		    const Kb__Payload *msg)
+{
+	return rt_send_delayed(ctx, dst, send_ps, 0, priority, msg);
+}
+
+enum rt_err rt_timer(struct rt_ctx *ctx, uint64_t at_ps, uint64_t tag)
+{
+	struct rt_daemon *d = ctx->daemon;
+	struct rt_event ev = { 0 };
+
+	if (at_ps < d->now)
+		return rt_fail(RT_EINVAL, "%s sets a timer at %llu ps, before now (%llu ps)",
+			       ctx->desc->name, (unsigned long long)at_ps,
+			       (unsigned long long)d->now);
+	ev.key.time_ps = at_ps;
+	ev.key.src = ctx->id;
+	ev.key.seq = ctx->seq++;
+	ev.dst = ctx->id;
+	ev.is_timer = true;
+	ev.tag = tag;
+	return rt_queue_push(&d->queue, &ev);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static uint8_t *map_fd(int fd, uint64_t size)
+{
+	void *p;
+
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t tcm_bytes(const struct rt_config *cfg)
+{
+	return cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
+}
+
+uint8_t *rt_hbm(struct rt_ctx *ctx, uint32_t rank, uint64_t *size)
+{
+	struct rt_daemon *d = ctx->daemon;
+	const struct rt_job *job = d->job;
+
+	*size = job->config.hbm_bytes;
+	if (job->mode != RT_MODE_DATA || rank >= job->config.ranks || rank >= 64)
+		return NULL;
+	if (!d->hbm[rank])
+		d->hbm[rank] = map_fd(job->hbm_fds[rank], *size);
+	return d->hbm[rank];
+}
+
+uint8_t *rt_tcm(struct rt_ctx *ctx, uint32_t rank, uint32_t pe, uint64_t *size)
+{
+	struct rt_daemon *d = ctx->daemon;
+	const struct rt_job *job = d->job;
+	size_t slot = (size_t)rank * 64 + pe;
+
+	*size = tcm_bytes(&job->config);
+	if (job->mode != RT_MODE_DATA || rank >= job->config.ranks || pe >= job->config.pes ||
+	    rank >= 64 || pe >= 64)
+		return NULL;
+	if (!d->tcm[slot])
+		d->tcm[slot] = map_fd(job->tcm_fds[slot], *size);
+	return d->tcm[slot];
+}
+
+void rt_ctx_unmap_memory(struct rt_daemon *d)
+{
+	const struct rt_config *cfg = &d->job->config;
+
+	for (size_t i = 0; i < 64; i++)
+		if (d->hbm[i])
+			munmap(d->hbm[i], cfg->hbm_bytes);
+	for (size_t i = 0; i < 64 * 64; i++)
+		if (d->tcm[i])
+			munmap(d->tcm[i], tcm_bytes(cfg));
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path, size_t cap)
+{
+	int n = snprintf(path, cap, "%s/%s", ctx->daemon->job->out_dir, file);
+
+	if (n < 0 || (size_t)n >= cap)
+		return rt_fail(RT_EINVAL, "output path %s/%s is too long", ctx->daemon->job->out_dir,
+			       file);
+	return RT_EOK;
+}
+
+enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
+{
+	struct rt_buf *b = &ctx->oplog;
+
+	/* sort key (start, end, component, seq) then the record; the launcher
+	 * merges parts by key and strips it */
+	rt_buf_printf(b, "%020llu %020llu %010u %012llu ", (unsigned long long)r->start_ps,
+		      (unsigned long long)r->end_ps, ctx->id, (unsigned long long)ctx->oplog_seq++);
+	rt_buf_printf(b, "{\"start_ps\":%llu,\"end_ps\":%llu,\"rank\":%u,\"pe\":%u,\"engine\":\"%s\","
+		      "\"op_kind\":\"%s\",\"op_name\":\"%s\",\"bytes\":%llu,\"elements\":%llu,"
+		      "\"composite\":%llu,\"stage\":%u}\n",
+		      (unsigned long long)r->start_ps, (unsigned long long)r->end_ps,
+		      ctx->desc->rank, ctx->desc->pe, r->engine, r->op_kind, r->op_name,
+		      (unsigned long long)r->bytes, (unsigned long long)r->elements,
+		      (unsigned long long)r->command, r->stage);
+	return b->len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
+}
+
+static struct rt_stat *find_stat(struct rt_ctx *ctx, const char *name, bool is_max)
+{
+	for (size_t i = 0; i < ctx->n_stats; i++)
+		if (!strcmp(ctx->stats[i].name, name))
+			return &ctx->stats[i];
+	if (ctx->n_stats == ctx->cap_stats) {
+		size_t cap = ctx->cap_stats ? ctx->cap_stats * 2 : 8;
+		struct rt_stat *grown = realloc(ctx->stats, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		ctx->stats = grown;
+		ctx->cap_stats = cap;
+	}
+	memset(&ctx->stats[ctx->n_stats], 0, sizeof(struct rt_stat));
+	snprintf(ctx->stats[ctx->n_stats].name, sizeof(ctx->stats[0].name), "%s", name);
+	ctx->stats[ctx->n_stats].is_max = is_max;
+	return &ctx->stats[ctx->n_stats++];
+}
+
+void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value)
+{
+	struct rt_stat *s = find_stat(ctx, name, false);
+
+	if (s)
+		s->value += value;
+}
+
+void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value)
+{
+	struct rt_stat *s = find_stat(ctx, name, true);
+
+	if (s && value > s->value)
+		s->value = value;
+}
+
+static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, const char *ext)
+{
+	char path[RT_PATH_MAX + 64];
+
+	if (!b->len)
+		return RT_EOK;
+	if (!*f) {
+		snprintf(path, sizeof(path), "%s/%s/%u.%s", c->daemon->job->out_dir, RT_PARTS_DIR,
+			 c->id, ext);
+		*f = fopen(path, "w");
+		if (!*f)
+			return rt_fail(RT_EIO, "%s: cannot create %s: %s", c->desc->name, path,
+				       strerror(errno));
+	}
+	if (fwrite(b->data, 1, b->len, *f) != b->len)
+		return rt_fail(RT_EIO, "%s: cannot write its %s part: %s", c->desc->name, ext,
+			       strerror(errno));
+	rt_buf_reset(b);
+	return RT_EOK;
+}
+
+static enum rt_err write_stats(struct rt_ctx *c)
+{
+	struct rt_buf b;
+	char path[RT_PATH_MAX + 64];
+	enum rt_err err;
+
+	rt_buf_init(&b);
+	rt_buf_printf(&b, "delivered sum %llu\ndigest hash %016llx\nlast_ps max %llu\n",
+		      (unsigned long long)c->delivered, (unsigned long long)c->digest,
+		      (unsigned long long)c->last_ps);
+	for (size_t i = 0; i < c->n_stats; i++)
+		rt_buf_printf(&b, "%s %s %llu\n", c->stats[i].name, c->stats[i].is_max ? "max" : "sum",
+			      (unsigned long long)c->stats[i].value);
+	snprintf(path, sizeof(path), "%s/%s/%u.stats", c->daemon->job->out_dir, RT_PARTS_DIR, c->id);
+	err = rt_buf_write_file(&b, path);
+	rt_buf_release(&b);
+	return err;
+}
+
+enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
+{
+	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
+
+	if (!err)
+		err = append_part(c, &c->trace_file, &c->trace, "trace");
+	if (err || !final)
+		return err;
+	if (c->oplog_file && fclose(c->oplog_file))
+		err = rt_fail(RT_EIO, "%s: cannot close its op log part", c->desc->name);
+	if (c->trace_file && fclose(c->trace_file))
+		err = rt_fail(RT_EIO, "%s: cannot close its trace part", c->desc->name);
+	c->oplog_file = c->trace_file = NULL;
+	return err ? err : write_stats(c);
+}

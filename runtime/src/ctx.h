@@ -1,0 +1,77 @@
+/* ctx.h — private: the daemon and per-component context structures shared
+ * by daemon.c (the lockstep loop) and ctx.c (the component-facing API). */
+#ifndef RT_CTX_PRIVATE_H
+#define RT_CTX_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rt/buf.h"
+#include "rt/component.h"
+#include "rt/event.h"
+#include "rt/wire.h"
+
+struct rt_stat {
+	char name[40];
+	uint64_t value;
+	bool is_max; /* merged by max instead of sum */
+};
+
+struct rt_ctx {
+	struct rt_daemon *daemon;
+	uint32_t id;
+	const struct rt_component_desc *desc;
+	void *state;             /* the component's zeroed state block */
+	uint64_t seq;            /* per-source sequence: sends and timers */
+	uint64_t delivered;      /* messages delivered to it */
+	uint64_t digest;         /* hash over its deliveries */
+	uint64_t last_ps;        /* time of its last event */
+	uint64_t oplog_seq;      /* op log records written */
+	struct rt_stat *stats;
+	size_t n_stats;
+	size_t cap_stats;
+	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
+	struct rt_buf trace;
+	FILE *oplog_file;
+	FILE *trace_file;
+};
+
+struct rt_daemon {
+	const struct rt_job *job;
+	const struct rt_topology *topo;
+	uint32_t index;
+	const char *label;       /* what errors call this daemon */
+	struct rt_ctx **by_id;   /* component id -> local context or NULL */
+	struct rt_ctx *ctxs;
+	uint32_t n_local;
+	struct rt_queue queue;
+	uint64_t now;            /* time of the event being run */
+	uint64_t window;         /* next window expected */
+	uint64_t window_end;     /* end of the window being run */
+	uint64_t events;         /* events run */
+	Kb__Envelope **outbound; /* messages for other daemons, this window */
+	size_t n_out;
+	size_t cap_out;
+	struct rt_arena arena;   /* payload decoding */
+	struct rt_buf pack;      /* payload encoding */
+	struct rt_buf frame;     /* sync frame encoding */
+	void *zctx;
+	void *sock;
+	bool own_zctx;
+	bool threaded;           /* hosted as a thread of the launcher */
+	uint8_t *hbm[64];        /* mapped lazily (data mode) */
+	uint8_t *tcm[64 * 64];
+};
+
+enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id);
+void rt_ctx_release(struct rt_ctx *c);
+/* Records a delivered message: digest, count, trace flow end. */
+void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev,
+			  const Kb__Payload *msg);
+/* Writes pending output; `final` also writes the stats part and closes. */
+enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final);
+void rt_ctx_free_outbound(struct rt_daemon *d);
+void rt_ctx_unmap_memory(struct rt_daemon *d);
+
+#endif

@@ -1,0 +1,469 @@
+/* daemon.c — component host and lockstep participant. */
+#include "rt/daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "ctx.h"
+#include "rt/event.h"
+#include "rt/wire.h"
+
+#define ARENA_BYTES (8u << 20)
+
+/* ---------------------------------------------------------------- setup */
+
+static enum rt_err daemon_init(struct rt_daemon *d, const struct rt_daemon_opts *o)
+{
+	const struct rt_topology *t = o->topo;
+	uint32_t n = 0;
+	enum rt_err err;
+
+	memset(d, 0, sizeof(*d));
+	d->job = o->job;
+	d->topo = t;
+	d->index = o->index;
+	d->label = t->daemons[o->index].label;
+	rt_queue_init(&d->queue);
+	rt_buf_init(&d->pack);
+	rt_buf_init(&d->frame);
+	err = rt_arena_init(&d->arena, ARENA_BYTES);
+	if (err)
+		return err;
+	d->by_id = calloc(t->n_components, sizeof(*d->by_id));
+	d->ctxs = calloc(t->daemons[o->index].n_hosted, sizeof(*d->ctxs));
+	if (!d->by_id || !d->ctxs)
+		return rt_fail(RT_ENOMEM, "daemon %s: cannot allocate component table", d->label);
+	for (uint32_t id = 0; id < t->n_components; id++) {
+		if (t->components[id].daemon != o->index)
+			continue;
+		err = rt_ctx_init(&d->ctxs[n], d, id);
+		if (err)
+			return err;
+		d->by_id[id] = &d->ctxs[n++];
+	}
+	d->n_local = n;
+	return RT_EOK;
+}
+
+static void daemon_release(struct rt_daemon *d)
+{
+	for (uint32_t i = 0; i < d->n_local; i++)
+		rt_ctx_release(&d->ctxs[i]);
+	free(d->ctxs);
+	free(d->by_id);
+	rt_queue_release(&d->queue);
+	rt_ctx_free_outbound(d);
+	free(d->outbound);
+	rt_arena_release(&d->arena);
+	rt_buf_release(&d->pack);
+	rt_buf_release(&d->frame);
+	rt_ctx_unmap_memory(d);
+}
+
+/* ---------------------------------------------------------------- events */
+
+/* Runs one event on its component. */
+static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
+{
+	struct rt_ctx *c = d->by_id[ev->dst];
+	struct rt_delivery del = {
+		.time_ps = ev->key.time_ps,
+		.is_timer = ev->is_timer,
+		.tag = ev->tag,
+		.src = ev->key.src,
+		.send_ps = ev->send_ps,
+	};
+	Kb__Payload *msg = NULL;
+	enum rt_err err;
+
+	d->now = ev->key.time_ps;
+	d->events++;
+	if (!ev->is_timer) {
+		rt_arena_reset(&d->arena);
+		err = rt_wire_decode_payload(rt_event_bytes(ev), ev->len, &d->arena, &msg);
+		if (err)
+			return rt_fail(err, "%s: message from %s: %s", c->desc->name,
+				       d->topo->components[ev->key.src].name, rt_last_error());
+		del.msg = msg;
+		rt_ctx_note_delivery(c, ev, msg);
+	}
+	c->last_ps = d->now;
+	err = c->desc->ops->handle(c, c->state, &del);
+	if (err && !strstr(rt_last_error(), c->desc->name))
+		return rt_fail(err, "%s at %llu ps: %s", c->desc->name,
+			       (unsigned long long)d->now, rt_last_error());
+	return err;
+}
+
+static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
+{
+	const struct rt_event *next;
+	struct rt_event ev;
+	enum rt_err err = RT_EOK;
+
+	d->window_end = end;
+	while (!err && (next = rt_queue_peek(&d->queue)) && next->key.time_ps < end) {
+		rt_queue_pop(&d->queue, &ev);
+		err = deliver(d, &ev);
+		rt_event_release(&ev);
+	}
+	return err;
+}
+
+static uint64_t next_local(const struct rt_daemon *d)
+{
+	const struct rt_event *next = rt_queue_peek(&d->queue);
+
+	return next ? next->key.time_ps : RT_TIME_NEVER;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
+{
+	enum rt_err err = rt_wire_encode_sync(msg, &d->frame);
+
+	if (err)
+		return err;
+	if (zmq_send(d->sock, d->frame.data, d->frame.len, 0) < 0)
+		return rt_fail(RT_ETRANSPORT, "daemon %s: send to coordinator failed: %s",
+			       d->label, zmq_strerror(errno));
+	return RT_EOK;
+}
+
+/* Test hook (docs/testing.md): KB_FAULT="kind@label[:window]" makes the
+ * named daemon misbehave at a window, so failure handling is tested with real
+ * daemons and sockets. kinds: hang, garbage, truncate, schema, crash. */
+static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
+{
+	const char *spec = getenv("KB_FAULT");
+	char want[128];
+	const char *at, *colon;
+	size_t klen = strlen(kind);
+
+	if (!spec || strncmp(spec, kind, klen) || spec[klen] != '@')
+		return false;
+	at = spec + klen + 1;
+	colon = strchr(at, ':');
+	snprintf(want, sizeof(want), "%.*s", colon ? (int)(colon - at) : (int)strlen(at), at);
+	if (strcmp(want, d->label))
+		return false;
+	return (colon ? strtoull(colon + 1, NULL, 10) : 0) == window;
+}
+
+static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
+{
+	static const char garbage[] = "\xff\x01 this is not a frame \x07";
+
+	if (fault_due(d, "hang", window))
+		for (;;)
+			pause();
+	if (fault_due(d, "crash", window))
+		abort();
+	if (fault_due(d, "garbage", window)) {
+		zmq_send(d->sock, garbage, sizeof(garbage) - 1, 0);
+		return RT_EINTERRUPTED;
+	}
+	if (fault_due(d, "truncate", window)) {
+		zmq_send(d->sock, d->frame.data, d->frame.len / 2, 0);
+		return RT_EINTERRUPTED;
+	}
+	return RT_EOK;
+}
+
+static enum rt_err send_ready(struct rt_daemon *d)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Ready ready = KB__READY__INIT;
+	uint32_t *ids = calloc(d->n_local ? d->n_local : 1, sizeof(*ids));
+	enum rt_err err;
+
+	if (!ids)
+		return rt_fail(RT_ENOMEM, "daemon %s: out of memory", d->label);
+	for (uint32_t i = 0; i < d->n_local; i++)
+		ids[i] = d->ctxs[i].id;
+	ready.daemon = d->index;
+	ready.n_components = d->n_local;
+	ready.components = ids;
+	ready.next_local_ps = next_local(d);
+	ready.pid = getpid();
+	sync.body_case = KB__SYNC__BODY_READY;
+	sync.ready = &ready;
+	err = rt_wire_encode_sync(&sync, &d->frame);
+	free(ids);
+	if (err)
+		return err;
+	if (fault_due(d, "schema", 0))
+		d->frame.data[1] ^= 0x7f; /* field 1 is schema_version: corrupt it */
+	if (zmq_send(d->sock, d->frame.data, d->frame.len, 0) < 0)
+		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot send READY: %s", d->label,
+			       zmq_strerror(errno));
+	return RT_EOK;
+}
+
+static enum rt_err send_done(struct rt_daemon *d, uint64_t window)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Done done = KB__DONE__INIT;
+	enum rt_err err;
+
+	done.window = window;
+	done.next_local_ps = next_local(d);
+	done.n_outbound = d->n_out;
+	done.outbound = d->outbound;
+	done.events = d->events;
+	sync.body_case = KB__SYNC__BODY_DONE;
+	sync.done = &done;
+	err = rt_wire_encode_sync(&sync, &d->frame);
+	rt_ctx_free_outbound(d);
+	if (err)
+		return err;
+	err = inject_faults(d, window);
+	if (err)
+		return err;
+	if (zmq_send(d->sock, d->frame.data, d->frame.len, 0) < 0)
+		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot send DONE: %s", d->label,
+			       zmq_strerror(errno));
+	return RT_EOK;
+}
+
+/* Reports a failure and waits (briefly) for the coordinator's SHUTDOWN, so
+ * the launcher hears the reason before it sees this process exit. */
+static void send_error(struct rt_daemon *d, enum rt_err code)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Error error = KB__ERROR__INIT;
+	char line[1200];
+
+	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(code));
+	error.daemon = d->index;
+	error.component = (char *)d->label;
+	error.message = line;
+	sync.body_case = KB__SYNC__BODY_ERROR;
+	sync.error = &error;
+	if (send_frame(d, &sync) == RT_EOK) {
+		zmq_pollitem_t item = { .socket = d->sock, .events = ZMQ_POLLIN };
+
+		zmq_poll(&item, 1, 5000);
+	}
+	rt_fail(code, "%s", line);
+}
+
+static enum rt_err send_bye(struct rt_daemon *d)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Bye bye = KB__BYE__INIT;
+
+	bye.daemon = d->index;
+	bye.events = d->events;
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	return send_frame(d, &sync);
+}
+
+/* ---------------------------------------------------------------- grant */
+
+static enum rt_err accept_inbound(struct rt_daemon *d, const Kb__Grant *g)
+{
+	for (size_t i = 0; i < g->n_inbound; i++) {
+		const Kb__Envelope *e = g->inbound[i];
+		struct rt_event ev = { 0 };
+		enum rt_err err;
+
+		if (e->dst >= d->topo->n_components || !d->by_id[e->dst])
+			return rt_fail(RT_EPROTOCOL,
+				       "daemon %s: GRANT %llu routed a message for component %u, which it does not host",
+				       d->label, (unsigned long long)g->window, e->dst);
+		if (e->deliver_ps < g->start_ps)
+			return rt_fail(RT_EPROTOCOL,
+				       "daemon %s: message %u.%llu promised for %llu ps arrived in window %llu starting %llu ps",
+				       d->label, e->src, (unsigned long long)e->seq,
+				       (unsigned long long)e->deliver_ps, (unsigned long long)g->window,
+				       (unsigned long long)g->start_ps);
+		ev.key.time_ps = e->deliver_ps;
+		ev.key.priority = e->priority;
+		ev.key.src = e->src;
+		ev.key.seq = e->seq;
+		ev.dst = e->dst;
+		ev.send_ps = e->send_ps;
+		err = rt_event_set_bytes(&ev, e->payload.data, e->payload.len);
+		if (!err)
+			err = rt_queue_push(&d->queue, &ev);
+		if (err) {
+			rt_event_release(&ev);
+			return err;
+		}
+	}
+	return RT_EOK;
+}
+
+static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
+{
+	enum rt_err err;
+
+	if (g->window != d->window)
+		return rt_fail(RT_EPROTOCOL, "daemon %s: got GRANT for window %llu, expected %llu",
+			       d->label, (unsigned long long)g->window,
+			       (unsigned long long)d->window);
+	err = accept_inbound(d, g);
+	if (!err)
+		err = run_until(d, g->end_ps);
+	if (!err)
+		err = send_done(d, d->window);
+	d->window++;
+	return err;
+}
+
+static enum rt_err finish(struct rt_daemon *d)
+{
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t i = 0; i < d->n_local; i++) {
+		struct rt_ctx *c = &d->ctxs[i];
+
+		d->now = c->last_ps;
+		if (c->desc->ops->fini)
+			c->desc->ops->fini(c, c->state);
+		if (!err)
+			err = rt_ctx_flush(c, true);
+	}
+	return err ? err : send_bye(d);
+}
+
+/* Waits for the next frame; gives up when the launcher is gone. */
+static enum rt_err recv_frame(struct rt_daemon *d, Kb__Sync **out)
+{
+	pid_t parent = getppid();
+	zmq_msg_t msg;
+	enum rt_err err;
+
+	for (;;) {
+		zmq_pollitem_t item = { .socket = d->sock, .events = ZMQ_POLLIN };
+		int n = zmq_poll(&item, 1, 1000);
+
+		if (n < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "daemon %s: poll failed: %s", d->label,
+				       zmq_strerror(errno));
+		if (n > 0)
+			break;
+		if (!d->threaded && getppid() != parent)
+			return rt_fail(RT_EPEER, "daemon %s: launcher is gone", d->label);
+	}
+	zmq_msg_init(&msg);
+	if (zmq_msg_recv(&msg, d->sock, 0) < 0) {
+		zmq_msg_close(&msg);
+		return rt_fail(RT_ETRANSPORT, "daemon %s: receive failed: %s", d->label,
+			       zmq_strerror(errno));
+	}
+	err = rt_wire_decode_sync(zmq_msg_data(&msg), zmq_msg_size(&msg), out);
+	zmq_msg_close(&msg);
+	if (err)
+		return rt_fail(err, "daemon %s: bad frame from coordinator: %s", d->label,
+			       rt_last_error());
+	return RT_EOK;
+}
+
+/* The participant loop: GRANT -> run -> DONE until SHUTDOWN. */
+static enum rt_err participate(struct rt_daemon *d)
+{
+	enum rt_err err = send_ready(d);
+
+	while (!err) {
+		Kb__Sync *sync = NULL;
+
+		err = recv_frame(d, &sync);
+		if (err)
+			break;
+		if (sync->body_case == KB__SYNC__BODY_GRANT) {
+			err = on_grant(d, sync->grant);
+		} else if (sync->body_case == KB__SYNC__BODY_SHUTDOWN) {
+			bool abort_run = sync->shutdown->abort;
+
+			rt_wire_free_sync(sync);
+			return abort_run ? RT_EINTERRUPTED : finish(d);
+		} else {
+			err = rt_fail(RT_EPROTOCOL, "daemon %s: unexpected frame %d from coordinator",
+				      d->label, sync->body_case);
+		}
+		rt_wire_free_sync(sync);
+	}
+	return err;
+}
+
+static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts *o)
+{
+	int zero = 0, linger = 5000; /* let BYE reach the coordinator on close */
+	char identity[32];
+
+	d->zctx = o->zmq_ctx;
+	if (!d->zctx) {
+		d->zctx = zmq_ctx_new();
+		d->own_zctx = true;
+	}
+	d->threaded = o->zmq_ctx != NULL;
+	d->sock = d->zctx ? zmq_socket(d->zctx, ZMQ_DEALER) : NULL;
+	if (!d->sock)
+		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot create socket: %s", d->label,
+			       zmq_strerror(errno));
+	snprintf(identity, sizeof(identity), "d%u", d->index);
+	zmq_setsockopt(d->sock, ZMQ_ROUTING_ID, identity, strlen(identity));
+	zmq_setsockopt(d->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(d->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
+	zmq_setsockopt(d->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(d->sock, o->endpoint) < 0)
+		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot connect to %s: %s", d->label,
+			       o->endpoint, zmq_strerror(errno));
+	return RT_EOK;
+}
+
+static void close_socket(struct rt_daemon *d)
+{
+	if (d->sock)
+		zmq_close(d->sock);
+	if (d->own_zctx && d->zctx)
+		zmq_ctx_term(d->zctx);
+}
+
+static enum rt_err init_components(struct rt_daemon *d)
+{
+	for (uint32_t i = 0; i < d->n_local; i++) {
+		struct rt_ctx *c = &d->ctxs[i];
+		enum rt_err err = c->desc->ops->init ? c->desc->ops->init(c, c->state) : RT_EOK;
+
+		if (err)
+			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
+	}
+	return RT_EOK;
+}
+
+enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
+{
+	struct rt_daemon *d = calloc(1, sizeof(*d));
+	enum rt_err err;
+
+	if (!d)
+		return rt_fail(RT_ENOMEM, "cannot allocate a daemon");
+	err = daemon_init(d, o);
+	if (!err)
+		err = open_socket(d, o);
+	if (!err) {
+		err = init_components(d);
+		if (err)
+			send_error(d, err);
+		else
+			err = participate(d);
+		if (err && err != RT_EINTERRUPTED && err != RT_ETRANSPORT)
+			send_error(d, err);
+	}
+	close_socket(d);
+	daemon_release(d);
+	free(d);
+	return err;
+}

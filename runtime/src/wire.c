@@ -1,0 +1,248 @@
+/* wire.c — decoding, validation and encoding of frames that cross a daemon
+ * boundary, and the bump arena payloads are unpacked into. */
+#include "rt/wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/event.h"
+
+/* ---------------------------------------------------------------- arena */
+
+static void *arena_alloc(void *data, size_t size)
+{
+	struct rt_arena *a = data;
+	size_t at = (a->used + 15) & ~(size_t)15;
+
+	if (size > a->cap || at > a->cap - size)
+		return NULL; /* protobuf-c turns this into a decode failure */
+	a->used = at + size;
+	return a->base + at;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr; /* released all at once by rt_arena_reset */
+}
+
+enum rt_err rt_arena_init(struct rt_arena *a, size_t cap)
+{
+	a->base = malloc(cap);
+	if (!a->base)
+		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte decode arena", cap);
+	a->used = 0;
+	a->cap = cap;
+	a->alloc.alloc = arena_alloc;
+	a->alloc.free = arena_free;
+	a->alloc.allocator_data = a;
+	return RT_EOK;
+}
+
+void rt_arena_release(struct rt_arena *a)
+{
+	free(a->base);
+	a->base = NULL;
+	a->cap = a->used = 0;
+}
+
+void rt_arena_reset(struct rt_arena *a)
+{
+	a->used = 0;
+}
+
+/* ---------------------------------------------------------------- sync */
+
+static enum rt_err check_envelopes(Kb__Envelope **env, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!env[i])
+			return rt_fail(RT_EDECODE, "%s: envelope %zu is empty", what, i);
+		if (env[i]->deliver_ps < env[i]->send_ps)
+			return rt_fail(RT_EDECODE,
+				       "%s: envelope %zu delivers at %llu ps, before it was sent (%llu ps)",
+				       what, i, (unsigned long long)env[i]->deliver_ps,
+				       (unsigned long long)env[i]->send_ps);
+	}
+	return RT_EOK;
+}
+
+static enum rt_err check_sync(const Kb__Sync *m)
+{
+	if (m->schema_version != KB__SCHEMA__SCHEMA_VERSION)
+		return rt_fail(RT_ESCHEMA, "frame has schema version %u, expected %u",
+			       m->schema_version, (unsigned)KB__SCHEMA__SCHEMA_VERSION);
+	switch (m->body_case) {
+	case KB__SYNC__BODY_READY:
+		return RT_EOK;
+	case KB__SYNC__BODY_GRANT:
+		if (m->grant->end_ps <= m->grant->start_ps)
+			return rt_fail(RT_EDECODE, "GRANT window %llu is empty ([%llu, %llu) ps)",
+				       (unsigned long long)m->grant->window,
+				       (unsigned long long)m->grant->start_ps,
+				       (unsigned long long)m->grant->end_ps);
+		return check_envelopes(m->grant->inbound, m->grant->n_inbound, "GRANT");
+	case KB__SYNC__BODY_DONE:
+		return check_envelopes(m->done->outbound, m->done->n_outbound, "DONE");
+	case KB__SYNC__BODY_SHUTDOWN:
+	case KB__SYNC__BODY_BYE:
+	case KB__SYNC__BODY_ERROR:
+		return RT_EOK;
+	default:
+		return rt_fail(RT_EDECODE, "frame has no body");
+	}
+}
+
+enum rt_err rt_wire_decode_sync(const uint8_t *bytes, size_t len, Kb__Sync **out)
+{
+	Kb__Sync *m;
+	enum rt_err err;
+
+	*out = NULL;
+	m = kb__sync__unpack(NULL, len, bytes);
+	if (!m)
+		return rt_fail(RT_EDECODE, "cannot decode a %zu-byte frame as a Sync message", len);
+	err = check_sync(m);
+	if (err) {
+		kb__sync__free_unpacked(m, NULL);
+		return err;
+	}
+	*out = m;
+	return RT_EOK;
+}
+
+void rt_wire_free_sync(Kb__Sync *msg)
+{
+	if (msg)
+		kb__sync__free_unpacked(msg, NULL);
+}
+
+enum rt_err rt_wire_encode_sync(Kb__Sync *msg, struct rt_buf *out)
+{
+	size_t len;
+	enum rt_err err;
+
+	msg->schema_version = KB__SCHEMA__SCHEMA_VERSION;
+	len = kb__sync__get_packed_size(msg);
+	rt_buf_reset(out);
+	err = rt_buf_reserve(out, len);
+	if (err)
+		return err;
+	out->len = kb__sync__pack(msg, (uint8_t *)out->data);
+	return RT_EOK;
+}
+
+/* ---------------------------------------------------------------- payload */
+
+#define MAX_DIM (1u << 24)
+
+static enum rt_err check_tensor(const Kb__TensorRef *t, const char *what)
+{
+	uint64_t count = 1;
+
+	if (!t)
+		return RT_EOK;
+	if (t->n_shape > 8)
+		return rt_fail(RT_EDECODE, "%s tensor has %zu dimensions (at most 8)", what, t->n_shape);
+	for (size_t i = 0; i < t->n_shape; i++) {
+		if (t->shape[i] == 0 || t->shape[i] > MAX_DIM)
+			return rt_fail(RT_EDECODE, "%s tensor dimension %zu is %u (expected 1..%u)",
+				       what, i, t->shape[i], MAX_DIM);
+		count *= t->shape[i];
+		if (count > (1ull << 40))
+			return rt_fail(RT_EDECODE, "%s tensor has more than 2^40 elements", what);
+	}
+	if ((unsigned)t->dtype > KB__DTYPE__DTYPE_F32)
+		return rt_fail(RT_EDECODE, "%s tensor has unknown dtype %d", what, t->dtype);
+	return RT_EOK;
+}
+
+static enum rt_err check_view(const Kb__View *v, const char *what)
+{
+	if (!v)
+		return RT_EOK;
+	if (v->rows > MAX_DIM || v->cols > MAX_DIM)
+		return rt_fail(RT_EDECODE, "%s view is %ux%u (at most %u per side)", what,
+			       v->rows, v->cols, MAX_DIM);
+	if ((unsigned)v->dtype > KB__DTYPE__DTYPE_F32)
+		return rt_fail(RT_EDECODE, "%s view has unknown dtype %d", what, v->dtype);
+	return RT_EOK;
+}
+
+static enum rt_err check_composite(const Kb__CompositeCmd *c)
+{
+	enum rt_err err = RT_EOK;
+
+	for (size_t i = 0; !err && i < c->n_ops; i++) {
+		const Kb__OpSpec *op = c->ops[i];
+
+		for (size_t j = 0; !err && j < op->n_operands; j++)
+			err = check_tensor(op->operands[j]->tensor, "operand");
+		if (!err)
+			err = check_tensor(op->out, "out");
+	}
+	for (size_t i = 0; !err && i < c->n_rw_handles; i++)
+		err = check_tensor(c->rw_handles[i], "rw_handle");
+	return err;
+}
+
+static enum rt_err check_command(const Kb__Command *c)
+{
+	enum rt_err err;
+
+	switch (c->body_case) {
+	case KB__COMMAND__BODY_COMPOSITE:
+		return check_composite(c->composite);
+	case KB__COMMAND__BODY_DMA:
+		err = check_tensor(c->dma->src, "dma src");
+		return err ? err : check_tensor(c->dma->dst, "dma dst");
+	case KB__COMMAND__BODY_COPY:
+		err = check_tensor(c->copy->src, "copy src");
+		return err ? err : check_tensor(c->copy->dst, "copy dst");
+	default:
+		return rt_fail(RT_EDECODE, "command has no body");
+	}
+}
+
+static enum rt_err check_stage(const Kb__Stage *s)
+{
+	enum rt_err err = RT_EOK;
+
+	for (size_t i = 0; !err && i < s->n_in; i++)
+		err = check_view(s->in[i], "stage input");
+	if (!err)
+		err = check_view(s->out, "stage output");
+	if (!err)
+		err = check_view(s->acc, "stage accumulator");
+	return err;
+}
+
+static enum rt_err check_payload(const Kb__Payload *p)
+{
+	switch (p->body_case) {
+	case KB__PAYLOAD__BODY_TRAFFIC:
+	case KB__PAYLOAD__BODY_COMMAND_DONE:
+	case KB__PAYLOAD__BODY_STAGE_DONE:
+	case KB__PAYLOAD__BODY_IPCQ:
+		return RT_EOK;
+	case KB__PAYLOAD__BODY_COMMAND:
+		return check_command(p->command);
+	case KB__PAYLOAD__BODY_STAGE:
+		return check_stage(p->stage);
+	default:
+		return rt_fail(RT_EDECODE, "payload has no body");
+	}
+}
+
+enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
+				   struct rt_arena *arena, Kb__Payload **out)
+{
+	Kb__Payload *p;
+
+	*out = NULL;
+	p = kb__payload__unpack(&arena->alloc, len, bytes);
+	if (!p)
+		return rt_fail(RT_EDECODE, "cannot decode a %zu-byte payload", len);
+	*out = p;
+	return check_payload(p);
+}

@@ -1,0 +1,415 @@
+/* test_config.c — the config field table, YAML overlay, --set, validation
+ * and the error lines users see. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt/buf.h"
+#include "rt/config.h"
+#include "rt/config_doc.h"
+
+/* Writes `text` to a fresh temporary .yaml file; returns its path in `path`. */
+static void write_temp(const char *text, char path[64])
+{
+	int fd;
+	FILE *f;
+
+	snprintf(path, 64, "/tmp/kb_test_config_XXXXXX.yaml");
+	fd = mkstemps(path, 5);
+	cr_assert(fd >= 0, "mkstemps failed");
+	f = fdopen(fd, "w");
+	cr_assert(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static uint64_t value_of(const struct rt_config *cfg,
+			 const struct rt_config_field *f)
+{
+	const uint8_t *p = (const uint8_t *)cfg + f->offset;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (f->type == RT_CFG_U32) {
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	memcpy(&v64, p, 8);
+	return v64;
+}
+
+/* Asserts every table field of `a` equals that of `b`. */
+static void assert_same_fields(const struct rt_config *a,
+			       const struct rt_config *b)
+{
+	for (size_t i = 0; i < rt_config_field_count; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		if (f->type == RT_CFG_STR)
+			cr_assert_str_eq((const char *)a + f->offset,
+					 (const char *)b + f->offset, "%s",
+					 f->key);
+		else
+			cr_assert_eq(value_of(a, f), value_of(b, f), "%s",
+				     f->key);
+	}
+}
+
+static void assert_error_has(const char *needle)
+{
+	cr_assert(strstr(rt_last_error(), needle),
+		  "error line '%s' lacks '%s'", rt_last_error(), needle);
+	cr_assert_null(strchr(rt_last_error(), '\n'),
+		       "error is not one line: %s", rt_last_error());
+}
+
+Test(config_table, defaults_match_the_table_text, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	for (size_t i = 0; i < rt_config_field_count; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		if (f->type == RT_CFG_STR)
+			cr_assert_str_eq((const char *)&cfg + f->offset, f->def);
+		else
+			cr_assert_eq(value_of(&cfg, f),
+				     strtoull(f->def, NULL, 10), "%s", f->key);
+	}
+	cr_assert_eq(cfg.ranks, 1);
+	cr_assert_eq(cfg.pes, 8);
+	cr_assert_eq(cfg.hbm_bytes, 17179869184ULL);
+	cr_assert_eq(cfg.dma_bytes_per_cycle, 64);
+	cr_assert_eq(cfg.gemm_macs_per_cycle, 16384);
+	cr_assert_eq(cfg.link_ipcq_cycles, 500);
+	cr_assert_eq(cfg.ipcq_bytes_per_cycle, 64);
+	cr_assert_eq(cfg.dispatch_cycles_per_kib, 64);
+	cr_assert_eq(cfg.watchdog_ms, 30000);
+	cr_assert_str_eq(cfg.gemm_model, "systolic");
+	cr_assert_str_eq(cfg.math_model, "simd");
+	cr_assert_str_eq(cfg.dma_model, "linear");
+	cr_assert_str_eq(cfg.bind_host, "127.0.0.1");
+	cr_assert_eq(rt_config_cycle_ps(&cfg), 1000);
+	cr_assert_eq(rt_config_validate(&cfg), RT_EOK, "%s", rt_last_error());
+}
+
+Test(config_table, fields_are_unique_typed_documented_and_grouped,
+     .timeout = 10)
+{
+	cr_assert_eq(rt_config_field_count, 33);
+	for (size_t i = 0; i < rt_config_field_count; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		const char *dot = strchr(f->key, '.');
+		cr_assert(dot && dot != f->key && dot[1], "%s", f->key);
+		cr_assert(f->doc && f->doc[0] && f->unit && f->unit[0]);
+		if (f->type == RT_CFG_U32)
+			cr_assert_eq(f->size, 4, "%s", f->key);
+		if (f->type == RT_CFG_U64)
+			cr_assert_eq(f->size, 8, "%s", f->key);
+		cr_assert_leq(f->offset + f->size, sizeof(struct rt_config));
+		for (size_t j = 0; j < i; j++) {
+			const struct rt_config_field *g = &rt_config_fields[j];
+			size_t plen = (size_t)(dot - f->key);
+			cr_assert_str_neq(f->key, g->key);
+			cr_assert_neq(f->offset, g->offset, "%s", f->key);
+			/* a section seen before must be the previous one */
+			if (!strncmp(g->key, f->key, plen + 1))
+				cr_assert(!strncmp(rt_config_fields[i - 1].key,
+						   f->key, plen + 1),
+					  "section of %s not contiguous",
+					  f->key);
+		}
+	}
+}
+
+Test(config_load, file_overlays_only_the_keys_it_names, .timeout = 10)
+{
+	struct rt_config cfg, want;
+	char path[64];
+
+	write_temp("# comment\n"
+		   "dma: {bytes_per_cycle: 32}\n"
+		   "gemm:\n  model: roofline\n  tile_k: 64\n"
+		   "links: {ipcq_cycles: 7}\n", path);
+	rt_config_defaults(&cfg);
+	rt_config_defaults(&want);
+	cr_assert_eq(rt_config_load_file(&cfg, path), RT_EOK, "%s",
+		     rt_last_error());
+	unlink(path);
+	want.dma_bytes_per_cycle = 32;
+	strcpy(want.gemm_model, "roofline");
+	want.gemm_tile_k = 64;
+	want.link_ipcq_cycles = 7;
+	assert_same_fields(&cfg, &want);
+}
+
+Test(config_load, empty_text_changes_nothing, .timeout = 10)
+{
+	struct rt_config cfg, want;
+
+	rt_config_defaults(&cfg);
+	rt_config_defaults(&want);
+	cr_assert_eq(rt_config_load_text(&cfg, "", 0, "empty"), RT_EOK);
+	cr_assert_eq(rt_config_load_text(&cfg, "# only\n", 7, "c"), RT_EOK);
+	assert_same_fields(&cfg, &want);
+}
+
+Test(config_load, unknown_key_names_file_and_dotted_key, .timeout = 10)
+{
+	struct rt_config cfg;
+	char path[64];
+
+	write_temp("dma:\n  setup_cycles: 3\n  bytes_per_cycl: 3\n", path);
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_file(&cfg, path), RT_ECONFIG);
+	unlink(path);
+	assert_error_has(path);
+	assert_error_has("unknown key 'dma.bytes_per_cycl'");
+	assert_error_has("did you mean 'dma.bytes_per_cycle'");
+}
+
+Test(config_load, unknown_section_is_rejected, .timeout = 10)
+{
+	static const char text[] = "dram: {bytes: 1}\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "s.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("config s.yaml: unknown key 'dram'");
+}
+
+Test(config_load, wrong_type_names_key_and_value, .timeout = 10)
+{
+	static const char text[] = "dma: {setup_cycles: fast}\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "x.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("config x.yaml: key 'dma.setup_cycles' expects an "
+			 "unsigned integer, got 'fast'");
+}
+
+Test(config_load, negative_and_out_of_range_numbers_are_rejected,
+     .timeout = 10)
+{
+	static const char neg[] = "links: {ipcq_cycles: -5}\n";
+	static const char big[] = "machine: {pes: 4294967296}\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, neg, strlen(neg), "n.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("key 'links.ipcq_cycles' expects an unsigned "
+			 "integer, got '-5'");
+	cr_assert_eq(rt_config_load_text(&cfg, big, strlen(big), "b.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("key 'machine.pes' is out of range");
+}
+
+Test(config_load, list_where_a_value_belongs_is_rejected, .timeout = 10)
+{
+	static const char text[] = "gemm: {model: [a, b]}\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "l.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("key 'gemm.model' expects a single value, got a list");
+}
+
+Test(config_load, duplicate_key_is_rejected, .timeout = 10)
+{
+	static const char text[] = "run: {watchdog_ms: 1, watchdog_ms: 2}\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "d.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("key 'run.watchdog_ms' appears twice");
+}
+
+Test(config_load, missing_file_names_the_file, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_file(&cfg, "/nonexistent/kb.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("config /nonexistent/kb.yaml:");
+}
+
+Test(config_load, failed_load_leaves_config_unchanged, .timeout = 10)
+{
+	static const char text[] = "dma: {bytes_per_cycle: 1}\n"
+				   "math: {lanes: many}\n";
+	struct rt_config cfg, want;
+
+	rt_config_defaults(&cfg);
+	rt_config_defaults(&want);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "f.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("key 'math.lanes'");
+	assert_same_fields(&cfg, &want);
+}
+
+Test(config_load, syntax_error_is_one_line_naming_the_file, .timeout = 10)
+{
+	static const char text[] = "dma: {setup_cycles: 1\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, text, strlen(text), "y.yaml"),
+		     RT_ECONFIG);
+	assert_error_has("config y.yaml: ");
+}
+
+Test(config_load, default_yaml_gives_exactly_the_defaults, .timeout = 10)
+{
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	struct rt_config cfg, want;
+	char path[4096];
+
+	/* start from zeros: every default is nonzero, so a field the file
+	 * forgets shows up as a mismatch */
+	memset(&cfg, 0, sizeof(cfg));
+	rt_config_defaults(&want);
+	snprintf(path, sizeof(path), "%s/deploy/configs/default.yaml", root);
+	cr_assert_eq(rt_config_load_file(&cfg, path), RT_EOK, "%s",
+		     rt_last_error());
+	assert_same_fields(&cfg, &want);
+}
+
+Test(config_load, every_example_config_loads_and_validates, .timeout = 10)
+{
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	char pattern[4096];
+	glob_t g;
+
+	snprintf(pattern, sizeof(pattern), "%s/deploy/configs/*.yaml", root);
+	cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no configs at %s",
+		     pattern);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct rt_config cfg;
+		rt_config_defaults(&cfg);
+		cr_assert_eq(rt_config_load_file(&cfg, g.gl_pathv[i]), RT_EOK,
+			     "%s", rt_last_error());
+		cr_assert_eq(rt_config_validate(&cfg), RT_EOK, "%s: %s",
+			     g.gl_pathv[i], rt_last_error());
+	}
+	globfree(&g);
+}
+
+Test(config_set, applies_numbers_and_strings, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_set(&cfg, "links.ipcq_cycles=42"), RT_EOK);
+	cr_assert_eq(rt_config_set(&cfg, "gemm.model=roofline"), RT_EOK);
+	cr_assert_eq(rt_config_set(&cfg, "machine.ranks=4"), RT_EOK);
+	cr_assert_eq(cfg.link_ipcq_cycles, 42);
+	cr_assert_str_eq(cfg.gemm_model, "roofline");
+	cr_assert_eq(cfg.ranks, 4);
+}
+
+Test(config_set, unknown_key_is_named, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_set(&cfg, "dma.bytes_per_cycl=3"), RT_ECONFIG);
+	assert_error_has("--set dma.bytes_per_cycl=3: unknown key");
+}
+
+Test(config_set, bad_value_and_missing_equals_are_rejected, .timeout = 10)
+{
+	struct rt_config cfg;
+	char longname[400];
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_set(&cfg, "dma.setup_cycles=fast"), RT_ECONFIG);
+	assert_error_has("key 'dma.setup_cycles' expects an unsigned integer");
+	cr_assert_eq(rt_config_set(&cfg, "dma.setup_cycles=-1"), RT_ECONFIG);
+	cr_assert_eq(rt_config_set(&cfg, "dma.setup_cycles="), RT_ECONFIG);
+	cr_assert_eq(rt_config_set(&cfg, "dma.setup_cycles"), RT_ECONFIG);
+	assert_error_has("expected key=value");
+	memset(longname, 'x', sizeof(longname));
+	memcpy(longname, "run.bind_host=", 14);
+	longname[sizeof(longname) - 1] = '\0';
+	cr_assert_eq(rt_config_set(&cfg, longname), RT_ECONFIG);
+	assert_error_has("too long");
+	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_str_eq(cfg.bind_host, "127.0.0.1");
+}
+
+Test(config_validate, rejects_zero_link_latency, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cfg.link_sched_engine_cycles = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("links.sched_engine_cycles = 0");
+}
+
+Test(config_validate, rejects_clock_that_does_not_divide_1e6, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cfg.clock_mhz = 3;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("machine.clock_mhz = 3 must divide 1000000");
+	assert_error_has("whole number of picoseconds");
+	cfg.clock_mhz = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	cfg.clock_mhz = 1250;
+	cr_assert_eq(rt_config_validate(&cfg), RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(rt_config_cycle_ps(&cfg), 800);
+}
+
+Test(config_validate, rejects_out_of_range_machine_and_zero_rates,
+     .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cfg.ranks = 65;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("machine.ranks = 65, must be 1 to 64");
+	rt_config_defaults(&cfg);
+	cfg.pes = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	rt_config_defaults(&cfg);
+	cfg.gemm_tile_k = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("gemm.tile_k");
+	rt_config_defaults(&cfg);
+	cfg.math_lanes = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	rt_config_defaults(&cfg);
+	cfg.tcm_scratch_bytes = 0;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	rt_config_defaults(&cfg);
+	cfg.gemm_model[0] = '\0';
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("gemm.model is empty");
+}
+
+Test(config_doc, renders_one_row_per_field, .timeout = 10)
+{
+	struct rt_buf b;
+	size_t lines = 0;
+
+	rt_buf_init(&b);
+	cr_assert_eq(rt_config_doc(&b), RT_EOK);
+	for (size_t i = 0; i < b.len; i++)
+		lines += b.data[i] == '\n';
+	cr_assert_eq(lines, rt_config_field_count + 2);
+	cr_assert(strstr(b.data, "| `links.ipcq_cycles` | `500` | cycles |"));
+	rt_buf_release(&b);
+}

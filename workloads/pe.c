@@ -1,0 +1,81 @@
+/* pe.c — the PE topology every kernel runs on.
+ *
+ * Per PE five components (rt/pe.h gives their ids): the kernel host
+ * (PE_CPU), PE_SCHEDULER and the DMA, GEMM and MATH engines. Links carry the
+ * configured doorbell latencies; hosts of the same PE index on neighbouring
+ * ranks are joined by the IPCQ ring. */
+#include <stdio.h>
+
+#include "eng.h"
+#include "rt/pe.h"
+#include "sched.h"
+#include "tl_host.h"
+#include "workloads.h"
+
+static const struct rt_component_ops *unit_ops(enum pe_unit u)
+{
+	switch (u) {
+	case PE_HOST: return &tl_host_ops;
+	case PE_SCHED: return &sched_ops;
+	case PE_DMA: return &eng_dma_ops;
+	case PE_GEMM: return &eng_gemm_ops;
+	default: return &eng_math_ops;
+	}
+}
+
+static const char *const unit_names[PE_UNITS] = { "host", "sched", "dma", "gemm", "math" };
+
+static enum rt_err add_components(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	for (uint32_t r = 0; r < cfg->ranks; r++)
+		for (uint32_t p = 0; p < cfg->pes; p++)
+			for (int u = 0; u < PE_UNITS; u++) {
+				char name[RT_NAME_MAX];
+				uint32_t id;
+				enum rt_err err;
+
+				snprintf(name, sizeof(name), "r%u.pe%u.%s", r, p, unit_names[u]);
+				err = rt_topology_add(topo, name, unit_ops((enum pe_unit)u), r, p, &id);
+				if (err)
+					return err;
+			}
+	return RT_EOK;
+}
+
+static enum rt_err link_both(struct rt_topology *topo, uint32_t a, uint32_t b, uint64_t ps)
+{
+	enum rt_err err = rt_topology_link(topo, a, b, ps);
+
+	return err ? err : rt_topology_link(topo, b, a, ps);
+}
+
+static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo, uint32_t r,
+			   uint32_t p)
+{
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	uint32_t host = pe_component_id(cfg->pes, r, p, PE_HOST);
+	uint32_t sched = pe_component_id(cfg->pes, r, p, PE_SCHED);
+	enum rt_err err = link_both(topo, host, sched, cfg->link_host_sched_cycles * cycle);
+
+	for (int u = PE_DMA; !err && u < PE_UNITS; u++)
+		err = link_both(topo, sched, pe_component_id(cfg->pes, r, p, (enum pe_unit)u),
+				cfg->link_sched_engine_cycles * cycle);
+	if (!err && cfg->ranks > 1) {
+		uint32_t right = pe_ring_neighbour(cfg->ranks, r, PE_DIR_RIGHT);
+
+		err = link_both(topo, host, pe_component_id(cfg->pes, right, p, PE_HOST),
+				cfg->link_ipcq_cycles * cycle);
+	}
+	return err;
+}
+
+enum rt_err kb_pe_build(const struct rt_job *job, struct rt_topology *topo)
+{
+	const struct rt_config *cfg = &job->config;
+	enum rt_err err = add_components(cfg, topo);
+
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
+		for (uint32_t p = 0; !err && p < cfg->pes; p++)
+			err = link_pe(cfg, topo, r, p);
+	return err;
+}

@@ -1,0 +1,43 @@
+/* registry.c — workload lookup: built-ins first, then kernels. */
+#include <string.h>
+
+#include "tl_host.h"
+#include "workloads.h"
+
+static const struct kb_workload builtins[] = {
+	{ "traffic", "synthetic lockstep fixture: --arg components=K --arg messages=M "
+		     "[--arg tokens=T]", kb_traffic_build },
+};
+
+enum rt_err kb_workload_find(const char *name, struct kb_workload *out)
+{
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (!strcmp(builtins[i].name, name)) {
+			*out = builtins[i];
+			return RT_EOK;
+		}
+	struct tl_kernel_ref ref;
+
+	if (tl_kernel_find(name, &ref) == RT_EOK) {
+		tl_kernel_ref_release(&ref);
+		out->name = name;
+		out->summary = "kernel";
+		out->build = kb_pe_build;
+		return RT_EOK;
+	}
+	if (strchr(name, ':'))
+		return RT_ENOTFOUND; /* tl_kernel_find said why */
+	return rt_fail(RT_ENOTFOUND, "unknown workload '%s' (see `kernbench list`; a kernel in a "
+		       "shared object is named path/lib.so:NAME)", name);
+}
+
+void kb_workload_list(FILE *out)
+{
+	size_t n;
+	const struct tl_kernel_info *k = tl_kernel_builtins(&n);
+
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		fprintf(out, "  %-22s %s\n", builtins[i].name, builtins[i].summary);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  %-22s %s\n", k[i].name, k[i].help);
+}

@@ -1,0 +1,32 @@
+/* workloads.h — what `kernbench run WORKLOAD` can run.
+ *
+ * A workload builds the topology (components and links) from the job. The
+ * built-in `traffic` fixture lives here; kernels (built in or loaded from a
+ * shared object) run on the PE topology (pe.c). May depend on: runtime,
+ * scheduler, engines, kernel_host. */
+#ifndef KB_WORKLOADS_H
+#define KB_WORKLOADS_H
+
+#include <stdio.h>
+
+#include "rt/err.h"
+#include "rt/job.h"
+#include "rt/topology.h"
+
+struct kb_workload {
+	const char *name;
+	const char *summary; /* one line for `kernbench list` */
+	enum rt_err (*build)(const struct rt_job *job, struct rt_topology *topo);
+};
+
+/* Resolves a workload name (a built-in, a kernel, or lib.so:NAME). */
+enum rt_err kb_workload_find(const char *name, struct kb_workload *out);
+/* Prints every built-in workload with its summary. */
+void kb_workload_list(FILE *out);
+
+/* The synthetic message fixture. */
+enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);
+/* Every PE of every rank: host, scheduler, DMA, GEMM, MATH. */
+enum rt_err kb_pe_build(const struct rt_job *job, struct rt_topology *topo);
+
+#endif
