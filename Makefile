@@ -162,7 +162,7 @@ $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/rep
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins) \
 	KB_ROOT=$(abspath .)
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
 integration: $(INTEG_BIN) $(KERNBENCH) $(PLUGINS)

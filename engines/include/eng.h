@@ -1,0 +1,226 @@
+/* eng.h — PE engines: PE_DMA, PE_GEMM and PE_MATH.
+ *
+ * Three layers, each usable on its own:
+ *
+ *   data kernels   eng_dma_run / eng_gemm_run / eng_math_run apply one Stage
+ *                  (docs/stages.md) to memory, every access bounds-checked.
+ *                  Pure functions of (stage, memory): unit tests call them.
+ *   models         a const struct eng_model_ops per engine class decides a
+ *                  stage's latency in cycles and applies its data effect.
+ *                  Built-ins are chosen by name from config (gemm.model,
+ *                  math.model, dma.model); a path ("x/y.so") is dlopen()ed and
+ *                  must export `const struct eng_model_ops kb_engine_model`.
+ *   components     eng_dma_ops / eng_gemm_ops / eng_math_ops queue the stages
+ *                  the scheduler sends, time them with the model and answer
+ *                  with StageDone (runtime/include/rt/component.h).
+ *
+ * Built-in models and their formulas (all integer cycles; ceil(a/b) rounds up;
+ * ps = cycles * cycle_ps):
+ *
+ *   dma  "linear"    setup_cycles + ceil(bytes / dma.bytes_per_cycle)
+ *   gemm "systolic"  for logical M x K x N:
+ *                    passes = ceil(K / array_rows) * ceil(N / array_cols)
+ *                    cycles = setup + passes * (array_rows + M)
+ *                    (each pass loads a weight tile — array_rows cycles that
+ *                    overlap nothing — then streams the M rows of A)
+ *   gemm "roofline"  setup + max(ceil(M*N*K / macs_per_cycle),
+ *                                ceil(bytes / gemm.bytes_per_cycle))
+ *   math "simd"      setup + ceil(elements / lanes) * cycles_per_elem of the
+ *                    op's class: simple (math.cycles_per_elem),
+ *                    exp/exp_diff/softmax (math.exp_cycles_per_elem),
+ *                    rmax/rsum (math.reduce_cycles_per_elem)
+ *
+ * `bytes` and `elements` follow docs/stages.md (eng_stage_bytes /
+ * eng_stage_elements). Products saturate at UINT64_MAX instead of wrapping.
+ *
+ * Depends on: the runtime headers (rt/) and the generated wire schema. */
+#ifndef ENG_H
+#define ENG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench.pb-c.h"
+#include "rt/component.h"
+#include "rt/config.h"
+#include "rt/err.h"
+
+/* ---------------------------------------------------------------- memory */
+
+/* The memory one PE's engines see. In timing mode the bases are NULL and
+ * only the sizes are set, so views are still bounds-checked. */
+struct eng_memory {
+	uint8_t *hbm;      /* HBM of the PE's rank */
+	uint64_t hbm_size; /* bytes */
+	uint8_t *tcm;      /* TCM of the PE (scratch then staging) */
+	uint64_t tcm_size; /* bytes */
+};
+
+/* Bytes per element of `dtype`; 0 for a value outside the enum. */
+size_t eng_dtype_size(Kb__DType dtype);
+/* "HBM" / "TCM" / "space?" */
+const char *eng_space_name(Kb__Space space);
+/* Logical dimensions of `v` (swapped when v->trans). */
+void eng_view_dims(const Kb__View *v, uint32_t *rows, uint32_t *cols);
+
+/* Checks that `v` is well formed (known dtype and space, nonzero dims,
+ * rows not overlapping) and lies inside its space: RT_EINVAL / RT_EOOB with
+ * a line naming the stage's op_name, command id, `which` ("in[1]", "out"),
+ * space, address and size. */
+enum rt_err eng_view_check(const Kb__Stage *stage, const char *which,
+			   const Kb__View *v, const struct eng_memory *mem);
+/* Loads the logical matrix of `v` as f32, row-major, into dst (rows*cols
+ * floats). Checks `v` first; needs data-mode memory (non-NULL base). */
+enum rt_err eng_view_load(const Kb__Stage *stage, const char *which,
+			  const Kb__View *v, const struct eng_memory *mem,
+			  float *dst);
+/* Stores f32 `src` (logical rows*cols, row-major) into `v`, rounding to its
+ * dtype (nearest even). Checks `v` first. */
+enum rt_err eng_view_store(const Kb__Stage *stage, const char *which,
+			   const Kb__View *v, const struct eng_memory *mem,
+			   const float *src);
+
+/* Copies the logical matrix of `in` into `out` (same logical dims):
+ * bit-exact when the dtypes match, else converted through f32. The DMA data
+ * kernel. Checks both views; `out` may overlap `in`. */
+enum rt_err eng_view_copy(const Kb__Stage *stage, const Kb__View *in,
+			  const Kb__View *out, const struct eng_memory *mem);
+
+/* ---------------------------------------------------------------- stages */
+
+/* The three engine classes. */
+enum eng_class { ENG_DMA = 0, ENG_GEMM = 1, ENG_MATH = 2 };
+
+/* "dma", "gemm", "math" */
+const char *eng_class_name(enum eng_class cls);
+
+/* MATH ops of docs/stages.md. */
+enum eng_math_op {
+	ENG_MATH_COPY,
+	ENG_MATH_EXP,
+	ENG_MATH_SCALE,
+	ENG_MATH_ADD,
+	ENG_MATH_SUB,
+	ENG_MATH_MUL,
+	ENG_MATH_DIV,
+	ENG_MATH_MAX_ELEM,
+	ENG_MATH_EXP_DIFF,
+	ENG_MATH_MUL_BCAST,
+	ENG_MATH_FMA,
+	ENG_MATH_RMAX,
+	ENG_MATH_RSUM,
+	ENG_MATH_SOFTMAX,
+	ENG_MATH_OP_COUNT
+};
+
+/* Latency classes of MATH ops (which cycles-per-element figure applies). */
+enum eng_math_class { ENG_MATH_SIMPLE, ENG_MATH_TRANSCENDENTAL,
+		      ENG_MATH_REDUCE };
+
+/* Looks up a MATH op by its op_name; RT_EINVAL naming it if unknown. */
+enum rt_err eng_math_op_parse(const char *name, enum eng_math_op *out);
+const char *eng_math_op_name(enum eng_math_op op);
+enum eng_math_class eng_math_op_class(enum eng_math_op op);
+/* Number of input views the op takes (1, 2 or 3). */
+unsigned eng_math_op_arity(enum eng_math_op op);
+
+/* Named extras of a stage. False when absent; an integer extra also reads
+ * as a float and vice versa. */
+bool eng_extra_i(const Kb__Stage *stage, const char *name, int64_t *out);
+bool eng_extra_f(const Kb__Stage *stage, const char *name, double *out);
+
+/* Checks everything about `stage` that does not need data: it belongs to
+ * engine class `cls`, has the views its op needs with matching shapes
+ * (GEMM inner dims, MATH broadcasting, reduction axis) and every view lies
+ * inside `mem` (sizes only). RT_EINVAL / RT_EOOB with a one-line detail. */
+enum rt_err eng_stage_check(const Kb__Stage *stage, enum eng_class cls,
+			    const struct eng_memory *mem);
+/* Bytes and elements of a checked stage, per docs/stages.md. GEMM bytes
+ * count `out` only when it is written (no acc, or last). */
+uint64_t eng_stage_bytes(const Kb__Stage *stage);
+uint64_t eng_stage_elements(const Kb__Stage *stage);
+/* Logical GEMM dims of a checked GEMM stage. */
+void eng_gemm_dims(const Kb__Stage *stage, uint64_t *m, uint64_t *k,
+		   uint64_t *n);
+
+/* ceil(a / b) for b > 0, and a saturating product. */
+uint64_t eng_ceil_div(uint64_t a, uint64_t b);
+uint64_t eng_mul_sat(uint64_t a, uint64_t b);
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Data effect of one stage (checks it first; memory bases must be set).
+ * Results are computed into a temporary and then stored, so an output may
+ * alias an input. */
+enum rt_err eng_dma_run(const Kb__Stage *stage, const struct eng_memory *mem);
+enum rt_err eng_gemm_run(const Kb__Stage *stage, const struct eng_memory *mem);
+enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem);
+
+/* ---------------------------------------------------------------- models */
+
+#define ENG_MODEL_ABI 1u
+
+/* A swappable timing-and-data model of one engine class. Stages handed to
+ * latency/execute have passed eng_stage_check. */
+struct eng_model_ops {
+	uint32_t abi;          /* ENG_MODEL_ABI */
+	enum eng_class engine; /* the class it models */
+	const char *name;      /* "systolic", "gemm_fixed", ... */
+	size_t state_size;     /* zeroed block for init/latency/execute/fini */
+	/* Reads what it needs from cfg (may be NULL: no state to set up). */
+	enum rt_err (*init)(void *state, const struct rt_config *cfg);
+	/* Cycles the stage occupies the engine's channel. */
+	enum rt_err (*latency)(const void *state, const Kb__Stage *stage,
+			       uint64_t *cycles);
+	/* Data effect at completion (data mode only). */
+	enum rt_err (*execute)(void *state, const Kb__Stage *stage,
+			       const struct eng_memory *mem);
+	void (*fini)(void *state); /* may be NULL */
+};
+
+/* The symbol a plug-in exports. */
+#define ENG_PLUGIN_SYMBOL "kb_engine_model"
+
+extern const struct eng_model_ops eng_dma_linear_model;
+extern const struct eng_model_ops eng_gemm_systolic_model;
+extern const struct eng_model_ops eng_gemm_roofline_model;
+extern const struct eng_model_ops eng_math_simd_model;
+
+/* Finds the model of class `cls` called `name_or_path`: a built-in name, or
+ * (containing '/' or ending in ".so") a plug-in to dlopen. *dl receives the
+ * plug-in's handle (NULL for built-ins); pass it to eng_model_unload when
+ * done. RT_ENOTFOUND / RT_ECONFIG with a line naming class and model. */
+enum rt_err eng_model_find(enum eng_class cls, const char *name_or_path,
+			   const struct eng_model_ops **out, void **dl);
+void eng_model_unload(void *dl);
+
+/* A model bound to its state: what an engine holds. */
+struct eng_model {
+	const struct eng_model_ops *ops;
+	void *state; /* ops->state_size bytes (owned) */
+	void *dl;    /* plug-in handle, NULL for built-ins (owned) */
+};
+
+/* Finds, allocates and initialises the model. On failure *m is empty. */
+enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
+			   const char *name_or_path,
+			   const struct rt_config *cfg);
+/* Finalises and frees; safe on an empty or released model. */
+void eng_model_release(struct eng_model *m);
+/* Shorthands through m->ops. */
+enum rt_err eng_model_latency(const struct eng_model *m,
+			      const Kb__Stage *stage, uint64_t *cycles);
+enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
+			      const struct eng_memory *mem);
+
+/* ---------------------------------------------------------------- components */
+
+/* Engine components ("dma", "gemm", "math"): the model comes from config
+ * (dma.model, gemm.model, math.model); stages arrive from the PE's
+ * scheduler and StageDone goes back to it. */
+extern const struct rt_component_ops eng_dma_ops;
+extern const struct rt_component_ops eng_gemm_ops;
+extern const struct rt_component_ops eng_math_ops;
+
+#endif

@@ -1,0 +1,176 @@
+/* math/kernel.c — the PE_MATH data kernel. Inputs are loaded as f32
+ * matrices, the result is computed in f32 into a temporary (so out may alias
+ * an input) and rounded to out's dtype on store. Elementwise ops broadcast
+ * NumPy-style in 2-D (a dimension of 1 repeats); max and rmax propagate NaN
+ * like numpy.maximum. */
+#include "eng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A logical matrix loaded as f32. */
+struct mat {
+	uint32_t rows;
+	uint32_t cols;
+	float *v;
+};
+
+/* Element (r, c) of x, broadcasting a dimension of 1. */
+static float at(const struct mat *x, uint32_t r, uint32_t c)
+{
+	return x->v[(size_t)(x->rows == 1 ? 0 : r) * x->cols
+		    + (x->cols == 1 ? 0 : c)];
+}
+
+static float max_nan(float a, float b)
+{
+	return (a > b || isnan(a)) ? a : b;
+}
+
+static float elementwise(enum eng_math_op op, float a, float b, float c,
+			 float scale)
+{
+	switch (op) {
+	case ENG_MATH_COPY:
+		return a;
+	case ENG_MATH_EXP:
+		return expf(a);
+	case ENG_MATH_SCALE:
+		return a * scale;
+	case ENG_MATH_ADD:
+		return a + b;
+	case ENG_MATH_SUB:
+		return a - b;
+	case ENG_MATH_MUL:
+	case ENG_MATH_MUL_BCAST:
+		return a * b;
+	case ENG_MATH_DIV:
+		return a / b;
+	case ENG_MATH_MAX_ELEM:
+		return max_nan(a, b);
+	case ENG_MATH_EXP_DIFF:
+		return expf(a - b);
+	case ENG_MATH_FMA:
+		return fmaf(a, b, c);
+	default:
+		return NAN; /* reductions and softmax never get here */
+	}
+}
+
+static void run_elementwise(const Kb__Stage *s, enum eng_math_op op,
+			    const struct mat *in, struct mat *out)
+{
+	double scale = 1.0;
+
+	eng_extra_f(s, "scale", &scale);
+	for (uint32_t r = 0; r < out->rows; r++)
+		for (uint32_t c = 0; c < out->cols; c++)
+			out->v[(size_t)r * out->cols + c] = elementwise(
+				op, at(&in[0], r, c),
+				s->n_in > 1 ? at(&in[1], r, c) : 0.0f,
+				s->n_in > 2 ? at(&in[2], r, c) : 0.0f,
+				(float)scale);
+}
+
+/* rmax / rsum: out is rows x 1 (along columns) or 1 x cols (axis 0). */
+static void run_reduce(enum eng_math_op op, const struct mat *in,
+		       struct mat *out)
+{
+	bool along_rows = out->rows == 1 && in->rows != 1;
+	uint32_t n_out = along_rows ? in->cols : in->rows;
+	uint32_t n_red = along_rows ? in->rows : in->cols;
+
+	for (uint32_t o = 0; o < n_out; o++) {
+		float acc = along_rows ? at(in, 0, o) : at(in, o, 0);
+
+		for (uint32_t i = 1; i < n_red; i++) {
+			float x = along_rows ? at(in, i, o) : at(in, o, i);
+
+			acc = op == ENG_MATH_RMAX ? max_nan(acc, x) : acc + x;
+		}
+		out->v[o] = acc;
+	}
+}
+
+/* Row softmax, max-subtracted for range. */
+static void run_softmax(const struct mat *in, struct mat *out)
+{
+	for (uint32_t r = 0; r < in->rows; r++) {
+		const float *x = in->v + (size_t)r * in->cols;
+		float *y = out->v + (size_t)r * in->cols;
+		float m = x[0], sum = 0.0f;
+
+		for (uint32_t c = 1; c < in->cols; c++)
+			m = max_nan(m, x[c]);
+		for (uint32_t c = 0; c < in->cols; c++) {
+			y[c] = expf(x[c] - m);
+			sum += y[c];
+		}
+		for (uint32_t c = 0; c < in->cols; c++)
+			y[c] /= sum;
+	}
+}
+
+static enum rt_err mat_alloc(const Kb__Stage *s, const Kb__View *v,
+			     struct mat *m)
+{
+	eng_view_dims(v, &m->rows, &m->cols);
+	m->v = malloc((size_t)m->rows * m->cols * sizeof(float));
+	if (m->v)
+		return RT_EOK;
+	return rt_fail(RT_ENOMEM,
+		       "stage '%s' (command %llu, stage %u): no memory for a %u x %u operand",
+		       s->op_name, (unsigned long long)s->command, s->index,
+		       m->rows, m->cols);
+}
+
+static enum rt_err load_inputs(const Kb__Stage *s,
+			       const struct eng_memory *mem, struct mat *in)
+{
+	char which[32];
+	enum rt_err err;
+
+	for (size_t i = 0; i < s->n_in; i++) {
+		snprintf(which, sizeof(which), "in[%zu]", i);
+		err = mat_alloc(s, s->in[i], &in[i]);
+		if (!err)
+			err = eng_view_load(s, which, s->in[i], mem, in[i].v);
+		if (err)
+			return err;
+	}
+	return RT_EOK;
+}
+
+static void compute(const Kb__Stage *s, enum eng_math_op op,
+		    const struct mat *in, struct mat *out)
+{
+	if (eng_math_op_class(op) == ENG_MATH_REDUCE)
+		run_reduce(op, &in[0], out);
+	else if (op == ENG_MATH_SOFTMAX)
+		run_softmax(&in[0], out);
+	else
+		run_elementwise(s, op, in, out);
+}
+
+enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem)
+{
+	struct mat in[3] = { { 0 } }, out = { 0 };
+	enum eng_math_op op;
+	enum rt_err err = eng_stage_check(stage, ENG_MATH, mem);
+
+	if (err)
+		return err;
+	eng_math_op_parse(stage->op_name, &op);
+	err = load_inputs(stage, mem, in);
+	if (!err)
+		err = mat_alloc(stage, stage->out, &out);
+	if (!err) {
+		compute(stage, op, in, &out);
+		err = eng_view_store(stage, "out", stage->out, mem, out.v);
+	}
+	free(out.v);
+	for (int i = 0; i < 3; i++)
+		free(in[i].v);
+	return err;
+}

@@ -1,0 +1,63 @@
+/* math/simd.c — the "simd" PE_MATH timing model: `lanes` elements per
+ * cycle, each op class at its own cycles-per-element figure.
+ *
+ *   cycles = setup_cycles + ceil(elements / lanes) * cycles_per_elem(class)
+ *
+ * class: simple ops -> math.cycles_per_elem, exp / exp_diff / softmax ->
+ * math.exp_cycles_per_elem, rmax / rsum -> math.reduce_cycles_per_elem.
+ * elements = out elements (reductions: input elements). */
+#include "eng.h"
+
+struct simd_state {
+	uint64_t lanes;
+	uint64_t setup_cycles;
+	uint64_t per_elem[3]; /* by enum eng_math_class */
+};
+
+static enum rt_err simd_init(void *state, const struct rt_config *cfg)
+{
+	struct simd_state *st = state;
+
+	if (cfg->math_lanes == 0)
+		return rt_fail(RT_ECONFIG,
+			       "math model 'simd': math.lanes must be at least 1");
+	st->lanes = cfg->math_lanes;
+	st->setup_cycles = cfg->math_setup_cycles;
+	st->per_elem[ENG_MATH_SIMPLE] = cfg->math_cycles_per_elem;
+	st->per_elem[ENG_MATH_TRANSCENDENTAL] = cfg->math_exp_cycles_per_elem;
+	st->per_elem[ENG_MATH_REDUCE] = cfg->math_reduce_cycles_per_elem;
+	return RT_EOK;
+}
+
+static enum rt_err simd_latency(const void *state, const Kb__Stage *stage,
+				uint64_t *cycles)
+{
+	const struct simd_state *st = state;
+	enum eng_math_op op;
+	enum rt_err err = eng_math_op_parse(stage->op_name, &op);
+
+	if (err)
+		return err;
+	*cycles = st->setup_cycles
+		  + eng_mul_sat(eng_ceil_div(eng_stage_elements(stage),
+					     st->lanes),
+				st->per_elem[eng_math_op_class(op)]);
+	return RT_EOK;
+}
+
+static enum rt_err simd_execute(void *state, const Kb__Stage *stage,
+				const struct eng_memory *mem)
+{
+	return eng_math_run(stage, mem);
+}
+
+const struct eng_model_ops eng_math_simd_model = {
+	.abi = ENG_MODEL_ABI,
+	.engine = ENG_MATH,
+	.name = "simd",
+	.state_size = sizeof(struct simd_state),
+	.init = simd_init,
+	.latency = simd_latency,
+	.execute = simd_execute,
+	.fini = NULL,
+};

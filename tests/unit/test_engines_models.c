@@ -1,0 +1,313 @@
+/* test_engines_models.c — engine timing models reproduce their documented
+ * formulas exactly, and the model loader finds built-ins and plug-ins. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng.h"
+
+static struct rt_config test_config(void)
+{
+	struct rt_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.hbm_bytes = 1 << 20;
+	cfg.tcm_scratch_bytes = 1 << 16;
+	cfg.dma_setup_cycles = 10;
+	cfg.dma_bytes_per_cycle = 64;
+	cfg.gemm_array_rows = 32;
+	cfg.gemm_array_cols = 32;
+	cfg.gemm_setup_cycles = 5;
+	cfg.gemm_macs_per_cycle = 256;
+	cfg.gemm_bytes_per_cycle = 64;
+	cfg.math_lanes = 16;
+	cfg.math_setup_cycles = 4;
+	cfg.math_cycles_per_elem = 1;
+	cfg.math_exp_cycles_per_elem = 4;
+	cfg.math_reduce_cycles_per_elem = 2;
+	return cfg;
+}
+
+/* Mutable names: protobuf-c fields are `char *` and -Wwrite-strings makes
+ * literals const. */
+static char k_memory[] = "memory", k_dma_read[] = "dma_read",
+	    k_gemm[] = "gemm", k_math[] = "math", k_axis[] = "axis",
+	    k_scale[] = "scale";
+
+static const struct eng_memory sizes = { NULL, 1 << 20, NULL, 1 << 16 };
+
+static Kb__View view(uint32_t rows, uint32_t cols, Kb__DType dt, bool trans)
+{
+	Kb__View v = KB__VIEW__INIT;
+
+	v.space = KB__SPACE__SPACE_TCM;
+	v.rows = rows;
+	v.cols = cols;
+	v.dtype = dt;
+	v.trans = trans;
+	v.row_stride = (uint64_t)cols * eng_dtype_size(dt);
+	return v;
+}
+
+/* Latency of `s` under the built-in `name` of class `cls`, after the
+ * stage passed its check. */
+static uint64_t latency(enum eng_class cls, const char *name,
+			const struct rt_config *cfg, const Kb__Stage *s)
+{
+	struct eng_model m;
+	uint64_t cycles = 0;
+
+	cr_assert_eq(eng_stage_check(s, cls, &sizes), RT_EOK, "%s",
+		     rt_last_error());
+	cr_assert_eq(eng_model_init(&m, cls, name, cfg), RT_EOK, "%s",
+		     rt_last_error());
+	cr_assert_eq(eng_model_latency(&m, s, &cycles), RT_EOK);
+	eng_model_release(&m);
+	return cycles;
+}
+
+static uint64_t dma_latency(uint32_t rows, uint32_t cols, Kb__DType dt)
+{
+	struct rt_config cfg = test_config();
+	Kb__View in = view(rows, cols, dt, false), out = in;
+	Kb__View *ins[] = { &in };
+	Kb__Stage s = KB__STAGE__INIT;
+
+	in.space = KB__SPACE__SPACE_HBM;
+	s.engine = KB__ENGINE__ENGINE_DMA_READ;
+	s.op_kind = k_memory;
+	s.op_name = k_dma_read;
+	s.n_in = 1;
+	s.in = ins;
+	s.out = &out;
+	return latency(ENG_DMA, "linear", &cfg, &s);
+}
+
+Test(dma_model, linear_latency_matches_hand_formula, .timeout = 10)
+{
+	/* 3 x 100 f16 = 600 B: 10 + ceil(600 / 64) = 10 + 10 */
+	cr_assert_eq(dma_latency(3, 100, KB__DTYPE__DTYPE_F16), 20);
+	/* 4 x 16 f32 = 256 B: 10 + 4 exactly */
+	cr_assert_eq(dma_latency(4, 16, KB__DTYPE__DTYPE_F32), 14);
+	/* 1 x 1 bf16 = 2 B: 10 + 1 */
+	cr_assert_eq(dma_latency(1, 1, KB__DTYPE__DTYPE_BF16), 11);
+}
+
+/* A GEMM stage of logical M x K x N (f16 in, f32 out), B stored
+ * transposed when trans_b. */
+struct gemm_case {
+	Kb__View a, b, out, acc;
+	Kb__View *ins[2];
+	Kb__Stage s;
+};
+
+static void gemm_case_init(struct gemm_case *g, uint32_t m, uint32_t k,
+			   uint32_t n, bool trans_b)
+{
+	Kb__Stage s = KB__STAGE__INIT;
+
+	g->a = view(m, k, KB__DTYPE__DTYPE_F16, false);
+	g->b = trans_b ? view(n, k, KB__DTYPE__DTYPE_F16, true)
+		       : view(k, n, KB__DTYPE__DTYPE_F16, false);
+	g->out = view(m, n, KB__DTYPE__DTYPE_F32, false);
+	g->acc = view(m, n, KB__DTYPE__DTYPE_F32, false);
+	g->ins[0] = &g->a;
+	g->ins[1] = &g->b;
+	g->s = s;
+	g->s.engine = KB__ENGINE__ENGINE_GEMM;
+	g->s.op_kind = k_gemm;
+	g->s.op_name = k_gemm;
+	g->s.n_in = 2;
+	g->s.in = g->ins;
+	g->s.out = &g->out;
+}
+
+Test(gemm_model, systolic_latency_matches_hand_formula, .timeout = 10)
+{
+	struct rt_config cfg = test_config();
+	struct gemm_case g;
+
+	/* passes = ceil(70/32) * ceil(33/32) = 3 * 2; 5 + 6 * (32 + 10) */
+	gemm_case_init(&g, 10, 70, 33, false);
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 257);
+	/* one pass: 5 + (32 + 64); B transposed reads the same logical dims */
+	gemm_case_init(&g, 64, 32, 32, true);
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 101);
+	/* a 16 x 8 array: ceil(32/16) * ceil(40/8) = 10 passes of 16 + 3 */
+	cfg.gemm_array_rows = 16;
+	cfg.gemm_array_cols = 8;
+	gemm_case_init(&g, 3, 32, 40, false);
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 5 + 10 * 19);
+}
+
+Test(gemm_model, roofline_latency_matches_hand_formula, .timeout = 10)
+{
+	struct rt_config cfg = test_config();
+	struct gemm_case g;
+
+	/* 16x32x16: MACs 8192 / 256 = 32; bytes 1024 + 1024 + 1024 (f32
+	 * out) = 3072 / 64 = 48 -> memory bound: 3 + 48 */
+	cfg.gemm_setup_cycles = 3;
+	gemm_case_init(&g, 16, 32, 16, false);
+	cr_assert_eq(latency(ENG_GEMM, "roofline", &cfg, &g.s), 51);
+	/* compute bound at 16 MACs/cycle: ceil(8192 / 16) = 512 */
+	cfg.gemm_macs_per_cycle = 16;
+	cr_assert_eq(latency(ENG_GEMM, "roofline", &cfg, &g.s), 515);
+	/* ceil rounding: 7x9x5 = 315 MACs / 16 -> 20; bytes 126 + 90 + 140 =
+	 * 356 / 64 -> 6 */
+	gemm_case_init(&g, 7, 9, 5, false);
+	cr_assert_eq(latency(ENG_GEMM, "roofline", &cfg, &g.s), 23);
+	/* accumulating, not last: out is not written and not counted:
+	 * bytes 2048 / 64 = 32, MACs 8192 / 256 = 32 */
+	cfg.gemm_macs_per_cycle = 256;
+	gemm_case_init(&g, 16, 32, 16, false);
+	g.s.acc = &g.acc;
+	g.s.first = true;
+	cr_assert_eq(eng_stage_bytes(&g.s), 2048);
+	cr_assert_eq(latency(ENG_GEMM, "roofline", &cfg, &g.s), 35);
+}
+
+static uint64_t math_latency(const char *op, uint32_t rows, uint32_t cols,
+			     int64_t axis)
+{
+	struct rt_config cfg = test_config();
+	Kb__View a = view(rows, cols, KB__DTYPE__DTYPE_F16, false);
+	Kb__View b = a, out = a;
+	Kb__View *ins[] = { &a, &b };
+	Kb__Extra e = KB__EXTRA__INIT;
+	Kb__Extra *extras[] = { &e };
+	Kb__Stage s = KB__STAGE__INIT;
+	enum eng_math_op kind;
+	char name[32];
+
+	cr_assert_eq(eng_math_op_parse(op, &kind), RT_EOK);
+	s.engine = KB__ENGINE__ENGINE_MATH;
+	s.op_kind = k_math;
+	snprintf(name, sizeof(name), "%s", op);
+	s.op_name = name;
+	s.n_in = eng_math_op_arity(kind);
+	s.in = ins;
+	s.out = &out;
+	e.name = axis >= 0 ? k_axis : k_scale;
+	e.value_case = KB__EXTRA__VALUE_I;
+	e.i = axis >= 0 ? axis : 2;
+	s.n_extras = 1;
+	s.extras = extras;
+	if (kind == ENG_MATH_RMAX || kind == ENG_MATH_RSUM)
+		out = axis == 0 ? view(1, cols, KB__DTYPE__DTYPE_F32, false)
+				: view(rows, 1, KB__DTYPE__DTYPE_F32, false);
+	return latency(ENG_MATH, "simd", &cfg, &s);
+}
+
+Test(math_model, simd_latency_matches_hand_formula, .timeout = 10)
+{
+	/* 3 x 20 = 60 elements -> ceil(60 / 16) = 4 cycle groups; setup 4 */
+	cr_assert_eq(math_latency("add", 3, 20, -1), 4 + 4 * 1);
+	cr_assert_eq(math_latency("scale", 3, 20, -1), 4 + 4 * 1);
+	cr_assert_eq(math_latency("exp", 3, 20, -1), 4 + 4 * 4);
+	cr_assert_eq(math_latency("exp_diff", 3, 20, -1), 4 + 4 * 4);
+	cr_assert_eq(math_latency("softmax", 3, 20, -1), 4 + 4 * 4);
+	/* reductions count input elements, whichever axis */
+	cr_assert_eq(math_latency("rsum", 3, 20, 1), 4 + 4 * 2);
+	cr_assert_eq(math_latency("rmax", 3, 20, 0), 4 + 4 * 2);
+	/* exact multiple: 2 x 16 = 32 -> 2 */
+	cr_assert_eq(math_latency("copy", 2, 16, -1), 4 + 2);
+}
+
+Test(engine_model, unknown_name_is_a_clear_error, .timeout = 10)
+{
+	const struct eng_model_ops *ops;
+	void *dl;
+
+	cr_assert_eq(eng_model_find(ENG_GEMM, "tpu", &ops, &dl), RT_ENOTFOUND);
+	cr_assert(strstr(rt_last_error(), "gemm model 'tpu'"), "%s",
+		  rt_last_error());
+	/* a built-in of another class is not found either */
+	cr_assert_eq(eng_model_find(ENG_MATH, "systolic", &ops, &dl),
+		     RT_ENOTFOUND);
+	cr_assert_eq(eng_model_find(ENG_GEMM, "/nonexistent/x.so", &ops, &dl),
+		     RT_ENOTFOUND);
+	cr_assert(strstr(rt_last_error(), "/nonexistent/x.so"), "%s",
+		  rt_last_error());
+	cr_assert_eq(eng_model_find(ENG_GEMM, "roofline", &ops, &dl), RT_EOK);
+	cr_assert_eq(ops, &eng_gemm_roofline_model);
+	cr_assert_null(dl);
+}
+
+Test(engine_model, zero_rates_are_rejected_at_init, .timeout = 10)
+{
+	struct rt_config cfg = test_config();
+	struct eng_model m;
+
+	cfg.math_lanes = 0;
+	cfg.gemm_array_rows = 0;
+	cfg.dma_bytes_per_cycle = 0;
+	cr_assert_eq(eng_model_init(&m, ENG_MATH, "simd", &cfg), RT_ECONFIG);
+	cr_assert_null(m.ops);
+	cr_assert_eq(eng_model_init(&m, ENG_GEMM, "systolic", &cfg),
+		     RT_ECONFIG);
+	cr_assert_eq(eng_model_init(&m, ENG_DMA, "linear", &cfg), RT_ECONFIG);
+	cr_assert(strstr(rt_last_error(), "dma.bytes_per_cycle"));
+}
+
+static void plugin_path(char *path, size_t cap)
+{
+	const char *dir = getenv("KB_PLUGINS");
+
+	snprintf(path, cap, "%s/gemm_fixed.so", dir ? dir : "build/plugins");
+}
+
+/* Runs stage `s` (16x32x16 f16 -> f32 in `tcm`) with model `m`. */
+static void run_gemm(struct eng_model *m, Kb__Stage *s, uint8_t *tcm)
+{
+	struct eng_memory mem = { NULL, 0, tcm, 1 << 16 };
+
+	for (int i = 0; i < 1 << 12; i++)
+		tcm[i] = (uint8_t)(i * 37 % 61 == 0 ? 0x3c : i % 7);
+	cr_assert_eq(eng_model_execute(m, s, &mem), RT_EOK, "%s",
+		     rt_last_error());
+}
+
+Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
+{
+	struct rt_config cfg = test_config();
+	struct eng_model fixed, sys;
+	const struct eng_model_ops *ops;
+	struct gemm_case g;
+	uint8_t *mem_a = calloc(1, 1 << 16), *mem_b = calloc(1, 1 << 16);
+	uint64_t c_fixed, c_sys;
+	char path[1024];
+	void *dl;
+
+	plugin_path(path, sizeof(path));
+	cr_assert_eq(eng_model_init(&fixed, ENG_GEMM, path, &cfg), RT_EOK,
+		     "%s (build the plug-ins, set KB_PLUGINS)", rt_last_error());
+	cr_assert_str_eq(fixed.ops->name, "gemm_fixed");
+	cr_assert_eq(eng_model_init(&sys, ENG_GEMM, "systolic", &cfg), RT_EOK);
+	gemm_case_init(&g, 16, 32, 16, false);
+	g.a.addr = 0;
+	g.b.addr = 1024;
+	g.out.addr = 2048;
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
+	cr_assert_eq(eng_model_latency(&sys, &g.s, &c_sys), RT_EOK);
+	cr_assert_eq(c_fixed, 1000);
+	cr_assert_eq(c_sys, 5 + 1 * (32 + 16));
+	/* same data effect, byte for byte */
+	run_gemm(&fixed, &g.s, mem_a);
+	run_gemm(&sys, &g.s, mem_b);
+	cr_assert_eq(memcmp(mem_a, mem_b, 1 << 16), 0);
+	/* constant whatever the shape */
+	gemm_case_init(&g, 3, 5, 7, false);
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
+	cr_assert_eq(c_fixed, 1000);
+	/* it is a GEMM model: other engines refuse it */
+	cr_assert_eq(eng_model_find(ENG_MATH, path, &ops, &dl), RT_ECONFIG);
+	cr_assert(strstr(rt_last_error(), "models a gemm engine"), "%s",
+		  rt_last_error());
+	eng_model_release(&fixed);
+	eng_model_release(&sys);
+	cr_assert_null(fixed.ops);
+	free(mem_a);
+	free(mem_b);
+}
