@@ -288,8 +288,8 @@ static enum rt_err on_signal(void *arg)
 				return err;
 		} else {
 			l->signal_seen = (int)si.ssi_signo;
-			return rt_fail(RT_EINTERRUPTED, "interrupted by %s; stopping every daemon",
-				       strsignal((int)si.ssi_signo));
+			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s; stopped every daemon",
+				       sigabbrev_np((int)si.ssi_signo));
 		}
 	}
 	return RT_EOK;

@@ -220,6 +220,45 @@ void rt_coord_abort(struct rt_coord *c)
 
 /* ---------------------------------------------------------------- receiving */
 
+/* A daemon died or a signal came: a frame it sent just before (ERROR, or
+ * garbage) usually says more, so look for one briefly before giving up. */
+static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
+{
+	zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
+	char saved[1024], name[128];
+	zmq_msg_t id, body;
+	Kb__Sync *s = NULL;
+	unsigned peer;
+	int more = 0;
+	size_t more_len = sizeof(more);
+
+	snprintf(saved, sizeof(saved), "%s", rt_last_error());
+	if (err == RT_EINTERRUPTED || zmq_poll(&item, 1, 300) <= 0)
+		return err;
+	zmq_msg_init(&id);
+	zmq_msg_init(&body);
+	zmq_msg_recv(&id, c->sock, 0);
+	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
+	if (more)
+		zmq_msg_recv(&body, c->sock, 0);
+	if (zmq_msg_size(&id) > 1 && sscanf((const char *)zmq_msg_data(&id) + 1, "%u", &peer) == 1 &&
+	    peer < c->n_peers) {
+		if (rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), &s))
+			err = rt_fail(RT_EPEER, "daemon %s sent a bad frame: %s",
+				      peer_name(c, peer, name, sizeof(name)), rt_last_error());
+		else if (s->body_case == KB__SYNC__BODY_ERROR)
+			err = rt_fail(RT_EPEER, "%s", s->error->message);
+		else
+			rt_fail(err, "%s", saved);
+		rt_wire_free_sync(s);
+	} else {
+		rt_fail(err, "%s", saved);
+	}
+	zmq_msg_close(&id);
+	zmq_msg_close(&body);
+	return err;
+}
+
 /* Waits for one frame; keeps an eye on the hooks, the watchdog and progress.
  * On success *peer is the sender and *out its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
@@ -250,7 +289,7 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 		if (nitems == 2 && (items[1].revents & ZMQ_POLLIN)) {
 			err = c->hooks->on_fd(c->hooks->arg);
 			if (err)
-				return err;
+				return explain_failure(c, err);
 		}
 		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
 			break;

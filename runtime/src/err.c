@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
@@ -30,11 +31,14 @@ const char *rt_err_msg(enum rt_err code)
 
 enum rt_err rt_fail(enum rt_err code, const char *fmt, ...)
 {
+	char line[sizeof(last_error)];
 	va_list ap;
 
+	/* format aside: callers often pass rt_last_error() as an argument */
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, line, sizeof(line));
 	return code;
 }
 
