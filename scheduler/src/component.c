@@ -1,0 +1,168 @@
+/* component.c — the PE_SCHEDULER component: messages in, core calls, and the
+ * core's actions out as Stage / CommandDone messages. All policy lives in
+ * core.c and plan.c; this file only translates. */
+#include "sched.h"
+
+#include "rt/pe.h"
+
+/* Component state (zeroed by the runtime, filled by init). */
+struct sched_component {
+	struct sched_core core;
+	uint32_t rank;
+	uint32_t pe;
+};
+
+/* A wire Stage with storage for its views. */
+struct stage_msg {
+	Kb__Stage stage;
+	Kb__View in[SCHED_MAX_IN];
+	Kb__View *in_ptrs[SCHED_MAX_IN];
+	Kb__View out;
+	Kb__View acc;
+};
+
+static void to_view(const struct sched_view *v, Kb__View *out)
+{
+	kb__view__init(out);
+	out->space = v->space;
+	out->addr = v->addr;
+	out->rows = v->rows;
+	out->cols = v->cols;
+	out->row_stride = v->row_stride;
+	out->dtype = v->dtype;
+	out->trans = v->trans;
+}
+
+static void fill_stage(const struct sched_cmd *cmd, uint32_t index,
+		       struct stage_msg *m)
+{
+	const struct sched_stage *st = &cmd->plan.stages[index];
+
+	kb__stage__init(&m->stage);
+	m->stage.command = cmd->id;
+	m->stage.index = index;
+	m->stage.engine = st->engine;
+	m->stage.op_kind = (char *)st->op_kind;
+	m->stage.op_name = (char *)st->op_name;
+	for (uint32_t i = 0; i < st->n_in; i++) {
+		to_view(&st->in[i], &m->in[i]);
+		m->in_ptrs[i] = &m->in[i];
+	}
+	m->stage.n_in = st->n_in;
+	m->stage.in = m->in_ptrs;
+	to_view(&st->out, &m->out);
+	m->stage.out = &m->out;
+	if (st->has_acc) {
+		to_view(&st->acc, &m->acc);
+		m->stage.acc = &m->acc;
+	}
+	m->stage.first = st->first;
+	m->stage.last = st->last;
+	if (st->op) {
+		m->stage.n_extras = st->op->n_extras;
+		m->stage.extras = st->op->extras;
+	}
+}
+
+static enum pe_unit engine_unit(Kb__Engine engine)
+{
+	switch (engine) {
+	case KB__ENGINE__ENGINE_GEMM:
+		return PE_GEMM;
+	case KB__ENGINE__ENGINE_MATH:
+		return PE_MATH;
+	default:
+		return PE_DMA; /* both DMA channels */
+	}
+}
+
+static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
+			       const struct sched_action *a)
+{
+	uint32_t pes = rt_cfg(ctx)->pes;
+	Kb__Payload payload = KB__PAYLOAD__INIT;
+	Kb__CommandDone done = KB__COMMAND_DONE__INIT;
+	struct stage_msg m;
+	uint32_t dst;
+
+	if (a->kind == SCHED_COMMAND_DONE) {
+		done.id = a->id;
+		done.issued_ps = a->issued_ps;
+		payload.body_case = KB__PAYLOAD__BODY_COMMAND_DONE;
+		payload.command_done = &done;
+		dst = pe_component_id(pes, sc->rank, sc->pe, PE_HOST);
+	} else {
+		fill_stage(a->cmd, a->stage, &m);
+		payload.body_case = KB__PAYLOAD__BODY_STAGE;
+		payload.stage = &m.stage;
+		dst = pe_component_id(pes, sc->rank, sc->pe,
+				      engine_unit(m.stage.engine));
+		rt_stat_add(ctx, "stages", 1);
+	}
+	return rt_send(ctx, dst, rt_now(ctx), 0, &payload);
+}
+
+static enum rt_err flush(struct rt_ctx *ctx, struct sched_component *sc)
+{
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t i = 0; !err && i < sc->core.n_actions; i++)
+		err = send_action(ctx, sc, &sc->core.actions[i]);
+	sc->core.n_actions = 0;
+	return err;
+}
+
+static enum rt_err sched_init(struct rt_ctx *ctx, void *state)
+{
+	struct sched_component *sc = state;
+	const struct rt_component_desc *me = rt_self_desc(ctx);
+
+	sc->rank = me->rank;
+	sc->pe = me->pe;
+	sched_core_init(&sc->core, rt_cfg(ctx), me->rank, me->pe);
+	return RT_EOK;
+}
+
+static enum rt_err sched_handle(struct rt_ctx *ctx, void *state,
+				const struct rt_delivery *d)
+{
+	struct sched_component *sc = state;
+	const Kb__Payload *msg = d->msg;
+	enum rt_err err;
+
+	if (d->is_timer || !msg)
+		return RT_EOK; /* the scheduler sets no timers */
+	switch (msg->body_case) {
+	case KB__PAYLOAD__BODY_COMMAND:
+		rt_stat_add(ctx, "commands", 1);
+		if (msg->command->body_case == KB__COMMAND__BODY_COMPOSITE)
+			rt_stat_add(ctx, "composites", 1);
+		err = sched_core_submit(&sc->core, msg->command, d->send_ps);
+		break;
+	case KB__PAYLOAD__BODY_STAGE_DONE:
+		err = sched_core_stage_done(&sc->core, msg->stage_done->command,
+					    msg->stage_done->index);
+		break;
+	default:
+		return rt_fail(RT_EPROTOCOL,
+			       "scheduler r%u.pe%u: unexpected message (body %d) "
+			       "from component %u", sc->rank, sc->pe,
+			       (int)msg->body_case, d->src);
+	}
+	return err ? err : flush(ctx, sc);
+}
+
+static void sched_fini(struct rt_ctx *ctx, void *state)
+{
+	struct sched_component *sc = state;
+
+	sched_core_release(&sc->core);
+}
+
+const struct rt_component_ops sched_ops = {
+	.name = "sched",
+	.state_size = sizeof(struct sched_component),
+	.init = sched_init,
+	.handle = sched_handle,
+	.fini = sched_fini,
+};
