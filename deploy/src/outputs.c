@@ -204,6 +204,7 @@ static enum rt_err absorb_stats(struct kb_agg *agg, const struct rt_component_de
 				uint32_t id, const char *text)
 {
 	struct kb_stat_set *kind = kind_set(agg, c->ops->name);
+	struct kb_stat_set *kind_max = kind ? &agg->kinds_max[kind - agg->kinds] : NULL;
 	char name[64], how[16];
 	unsigned long long v;
 	int used;
@@ -215,8 +216,10 @@ static enum rt_err absorb_stats(struct kb_agg *agg, const struct rt_component_de
 			if (sscanf(text, "%63s %15s %llu", name, how, &v) != 3)
 				return rt_fail(RT_EIO, "corrupt stats part of %s", c->name);
 			stat_merge(&agg->totals, name, !strcmp(how, "max"), v);
-			if (kind)
+			if (kind) {
 				stat_merge(kind, name, !strcmp(how, "max"), v);
+				stat_merge(kind_max, name, true, v);
+			}
 		}
 		text += used;
 		while (*text == '\n')
@@ -262,6 +265,13 @@ const struct kb_stat_set *kb_agg_kind(const struct kb_agg *agg, const char *kind
 		if (!strcmp(agg->kinds[i].kind, kind))
 			return &agg->kinds[i];
 	return &empty;
+}
+
+const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *kind)
+{
+	const struct kb_stat_set *set = kb_agg_kind(agg, kind);
+
+	return set->n ? &agg->kinds_max[set - agg->kinds] : set;
 }
 
 /* ---------------------------------------------------------------- cleanup */

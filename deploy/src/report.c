@@ -47,11 +47,10 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 {
 	const struct rt_config *cfg = &job->config;
 	static const char *const engines[][2] = {
-		{ "dma", "read_busy_ps" }, { "dma", "write_busy_ps" },
+		{ "dma", "dma_read_busy_ps" }, { "dma", "dma_write_busy_ps" },
 		{ "gemm", "busy_ps" },     { "math", "busy_ps" },
 	};
 	uint64_t cycle = rt_config_cycle_ps(cfg);
-	uint64_t pes = (uint64_t)cfg->ranks * cfg->pes;
 
 	memset(m, 0, sizeof(*m));
 	m->latency_ps = kb_stat_get(kb_agg_kind(agg, "host"), "kernel_end_ps");
@@ -59,7 +58,8 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	if (!m->present || !m->latency_ps)
 		return;
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
-		uint64_t busy = kb_stat_get(kb_agg_kind(agg, engines[i][0]), engines[i][1]) / pes;
+		/* the busiest single engine instance bounds a kernel */
+		uint64_t busy = kb_stat_get(kb_agg_kind_max(agg, engines[i][0]), engines[i][1]);
 
 		if (busy > m->busiest_ps) {
 			m->busiest_ps = busy;
@@ -67,11 +67,11 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		}
 	}
 	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
-	m->hbm_read_bytes = kb_stat_get(kb_agg_kind(agg, "dma"), "read_bytes");
-	/* peak: every PE's read channel streaming for the whole latency */
+	/* achieved HBM read bandwidth of the busiest PE over its read channel's
+	 * peak (each PE streams through its own channel) */
+	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "dma"), "dma_read_bytes");
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
-			 ((double)cfg->dma_bytes_per_cycle * (double)pes *
-			  ((double)m->latency_ps / (double)cycle));
+			 ((double)cfg->dma_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
 }
 
 static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,

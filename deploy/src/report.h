@@ -24,13 +24,16 @@ struct kb_stat_set {
 
 struct kb_agg {
 	struct kb_stat_set totals;            /* over every component */
-	struct kb_stat_set kinds[KB_MAX_KINDS];
+	struct kb_stat_set kinds[KB_MAX_KINDS];     /* summed per kind */
+	struct kb_stat_set kinds_max[KB_MAX_KINDS]; /* busiest component per kind */
 	size_t n_kinds;
 	uint64_t digest;                      /* delivery digest */
 };
 
 uint64_t kb_stat_get(const struct kb_stat_set *set, const char *name);
 const struct kb_stat_set *kb_agg_kind(const struct kb_agg *agg, const char *kind);
+/* Per kind, each statistic's largest value over single components. */
+const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *kind);
 
 /* Writes summary.json and prints the report (unless --quiet). */
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,

@@ -236,6 +236,8 @@ static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch,
 	rt_stat_add(ctx, stat, 1);
 	snprintf(stat, sizeof(stat), "%s_busy_ps", ch->name);
 	rt_stat_add(ctx, stat, ch->end_ps - ch->start_ps);
+	snprintf(stat, sizeof(stat), "%s_bytes", ch->name);
+	rt_stat_add(ctx, stat, rec.bytes);
 	return err;
 }
 
