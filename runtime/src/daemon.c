@@ -140,7 +140,7 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
 
 /* Test hook (docs/testing.md): KB_FAULT="kind@label[:window]" makes the
  * named daemon misbehave at a window, so failure handling is tested with real
- * daemons and sockets. kinds: hang, garbage, truncate, schema, crash. */
+ * daemons and sockets. kinds: hang, garbage, truncate, schema, crash, early. */
 static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
 {
 	const char *spec = getenv("KB_FAULT");
@@ -214,6 +214,8 @@ static enum rt_err send_done(struct rt_daemon *d, uint64_t window)
 	Kb__Done done = KB__DONE__INIT;
 	enum rt_err err;
 
+	if (fault_due(d, "early", window) && d->n_out)
+		d->outbound[0]->deliver_ps = d->window_end - 1; /* breaks the lookahead promise */
 	done.window = window;
 	done.next_local_ps = next_local(d);
 	done.n_outbound = d->n_out;

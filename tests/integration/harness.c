@@ -1,0 +1,249 @@
+/* harness.c — see harness.h. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *kb_bin(void)
+{
+	const char *bin = getenv("KB_BIN");
+
+	return bin ? bin : "build/bin/kernbench";
+}
+
+void kb_tmpdir(char *path, size_t cap, const char *tag)
+{
+	snprintf(path, cap, "/tmp/kbtest-%s-XXXXXX", tag);
+	if (!mkdtemp(path))
+		path[0] = '\0';
+}
+
+static void read_fd(int fd, char *buf, size_t cap)
+{
+	size_t used = 0;
+	ssize_t n;
+
+	while (used + 1 < cap && (n = read(fd, buf + used, cap - 1 - used)) > 0)
+		used += (size_t)n;
+	buf[used] = '\0';
+	/* drain the rest so the child never blocks on a full pipe */
+	while (read(fd, (char[256]){ 0 }, 256) > 0)
+		;
+}
+
+void kb_runv(struct kb_result *res, char *const argv[])
+{
+	char errpath[] = "/tmp/kbtest-stderr-XXXXXX";
+	int out[2], errfd = mkstemp(errpath);
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	if (pipe(out) || errfd < 0) {
+		res->status = -1;
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		dup2(errfd, 2);
+		close(out[0]);
+		execv(kb_bin(), argv);
+		_exit(127);
+	}
+	close(out[1]);
+	read_fd(out[0], res->out, sizeof(res->out));
+	close(out[0]);
+	res->status = kb_wait(pid);
+	lseek(errfd, 0, SEEK_SET);
+	read_fd(errfd, res->err, sizeof(res->err));
+	close(errfd);
+	unlink(errpath);
+}
+
+void kb_run(struct kb_result *res, const char *arg0, ...)
+{
+	char *argv[128];
+	int n = 0;
+	va_list ap;
+
+	argv[n++] = (char *)"kernbench";
+	va_start(ap, arg0);
+	for (const char *a = arg0; a && n < 127; a = va_arg(ap, const char *))
+		argv[n++] = (char *)a;
+	va_end(ap);
+	argv[n] = NULL;
+	kb_runv(res, argv);
+}
+
+pid_t kb_spawn(char *const argv[], const char *stderr_path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 2);
+		dup2(null, 1);
+		execv(kb_bin(), argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int kb_wait(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+char *kb_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		if (len)
+			*len = (size_t)n;
+	}
+	return buf;
+}
+
+bool kb_json_field(const char *json, const char *key, char *out, size_t cap)
+{
+	char pattern[128];
+	const char *p;
+	size_t n = 0;
+
+	if (!json)
+		return false;
+	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
+	p = strstr(json, pattern);
+	if (!p)
+		return false;
+	p += strlen(pattern);
+	while (p[n] && p[n] != ',' && p[n] != '\n' && n + 1 < cap)
+		n++;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return true;
+}
+
+uint64_t kb_json_u64(const char *json, const char *key)
+{
+	char v[64];
+
+	return kb_json_field(json, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
+}
+
+bool kb_same_file(const char *a, const char *b)
+{
+	size_t la, lb;
+	char *x = kb_slurp(a, &la), *y = kb_slurp(b, &lb);
+	bool same = x && y && la == lb && !memcmp(x, y, la);
+
+	free(x);
+	free(y);
+	return same;
+}
+
+static bool read_comm(const char *pid, char *comm, size_t cap)
+{
+	char path[300];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%s/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	ok = fgets(comm, (int)cap, f) != NULL;
+	fclose(f);
+	return ok;
+}
+
+int kb_count_daemons(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char comm[64];
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && read_comm(e->d_name, comm, sizeof(comm)) &&
+		    !strncmp(comm, "kb-", 3))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int kb_children(pid_t pid, pid_t *out, int cap)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)) && n < cap) {
+		char path[300], line[512];
+		FILE *f;
+		int ppid = 0;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			char *close_paren = strrchr(line, ')');
+
+			if (close_paren)
+				sscanf(close_paren + 2, "%*c %d", &ppid);
+		}
+		fclose(f);
+		if (ppid == pid)
+			out[n++] = (pid_t)atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int kb_count_socket_dirs(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "kb-", 3))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}

@@ -1,0 +1,47 @@
+/* harness.h — helpers for integration tests: run the real `kernbench`
+ * binary (path from $KB_BIN, set by `make integration`), capture its exit
+ * status and stderr, and read fields of the outputs it wrote. */
+#ifndef KB_TEST_HARNESS_H
+#define KB_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct kb_result {
+	int status;       /* exit code, or 128 + signal */
+	char err[4096];   /* captured stderr (truncated) */
+	char out[8192];   /* captured stdout (truncated) */
+};
+
+/* Path of the kernbench binary. */
+const char *kb_bin(void);
+/* A fresh empty directory under /tmp for one test's outputs. */
+void kb_tmpdir(char *path, size_t cap, const char *tag);
+/* Runs `kernbench ARGS...` (NULL-terminated) to completion. */
+void kb_run(struct kb_result *res, const char *arg0, ...);
+/* Same with an argv array. */
+void kb_runv(struct kb_result *res, char *const argv[]);
+/* Starts kernbench in the background; returns its pid. */
+pid_t kb_spawn(char *const argv[], const char *stderr_path);
+/* Waits for a spawned run; returns exit code or 128 + signal. */
+int kb_wait(pid_t pid);
+
+/* Reads a file into a malloc'd NUL-terminated string (NULL if missing). */
+char *kb_slurp(const char *path, size_t *len);
+/* Reads `"key": value` from summary.json text into `out` (raw text). */
+bool kb_json_field(const char *json, const char *key, char *out, size_t cap);
+/* The same, as an unsigned integer (0 when absent). */
+uint64_t kb_json_u64(const char *json, const char *key);
+/* True if the two files exist and are byte-identical. */
+bool kb_same_file(const char *a, const char *b);
+
+/* Live processes whose name starts with "kb-" (count). */
+int kb_count_daemons(void);
+/* Children of `pid` (their pids into `out`, count returned). */
+int kb_children(pid_t pid, pid_t *out, int cap);
+/* Entries of /tmp named kb-* (socket directories) (count). */
+int kb_count_socket_dirs(void);
+
+#endif
