@@ -142,22 +142,38 @@ enum rt_err rt_buf_write_file(const struct rt_buf *b, const char *path)
 	return RT_EOK;
 }
 
+/* Word-at-a-time mix (little-endian loads, so digests agree across hosts):
+ * each 8-byte word is folded in with a multiply and rotate. Not
+ * cryptographic; a digest only has to tell different runs apart. */
+static uint64_t mix_word(uint64_t h, uint64_t w)
+{
+	h ^= w * 0x9e3779b97f4a7c15ULL;
+	h = (h << 31) | (h >> 33);
+	return h * 0x100000001b3ULL;
+}
+
+static uint64_t load_le64(const unsigned char *p, size_t n)
+{
+	uint64_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)p[i] << (8 * i);
+	return w;
+}
+
 uint64_t rt_hash(uint64_t h, const void *bytes, size_t len)
 {
 	const unsigned char *p = bytes;
+	size_t i = 0;
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	for (; i + 8 <= len; i += 8)
+		h = mix_word(h, load_le64(p + i, 8));
+	if (i < len)
+		h = mix_word(h, load_le64(p + i, len - i) ^ ((uint64_t)(len - i) << 56));
+	return mix_word(h, len);
 }
 
 uint64_t rt_hash_u64(uint64_t h, uint64_t v)
 {
-	unsigned char le[8];
-
-	for (int i = 0; i < 8; i++)
-		le[i] = (unsigned char)(v >> (8 * i));
-	return rt_hash(h, le, sizeof(le));
+	return mix_word(h, v);
 }

@@ -45,6 +45,7 @@ struct rt_daemon {
 	struct rt_ctx **by_id;   /* component id -> local context or NULL */
 	struct rt_ctx *ctxs;
 	uint32_t n_local;
+	uint32_t n_inited;       /* components whose init ran (fini owed) */
 	struct rt_queue queue;
 	uint64_t now;            /* time of the event being run */
 	uint64_t window;         /* next window expected */

@@ -323,46 +323,48 @@ static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
 	return err;
 }
 
-static enum rt_err finish(struct rt_daemon *d)
+/* Lets every initialised component release what it holds. */
+static void fini_components(struct rt_daemon *d)
 {
-	enum rt_err err = RT_EOK;
-
-	for (uint32_t i = 0; i < d->n_local; i++) {
+	for (uint32_t i = 0; i < d->n_inited; i++) {
 		struct rt_ctx *c = &d->ctxs[i];
 
 		d->now = c->last_ps;
 		if (c->desc->ops->fini)
 			c->desc->ops->fini(c, c->state);
-		if (!err)
-			err = rt_ctx_flush(c, true);
 	}
+	d->n_inited = 0;
+}
+
+static enum rt_err finish(struct rt_daemon *d)
+{
+	enum rt_err err = RT_EOK;
+
+	fini_components(d);
+	for (uint32_t i = 0; i < d->n_local && !err; i++)
+		err = rt_ctx_flush(&d->ctxs[i], true);
 	return err ? err : send_bye(d);
 }
 
-/* Waits for the next frame; gives up when the launcher is gone. */
+/* Waits for the next frame (a blocking receive with a 1 s timeout: no poll
+ * call on the hot path); gives up when the launcher is gone. */
 static enum rt_err recv_frame(struct rt_daemon *d, Kb__Sync **out)
 {
 	pid_t parent = getppid();
 	zmq_msg_t msg;
 	enum rt_err err;
 
-	for (;;) {
-		zmq_pollitem_t item = { .socket = d->sock, .events = ZMQ_POLLIN };
-		int n = zmq_poll(&item, 1, 1000);
-
-		if (n < 0 && errno != EINTR)
-			return rt_fail(RT_ETRANSPORT, "daemon %s: poll failed: %s", d->label,
-				       zmq_strerror(errno));
-		if (n > 0)
-			break;
-		if (!d->threaded && getppid() != parent)
-			return rt_fail(RT_EPEER, "daemon %s: launcher is gone", d->label);
-	}
 	zmq_msg_init(&msg);
-	if (zmq_msg_recv(&msg, d->sock, 0) < 0) {
-		zmq_msg_close(&msg);
-		return rt_fail(RT_ETRANSPORT, "daemon %s: receive failed: %s", d->label,
-			       zmq_strerror(errno));
+	while (zmq_msg_recv(&msg, d->sock, 0) < 0) {
+		if (errno != EAGAIN && errno != EINTR) {
+			zmq_msg_close(&msg);
+			return rt_fail(RT_ETRANSPORT, "daemon %s: receive failed: %s", d->label,
+				       zmq_strerror(errno));
+		}
+		if (!d->threaded && getppid() != parent) {
+			zmq_msg_close(&msg);
+			return rt_fail(RT_EPEER, "daemon %s: launcher is gone", d->label);
+		}
 	}
 	err = rt_wire_decode_sync(zmq_msg_data(&msg), zmq_msg_size(&msg), out);
 	zmq_msg_close(&msg);
@@ -419,6 +421,7 @@ static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts 
 	zmq_setsockopt(d->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	zmq_setsockopt(d->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_setsockopt(d->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(d->sock, ZMQ_RCVTIMEO, &(int){ 1000 }, sizeof(int));
 	if (zmq_connect(d->sock, o->endpoint) < 0)
 		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot connect to %s: %s", d->label,
 			       o->endpoint, zmq_strerror(errno));
@@ -439,6 +442,7 @@ static enum rt_err init_components(struct rt_daemon *d)
 		struct rt_ctx *c = &d->ctxs[i];
 		enum rt_err err = c->desc->ops->init ? c->desc->ops->init(c, c->state) : RT_EOK;
 
+		d->n_inited = i + 1; /* a failed init may hold resources too */
 		if (err)
 			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
 	}
@@ -464,6 +468,7 @@ enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 		if (err && err != RT_EINTERRUPTED && err != RT_ETRANSPORT)
 			send_error(d, err);
 	}
+	fini_components(d);
 	close_socket(d);
 	daemon_release(d);
 	free(d);

@@ -144,34 +144,28 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
  * running max, compared as O / l. */
 static void check_flash(const char *dir, double tol)
 {
+	const uint64_t T = 32; /* test_flash's default tile */
 	uint64_t g, n, t, d, one;
 	double *s = npy_doubles(dir, "s.npy", &g, &n);
 	double *v = npy_doubles(dir, "v.npy", &t, &d);
 	double *o = npy_doubles(dir, "o.npy", &g, &d);
 	double *l = npy_doubles(dir, "l.npy", &g, &one);
-	uint64_t tile = n / (t / (n > 0 ? 1 : 1)), tiles;
+	double *row = malloc(n * sizeof(double));
 
-	(void)tile;
-	/* s.npy is tile-major: G x (tiles*T) read as tiles blocks of G x T */
-	tiles = t; /* rows of v = tiles * T = n */
-	cr_assert_eq(n, tiles);
+	cr_assert_eq(n, t);
 	for (uint64_t i = 0; i < g; i++) {
-		/* reconstruct row i's n scores from the tile-major layout */
-		uint64_t T = 0;
 		double mx = -1e300, sum = 0;
-		double *row = malloc(n * sizeof(double));
-		/* the kernel's default tile is 32; recover it from the file name-free
-		 * layout: block j of G x T contiguous */
-		T = 32;
+
+		/* s.npy is tile-major: tile j is a contiguous G x T block */
 		for (uint64_t k = 0; k < n; k++) {
-			uint64_t j = k / T, c = k % T;
-			row[k] = s[j * g * T + i * T + c];
+			row[k] = s[(k / T) * g * T + i * T + k % T];
 			mx = fmax(mx, row[k]);
 		}
 		for (uint64_t k = 0; k < n; k++)
 			sum += exp(row[k] - mx);
 		for (uint64_t c = 0; c < d; c++) {
 			double ref = 0;
+
 			for (uint64_t k = 0; k < n; k++)
 				ref += exp(row[k] - mx) / sum * v[k * d + c];
 			cr_expect(fabs(o[i * d + c] / l[i] - ref) < tol,
@@ -179,9 +173,8 @@ static void check_flash(const char *dir, double tol)
 				  (unsigned long long)i, (unsigned long long)c,
 				  o[i * d + c] / l[i], ref);
 		}
-		free(row);
 	}
-	free(s), free(v), free(o), free(l);
+	free(row), free(s), free(v), free(o), free(l);
 }
 
 Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 120)
@@ -206,10 +199,10 @@ Test(tl_integ, adr0065_t6_opt2_composite_sweep_matches_fp64, .timeout = 120)
 
 Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeout = 180)
 {
-	/* 64 tiles of opt3 temporaries is > 1 MiB without scopes */
+	/* 256 tiles of opt3 temporaries (~9 KiB each) exceed 1 MiB unscoped */
 	cr_assert_neq(kb_run("/tmp/kbt_long_u",
-			     "test_flash --pes 1 --arg opt=3 --arg scoped=0 --arg tiles=64"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=64"), 0);
+			     "test_flash --pes 1 --arg opt=3 --arg scoped=0 --arg tiles=256"), 0);
+	cr_assert_eq(kb_run("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
 	cr_assert_eq(kb_run("/tmp/kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
 	cr_expect_eq(summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"),
 		     summary_u64("/tmp/kbt_short_s", "peak_scratch_bytes"));
@@ -268,36 +261,133 @@ static double *ref_softmax(const double *x, uint64_t r, uint64_t c)
 	return y;
 }
 
+/* fp64 reference of result `op` at (i, j). */
+static double ref_op(const char *op, const double *a, const double *b,
+		     const double *row, const double *w, const double *sm,
+		     uint64_t R, uint64_t C, uint64_t i, uint64_t j)
+{
+	double acc = 0;
+
+	if (!strcmp(op, "add")) return a[i * C + j] + b[i * C + j];
+	if (!strcmp(op, "sub")) return a[i * C + j] - row[j];
+	if (!strcmp(op, "mul")) return a[i * C + j] * row[j];
+	if (!strcmp(op, "div")) return a[i * C + j] / 4.0;
+	if (!strcmp(op, "maximum")) return fmax(a[i * C + j], b[i * C + j]);
+	if (!strcmp(op, "exp")) return exp(a[i * C + j]);
+	if (!strcmp(op, "scale")) return a[i * C + j] * 0.5;
+	if (!strcmp(op, "softmax")) return sm[i * C + j];
+	if (!strcmp(op, "astype")) return a[i * C + j];
+	if (!strcmp(op, "rmax")) {
+		acc = -1e300;
+		for (uint64_t k = 0; k < C; k++)
+			acc = fmax(acc, a[i * C + k]);
+		return acc;
+	}
+	if (!strcmp(op, "rsum0")) {
+		for (uint64_t k = 0; k < R; k++)
+			acc += a[k * C + j];
+		return acc;
+	}
+	if (!strcmp(op, "dot")) {
+		for (uint64_t k = 0; k < C; k++)
+			acc += a[i * C + k] * w[k * R + j];
+		return acc;
+	}
+	for (uint64_t k = 0; k < C; k++) /* dot_trans: a · bᵀ */
+		acc += a[i * C + k] * b[j * C + k];
+	return acc;
+}
+
 Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 {
+	static const struct { const char *op; double tol; } ops[] = {
+		{ "add", 1e-5 }, { "sub", 1e-5 }, { "mul", 1e-5 }, { "div", 1e-6 },
+		{ "maximum", 0 }, { "exp", 1e-4 }, { "scale", 1e-6 }, { "rmax", 0 },
+		{ "rsum0", 1e-4 }, { "softmax", 1e-5 }, { "dot", 1e-3 },
+		{ "dot_trans", 1e-3 }, { "astype", 0 },
+	};
 	const char *dir = "/tmp/kbt_ops";
-	uint64_t R, C, r1, c1, rr, cc;
+	uint64_t R, C, r1, c1, rw, cw;
 
 	cr_assert_eq(kb_run(dir, "test_ops --pes 1 --mode data"), 0);
 	double *a = npy_doubles(dir, "a.npy", &R, &C);
 	double *b = npy_doubles(dir, "b.npy", &R, &C);
 	double *row = npy_doubles(dir, "row.npy", &r1, &c1);
-	double *w = npy_doubles(dir, "w.npy", &rr, &cc);
-	double *ref = calloc(R * C, sizeof(double));
-	struct { const char *f; double tol; } ops[] = {
-		{ "add", 1e-5 }, { "sub", 1e-5 }, { "mul", 1e-5 }, { "div", 1e-5 },
-		{ "maximum", 0 }, { "exp", 1e-4 }, { "scale", 1e-6 }, { "rmax", 0 },
-		{ "rsum0", 1e-4 }, { "softmax", 1e-5 }, { "dot", 1e-3 },
-		{ "dot_trans", 1e-3 }, { "astype", 2e-3 },
-	};
+	double *w = npy_doubles(dir, "w.npy", &rw, &cw);
+	double *sm = ref_softmax(a, R, C);
 
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		char file[48];
 		uint64_t orow, ocol;
-		double *got = npy_doubles(dir, (char[40]){ 0 }, &orow, &ocol);
-		(void)got;
+		double worst = 0;
+
+		snprintf(file, sizeof(file), "%s.npy", ops[o].op);
+		double *got = npy_doubles(dir, file, &orow, &ocol);
+		for (uint64_t i = 0; i < orow; i++)
+			for (uint64_t j = 0; j < ocol; j++)
+				worst = fmax(worst, fabs(got[i * ocol + j] -
+							 ref_op(ops[o].op, a, b, row, w, sm,
+								R, C, i, j)));
+		cr_expect_leq(worst, ops[o].tol, "%s: max error %g > %g", ops[o].op, worst,
+			      ops[o].tol);
+		free(got);
 	}
-	(void)ops;
-	/* elementwise references */
-	for (uint64_t i = 0; i < R * C; i++) {
-		uint64_t j = i % C;
-		double v[] = { a[i] + b[i], a[i] - row[j], a[i] * row[j], a[i] / 4.0,
-			       fmax(a[i], b[i]), exp(a[i]), a[i] * 0.5 };
-		(void)v;
+	free(a), free(b), free(row), free(w), free(sm);
+}
+
+Test(tl_integ, softmax_kernel_matches_fp64, .timeout = 60)
+{
+	const char *dir = "/tmp/kbt_softmax";
+	uint64_t r, c;
+
+	cr_assert_eq(kb_run(dir, "softmax --mode data"), 0);
+	double *x = npy_doubles(dir, "x.npy", &r, &c);
+	double *y = npy_doubles(dir, "y.npy", &r, &c);
+	double *ref = ref_softmax(x, r, c);
+
+	cr_expect_lt(max_abs_diff(y, ref, (size_t)(r * c)), 1e-3); /* f16 output */
+	free(x), free(y), free(ref);
+}
+
+Test(tl_integ, kernel_from_shared_object_behaves_like_the_builtin, .timeout = 60)
+{
+	const char *plugins = getenv("KB_PLUGINS");
+	char args[1200];
+	struct rt_buf a, b;
+	char pa[256], pb[256];
+
+	cr_assert_not_null(plugins);
+	snprintf(args, sizeof(args), "%s/tl_example.so:softmax --mode data", plugins);
+	cr_assert_eq(kb_run("/tmp/kbt_so", args), 0);
+	cr_assert_eq(kb_run("/tmp/kbt_builtin", "softmax --mode data"), 0);
+	const char *files[] = { "y.npy", "op_log.jsonl" };
+	for (int i = 0; i < 2; i++) {
+		rt_buf_init(&a);
+		rt_buf_init(&b);
+		snprintf(pa, sizeof(pa), "/tmp/kbt_so/%s", files[i]);
+		snprintf(pb, sizeof(pb), "/tmp/kbt_builtin/%s", files[i]);
+		cr_assert_eq(rt_buf_read_file(&a, pa), RT_EOK);
+		cr_assert_eq(rt_buf_read_file(&b, pb), RT_EOK);
+		cr_expect(a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
+			  "%s differs between .so and built-in", files[i]);
+		rt_buf_release(&a);
+		rt_buf_release(&b);
 	}
-	free(a), free(b), free(row), free(w), free(ref);
+	cr_expect_eq(summary_u64("/tmp/kbt_so", "latency_ps"),
+		     summary_u64("/tmp/kbt_builtin", "latency_ps"));
+}
+
+Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
+{
+	uint64_t r, c;
+
+	cr_assert_eq(kb_run("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
+	double *r0 = npy_doubles("/tmp/kbt_ipcq", "recv_0.npy", &r, &c);
+	double *r1 = npy_doubles("/tmp/kbt_ipcq", "recv_1.npy", &r, &c);
+	/* rank 0's left neighbour is rank 1 (value 2), and vice versa */
+	cr_expect_eq(r0[0], 2.0);
+	cr_expect_eq(r1[0], 1.0);
+	cr_expect_eq(r0[r * c - 1], 2.0);
+	cr_expect_eq(summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
+	free(r0), free(r1);
 }

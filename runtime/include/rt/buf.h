@@ -35,8 +35,8 @@ enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path);
 /* Writes `b` to `path` atomically enough for our use (write then rename). */
 enum rt_err rt_buf_write_file(const struct rt_buf *b, const char *path);
 
-/* FNV-1a 64-bit, chainable: pass the previous hash as `h` (start with
- * RT_HASH_INIT). Used for delivery digests. */
+/* A fast 64-bit hash, chainable: pass the previous hash as `h` (start with
+ * RT_HASH_INIT). Used for delivery digests; independent of host byte order. */
 #define RT_HASH_INIT 0xcbf29ce484222325ULL
 uint64_t rt_hash(uint64_t h, const void *bytes, size_t len);
 uint64_t rt_hash_u64(uint64_t h, uint64_t v);

@@ -38,7 +38,8 @@ struct rt_delivery {
 typedef enum rt_err (*rt_init_fn)(struct rt_ctx *ctx, void *state);
 typedef enum rt_err (*rt_handle_fn)(struct rt_ctx *ctx, void *state,
 				    const struct rt_delivery *d);
-/* Called once after the run ends (success only); writes final stats. */
+/* Called once when the run ends, on success (final stats are written
+ * afterwards) and after a failure (outputs are discarded): free everything. */
 typedef void (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
 
 struct rt_component_ops {

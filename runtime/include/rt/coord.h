@@ -32,6 +32,7 @@ struct rt_coord_stats {
 	uint64_t windows;       /* GRANT rounds */
 	uint64_t routed;        /* messages that crossed daemons */
 	uint64_t last_window_ps;/* start of the last window */
+	double windows_wall_s;  /* wall time from the first GRANT to the last DONE */
 };
 
 /* Binds `endpoint` ("ipc://...", "tcp://127.0.0.1:*", "inproc://...").

@@ -1,0 +1,276 @@
+/* sync_bench.c — what the lockstep core costs, measured side by side.
+ *
+ * 1. Window cost: a bare ZeroMQ lockstep round (a ROUTER coordinator and N
+ *    DEALER processes exchanging one small frame each way, nothing else)
+ *    against kernbench `traffic` with N daemons over ipc; prints kernbench
+ *    µs/window ÷ bare µs/round for N = 5, 10, 40 (target <= 1.5).
+ * 2. Embedded speed: `traffic --colocate all --transport inproc` (one
+ *    daemon, no windows) delivered messages per second against a bare
+ *    binary-heap event loop running the same traffic pattern in this
+ *    process (target >= 25%).
+ * Figures are printed, never asserted. Needs KB_BIN (set by `make bench`). */
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- bare round */
+
+static void participant(const char *endpoint, int index)
+{
+	void *ctx = zmq_ctx_new();
+	void *s = zmq_socket(ctx, ZMQ_DEALER);
+	char id[16], buf[64];
+	int zero = 0;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	snprintf(id, sizeof(id), "p%d", index);
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+	zmq_connect(s, endpoint);
+	zmq_send(s, "ready", 5, 0);
+	for (;;) {
+		int n = zmq_recv(s, buf, sizeof(buf), 0);
+
+		if (n <= 0 || buf[0] == 'q')
+			break;
+		zmq_send(s, "done", 4, 0);
+	}
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	_exit(0);
+}
+
+static void recv_from(void *router)
+{
+	char id[16], buf[64];
+
+	zmq_recv(router, id, sizeof(id), 0);
+	zmq_recv(router, buf, sizeof(buf), 0);
+}
+
+/* µs per round of a bare coordinator + n participants over ipc. */
+static double bare_round_us(int n, int rounds)
+{
+	void *ctx = zmq_ctx_new();
+	void *router = zmq_socket(ctx, ZMQ_ROUTER);
+	char endpoint[64], id[16];
+	pid_t pids[64];
+	double start = 0;
+	int one = 1, zero = 0;
+
+	snprintf(endpoint, sizeof(endpoint), "ipc:///tmp/kb-bench-%d", (int)getpid());
+	zmq_setsockopt(router, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	zmq_setsockopt(router, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(router, ZMQ_RCVHWM, &zero, sizeof(zero));
+	zmq_bind(router, endpoint);
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			participant(endpoint, i);
+	}
+	for (int i = 0; i < n; i++)
+		recv_from(router);
+	for (int r = -rounds / 10; r < rounds; r++) {
+		if (r == 0)
+			start = now_s();
+		for (int i = 0; i < n; i++) {
+			snprintf(id, sizeof(id), "p%d", i);
+			zmq_send(router, id, strlen(id), ZMQ_SNDMORE);
+			zmq_send(router, "grant", 5, 0);
+		}
+		for (int i = 0; i < n; i++)
+			recv_from(router);
+	}
+	double us = (now_s() - start) * 1e6 / rounds;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof(id), "p%d", i);
+		zmq_send(router, id, strlen(id), ZMQ_SNDMORE);
+		zmq_send(router, "q", 1, 0);
+	}
+	for (int i = 0; i < n; i++)
+		waitpid(pids[i], NULL, 0);
+	zmq_close(router);
+	zmq_ctx_term(ctx);
+	unlink(endpoint + 6);
+	return us;
+}
+
+/* ---------------------------------------------------------------- kernbench */
+
+static double summary_number(const char *dir, const char *key)
+{
+	char path[512], line[512], pattern[80];
+	FILE *f;
+	double v = -1;
+
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	snprintf(pattern, sizeof(pattern), "  \"%s\": %%lf", key);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, pattern, &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Runs traffic; returns windows and the window loop's wall time. */
+static int run_traffic(int n, long messages, const char *transport, const char *colocate,
+		       double *windows, double *loop_s, double *delivered)
+{
+	const char *bin = getenv("KB_BIN");
+	char cmd[1024], dir[64];
+
+	snprintf(dir, sizeof(dir), "/tmp/kb-bench-out-%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "%s run traffic --quiet --trace off --out %s --transport %s --colocate %s "
+		 "--arg components=%d --arg messages=%ld --arg tokens=1",
+		 bin ? bin : "build/bin/kernbench", dir, transport, colocate, n, messages);
+	if (system(cmd) != 0)
+		return -1;
+	*windows = summary_number(dir, "windows");
+	*loop_s = summary_number(dir, "windows_wall_s");
+	*delivered = summary_number(dir, "messages");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- bare heap */
+
+struct ev {
+	uint64_t t;
+	uint32_t dst;
+	uint32_t seq;
+};
+
+static uint64_t mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static bool ev_less(const struct ev *a, const struct ev *b)
+{
+	return a->t != b->t ? a->t < b->t : a->seq < b->seq;
+}
+
+static void push(struct ev *h, size_t *n, struct ev e)
+{
+	size_t i = (*n)++;
+
+	while (i && ev_less(&e, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = e;
+}
+
+static struct ev pop(struct ev *h, size_t *n)
+{
+	struct ev top = h[0], last = h[--*n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && ev_less(&h[c + 1], &h[c]))
+			c++;
+		if (!ev_less(&h[c], &last))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = last;
+	return top;
+}
+
+/* Same traffic pattern in a plain heap loop: random destination, random
+ * link latency and processing delay, a digest per delivery. */
+static double bare_heap_rate(int n, long messages)
+{
+	struct ev *heap = malloc(sizeof(*heap) * (size_t)(n + 1));
+	uint64_t *lat = malloc(sizeof(*lat) * (size_t)n * (size_t)n), rng = 1, digest = 0;
+	size_t count = 0;
+	uint32_t seq = 0;
+	double start;
+
+	for (int i = 0; i < n * n; i++)
+		lat[i] = 1000 + mix(&rng) % 4001;
+	for (int i = 0; i < n; i++)
+		push(heap, &count, (struct ev){ mix(&rng) % 1000, (uint32_t)i, seq++ });
+	start = now_s();
+	for (long m = 0; m < messages; m++) {
+		struct ev e = pop(heap, &count);
+		uint32_t dst = (uint32_t)(mix(&rng) % (uint64_t)(n - 1));
+
+		digest = (digest ^ e.t ^ e.dst) * 0x100000001b3ULL;
+		dst += dst >= e.dst;
+		push(heap, &count, (struct ev){ e.t + lat[e.dst * (uint32_t)n + dst] + mix(&rng) % 501,
+						dst, seq++ });
+	}
+	double rate = (double)messages / (now_s() - start);
+
+	if (digest == 42)
+		puts("(digest collision)"); /* keeps the digest live */
+	free(heap);
+	free(lat);
+	return rate;
+}
+
+int main(void)
+{
+	static const int sizes[] = { 5, 10, 40 };
+
+	printf("window cost over ipc (kernbench traffic vs a bare ZeroMQ lockstep round)\n");
+	printf("  %4s  %14s  %18s  %8s\n", "N", "bare us/round", "kernbench us/window", "ratio");
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		int n = sizes[i];
+		double bare = bare_round_us(n, n >= 40 ? 1000 : 3000);
+		double windows, loop_s, delivered;
+
+		if (run_traffic(n, n * 300L, "ipc", "none", &windows, &loop_s, &delivered) || windows <= 0) {
+			printf("  %4d  kernbench run failed\n", n);
+			return 1;
+		}
+		printf("  %4d  %14.1f  %18.1f  %8.2f   (%.0f windows)\n", n, bare,
+		       loop_s * 1e6 / windows, loop_s * 1e6 / windows / bare, windows);
+	}
+	{
+		long messages = 2000000;
+		double windows, loop_s, delivered;
+		double bare = bare_heap_rate(16, messages);
+
+		if (run_traffic(16, messages, "inproc", "all", &windows, &loop_s, &delivered))
+			return 1;
+		printf("\nembedded speed (16 components, --colocate all --transport inproc, trace off)\n");
+		printf("  bare heap loop      %12.0f messages/s\n", bare);
+		printf("  kernbench embedded  %12.0f messages/s  (%.0f windows)\n", delivered / loop_s,
+		       windows);
+		printf("  ratio               %12.1f%%\n", 100.0 * delivered / loop_s / bare);
+	}
+	return 0;
+}

@@ -1,0 +1,286 @@
+/* tl.h — the kernel API (what kernel authors include).
+ *
+ * A kernel is a C function
+ *
+ *     int NAME(struct tl *tl, const struct tl_args *args);
+ *
+ * run once per PE (a "program"), built into kernbench (kernel_host/kernels/)
+ * or compiled into a shared object against this header and run as
+ * `kernbench run path/lib.so:NAME`. Return 0 on success.
+ *
+ * Model. The kernel runs on the PE_CPU. Every call that emits a command
+ * (load, store, dot, a math op, a composite, a copy) costs PE_CPU dispatch
+ * cycles (FIXED + R * logical_bytes) and returns at once: results are
+ * handles whose producing command may still be running. The first call
+ * that *consumes* a handle waits for its producer (auto-wait at first use,
+ * ADR-0062): loads overlap whatever the kernel issues next.
+ *
+ * Tensors are 2-D, row-major, `rows x cols` (a vector is 1 x n), of dtype
+ * f16, bf16 or f32. Handles live in HBM (tl_ref) or in the PE's TCM scratch
+ * (everything else). Compute outputs are f32 by default.
+ *
+ * Errors. A call given bad arguments (shape mismatch, scratch overflow, a
+ * composite breaking an invariant, a handle used after its scratch scope
+ * ended) does not return: the run ends with one line naming the kernel,
+ * the source file and line of the call, and what to fix.
+ *
+ * Every function below is a macro over a `*_at` function that takes the
+ * caller's file and line (TL_HERE); call the macro. */
+#ifndef TL_H
+#define TL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tl;      /* the kernel's runtime (one per program), opaque */
+struct tl_args; /* the workload's --arg name=value list, opaque */
+
+/* Where a call was made, for error lines. */
+struct tl_site {
+	const char *file;
+	int line;
+};
+#define TL_HERE ((struct tl_site){ __FILE__, __LINE__ })
+
+/* A tensor handle: a small value, copied freely. The zero value
+ * (TL_NONE) means "no tensor". `scope` is the serial number of the scratch
+ * scope it was allocated in (0: persistent). */
+typedef struct tl_tensor {
+	uint32_t slot;
+	uint32_t gen;
+	uint32_t scope;
+} tl_tensor;
+#define TL_NONE ((tl_tensor){ 0, 0, 0 })
+
+/* A handle whose value arrives later (load_async, recv_async, composite):
+ * tl_wait resolves it. */
+typedef struct tl_future {
+	tl_tensor t;
+} tl_future;
+
+enum tl_dtype { TL_F16 = 0, TL_BF16 = 1, TL_F32 = 2 };
+enum tl_dir { TL_LEFT = 0, TL_RIGHT = 1 };     /* IPCQ ring directions */
+enum tl_mode { TL_TIMING = 0, TL_DATA = 1 };
+/* Placement of an epilogue op in a composite's tile loop (ADR-0065 D3). */
+enum tl_scope { TL_OUTPUT_TILE = 0, TL_K_TILE = 1, TL_ONCE = 2 };
+
+/* ------------------------------------------------------------ identity */
+uint32_t tl_program_id(const struct tl *tl);   /* PE index in its rank */
+uint32_t tl_num_programs(const struct tl *tl); /* PEs per rank */
+uint32_t tl_rank(const struct tl *tl);
+uint32_t tl_num_ranks(const struct tl *tl);
+enum tl_mode tl_mode(const struct tl *tl);
+/* The kernel's clock (PE_CPU time, picoseconds): the time the next
+ * command would be issued. */
+uint64_t tl_now_ps(const struct tl *tl);
+
+/* --arg name=value lookup: `def` when absent or not a number. */
+uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
+		    uint64_t def);
+const char *tl_arg_str(const struct tl_args *args, const char *name,
+		       const char *def);
+
+/* ------------------------------------------------------------ memory */
+
+/* HBM -> TCM load, lazy: posts one DMA read and returns at once; the
+ * first consumer waits for it (ADR-0062). The buffer is scratch. */
+tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		     uint32_t rows, uint32_t cols, enum tl_dtype dtype);
+#define tl_load(tl, addr, rows, cols, dtype) \
+	tl_load_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
+
+/* The same load, as an explicit future (the earlier ADR-0062 proposal). */
+tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
+			   uint64_t hbm_addr, uint32_t rows, uint32_t cols,
+			   enum tl_dtype dtype);
+#define tl_load_async(tl, addr, rows, cols, dtype) \
+	tl_load_async_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
+
+/* Waits until the future's producer (load, IPCQ receive, composite) has
+ * completed; returns its tensor. Also accepts any handle's future. */
+tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f);
+#define tl_wait(tl, f) tl_wait_at((tl), TL_HERE, (f))
+
+/* An HBM-resident, unpinned operand: composites stream it (DMA inserted by
+ * the scheduler). No command is emitted. */
+tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		    uint32_t rows, uint32_t cols, enum tl_dtype dtype);
+#define tl_ref(tl, addr, rows, cols, dtype) \
+	tl_ref_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
+
+/* TCM -> HBM store of `t` (its dtype) at hbm_addr: one DMA write. */
+void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		 tl_tensor t);
+#define tl_store(tl, addr, t) tl_store_at((tl), TL_HERE, (addr), (t))
+
+/* TCM -> TCM copy of src's bytes into dst (same shape and dtype, both
+ * TCM): writes running state into a persistent handle (ADR-0063 D3.1). */
+void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
+		   tl_tensor src);
+#define tl_copy_to(tl, dst, src) tl_copy_to_at((tl), TL_HERE, (dst), (src))
+
+/* A fresh scratch tensor with every element = value (persistent when
+ * allocated outside any scope: use for running accumulators). Costs one
+ * dispatch in both modes; the host writes the bytes in data mode. */
+tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		     uint32_t cols, enum tl_dtype dtype, double value);
+#define tl_full(tl, rows, cols, dtype, value) \
+	tl_full_at((tl), TL_HERE, (rows), (cols), (dtype), (value))
+#define tl_zeros(tl, rows, cols, dtype) \
+	tl_full_at((tl), TL_HERE, (rows), (cols), (dtype), 0.0)
+
+/* ------------------------------------------------------------ compute
+ * Each op is one MATH-only (or single-GEMM) composite command; the output
+ * is a fresh f32 scratch tensor. Binary ops broadcast NumPy style (a
+ * dimension of 1 stretches). */
+tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		    tl_tensor b);
+#define tl_dot(tl, a, b) tl_dot_at((tl), TL_HERE, (a), (b))
+/* A transposed view (no data moves). */
+tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t);
+#define tl_trans(tl, t) tl_trans_at((tl), TL_HERE, (t))
+
+tl_tensor tl_binary_at(struct tl *tl, struct tl_site at, const char *op,
+		       tl_tensor a, tl_tensor b);
+#define tl_add(tl, a, b) tl_binary_at((tl), TL_HERE, "add", (a), (b))
+#define tl_sub(tl, a, b) tl_binary_at((tl), TL_HERE, "sub", (a), (b))
+#define tl_mul(tl, a, b) tl_binary_at((tl), TL_HERE, "mul", (a), (b))
+#define tl_div(tl, a, b) tl_binary_at((tl), TL_HERE, "div", (a), (b))
+#define tl_maximum(tl, a, b) tl_binary_at((tl), TL_HERE, "max_elem", (a), (b))
+
+tl_tensor tl_unary_at(struct tl *tl, struct tl_site at, const char *op,
+		      tl_tensor a);
+#define tl_exp(tl, a) tl_unary_at((tl), TL_HERE, "exp", (a))
+#define tl_softmax(tl, a) tl_unary_at((tl), TL_HERE, "softmax", (a))
+
+tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		      double s);
+#define tl_scale(tl, a, s) tl_scale_at((tl), TL_HERE, (a), (s))
+
+/* Reduction along `axis` (1 or -1: across columns -> rows x 1; 0: across
+ * rows -> 1 x cols), keeping dims. op: "rmax" | "rsum". */
+tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
+		       tl_tensor a, int axis);
+#define tl_max(tl, a, axis) tl_reduce_at((tl), TL_HERE, "rmax", (a), (axis))
+#define tl_sum(tl, a, axis) tl_reduce_at((tl), TL_HERE, "rsum", (a), (axis))
+
+/* A copy of `a` converted to `dtype` (MATH copy; rounds to nearest even). */
+tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		       enum tl_dtype dtype);
+#define tl_astype(tl, a, dtype) tl_astype_at((tl), TL_HERE, (a), (dtype))
+
+/* ------------------------------------------------------------ scratch
+ * TCM scratch is a bump cursor reset at kernel entry. A scope records the
+ * cursor and rewinds to it at its end (ADR-0063); scopes nest. Handles
+ * allocated inside a scope die with it: using one later is an error.
+ * At scope end the host first waits for every pending command that reads
+ * or writes the recycled region (so an in-flight load is never recycled
+ * under the DMA); keep prefetch buffers outside the scope to overlap. */
+void tl_scratch_scope_begin_at(struct tl *tl, struct tl_site at);
+void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at);
+#define tl_scratch_scope_begin(tl) tl_scratch_scope_begin_at((tl), TL_HERE)
+#define tl_scratch_scope_end(tl) tl_scratch_scope_end_at((tl), TL_HERE)
+/* Block form:  TL_SCRATCH_SCOPE(tl) { ... }  — do not `break`, `goto` or
+ * `return` out of the block (the end would be skipped). */
+#define TL_SCRATCH_SCOPE(tl)                                            \
+	for (int tl_scope_once_ = (tl_scratch_scope_begin(tl), 1);      \
+	     tl_scope_once_; tl_scope_once_ = (tl_scratch_scope_end(tl), 0))
+
+uint64_t tl_scratch_used(const struct tl *tl); /* cursor, bytes */
+uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
+
+/* ------------------------------------------------------------ composites
+ * One command fusing an optional prologue (named recipes, expanded by the
+ * host), a head op ("gemm" or a MATH op) and epilogue ops, lowered to the
+ * flat CompositeCmd the scheduler takes (ADR-0065). */
+#define TL_MAX_PROLOGUE 2
+#define TL_MAX_RECIPE_ARGS 6
+#define TL_MAX_EPILOGUE 4
+
+struct tl_named {
+	const char *name;
+	tl_tensor t;
+};
+
+/* A recipe use: {"softmax_merge", {{"s", s}, {"m", m}, {"l", l},
+ * {"O", O}}}. */
+struct tl_prologue {
+	const char *recipe;
+	struct tl_named args[TL_MAX_RECIPE_ARGS];
+};
+
+/* An op applied to the head's output tile: binary ops take `other`, scale
+ * takes `scale`. */
+struct tl_epilogue {
+	const char *op;
+	tl_tensor other;
+	double scale;
+	enum tl_scope scope; /* default: per output tile */
+};
+
+struct tl_composite_desc {
+	struct tl_prologue prologue[TL_MAX_PROLOGUE];
+	const char *op;   /* "gemm" or a MATH op ("exp", "add", "fma", ...) */
+	tl_tensor a, b, c; /* head operands; a GEMM's `a` may be left to a
+			      recipe's primary output (auto-bind) */
+	tl_tensor out;     /* write-back handle; TL_NONE: fresh f32 scratch */
+	double scale;      /* head op "scale" */
+	int axis;          /* head reductions */
+	struct tl_epilogue epilogue[TL_MAX_EPILOGUE];
+};
+
+/* Emits the composite; the future resolves to `out` when it completes. */
+tl_future tl_composite_at(struct tl *tl, struct tl_site at,
+			  const struct tl_composite_desc *desc);
+/* variadic so a compound literal with commas can be passed directly */
+#define tl_composite(tl, ...) tl_composite_at((tl), TL_HERE, (__VA_ARGS__))
+
+/* ------------------------------------------------------------ IPCQ
+ * Ring messages to the same PE index on the neighbouring rank. The n-th
+ * receive from a direction matches the n-th message arriving from it. */
+void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
+		tl_tensor t);
+#define tl_send(tl, dir, t) tl_send_at((tl), TL_HERE, (dir), (t))
+tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
+			   uint32_t rows, uint32_t cols, enum tl_dtype dtype);
+#define tl_recv_async(tl, dir, rows, cols, dtype) \
+	tl_recv_async_at((tl), TL_HERE, (dir), (rows), (cols), (dtype))
+
+/* ------------------------------------------------------------ host data
+ * Data mode only (in timing mode these do nothing and return false). They
+ * cost no simulated time: they are how a kernel creates its inputs and
+ * checks its outputs, not part of the modelled program. */
+
+/* Waits for t's producer, then converts its elements to floats
+ * (rows*cols written to out, n its capacity). */
+bool tl_read_at(struct tl *tl, struct tl_site at, tl_tensor t, float *out,
+		size_t n);
+#define tl_read(tl, t, out, n) tl_read_at((tl), TL_HERE, (t), (out), (n))
+/* Writes n floats into HBM at addr, converted to dtype. */
+bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
+		     enum tl_dtype dtype, const float *src, size_t n);
+#define tl_hbm_write(tl, addr, dtype, src, n) \
+	tl_hbm_write_at((tl), TL_HERE, (addr), (dtype), (src), (n))
+/* Waits for every pending command, then reads n elements from HBM. */
+bool tl_hbm_read_at(struct tl *tl, struct tl_site at, uint64_t addr,
+		    enum tl_dtype dtype, float *dst, size_t n);
+#define tl_hbm_read(tl, addr, dtype, dst, n) \
+	tl_hbm_read_at((tl), TL_HERE, (addr), (dtype), (dst), (n))
+/* Waits for every pending command, then writes the rows x cols HBM tensor
+ * at addr as `file` (.npy) in the run's output directory. */
+bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
+		    uint64_t addr, uint32_t rows, uint32_t cols,
+		    enum tl_dtype dtype);
+#define tl_save_npy(tl, file, addr, rows, cols, dtype) \
+	tl_save_npy_at((tl), TL_HERE, (file), (addr), (rows), (cols), (dtype))
+
+/* Deterministic uniform floats in [-1, 1): a splitmix64 stream seeded by
+ * (run seed, rank, program, stream). Works in both modes. */
+void tl_random_uniform(const struct tl *tl, uint64_t stream, float *out,
+		       size_t n);
+
+/* Size in bytes of one element. */
+uint32_t tl_dtype_size(enum tl_dtype dtype);
+
+#endif

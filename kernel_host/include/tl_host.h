@@ -1,0 +1,131 @@
+/* tl_host.h — the host side of the tl runtime (not for kernel authors).
+ *
+ * Three parts:
+ *   - the kernel registry: built-ins and `path/lib.so:NAME` lookup;
+ *   - the tl runtime driven "sans I/O": it emits commands through a port
+ *     (a const ops table) and is told about completions and IPCQ arrivals;
+ *     the kernel runs on its own coroutine stack and suspends whenever it
+ *     must wait. The host component drives it from real daemons; unit tests
+ *     drive it directly with a fake port;
+ *   - the host component (tl_host_ops), one per PE.
+ *
+ * Depends on runtime/ (the rt headers) and the generated wire schema. */
+#ifndef TL_HOST_H
+#define TL_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernbench.pb-c.h"
+#include "rt/component.h"
+#include "rt/config.h"
+#include "rt/err.h"
+#include "tl.h"
+
+/* ------------------------------------------------------------ kernels */
+
+typedef int (*tl_kernel_fn)(struct tl *tl, const struct tl_args *args);
+
+/* A built-in kernel: one line in the registry table. */
+struct tl_kernel_info {
+	const char *name;
+	tl_kernel_fn fn;
+	const char *help; /* one line, args included */
+};
+#define TL_KERNEL(NAME, HELP) { #NAME, NAME, HELP }
+
+/* A resolved kernel. */
+struct tl_kernel_ref {
+	char name[64];
+	tl_kernel_fn fn;
+	void *dl; /* dlopen handle for "lib.so:NAME", NULL for built-ins */
+};
+
+/* Finds `workload`: a built-in name or "path/lib.so:NAME" (dlopen + dlsym).
+ * RT_ENOTFOUND with a line naming it when absent. Release with
+ * tl_kernel_ref_release. */
+enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out);
+void tl_kernel_ref_release(struct tl_kernel_ref *ref);
+/* The built-in table (for `kernbench list`). */
+const struct tl_kernel_info *tl_kernel_builtins(size_t *count);
+
+/* ------------------------------------------------------------ runtime */
+
+/* Where commands go. `dst` is PE_SCHED for commands, or the neighbour host
+ * (TL_PORT_LEFT / TL_PORT_RIGHT) for IPCQ; the port maps it to an id. */
+enum tl_port_dst { TL_PORT_SCHED, TL_PORT_LEFT, TL_PORT_RIGHT };
+
+struct tl_port_ops {
+	enum rt_err (*send)(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+			    uint64_t extra_ps, const Kb__Payload *msg);
+	void (*stat_add)(void *ctx, const char *name, uint64_t value);
+	void (*stat_max)(void *ctx, const char *name, uint64_t value);
+	/* Full path of `file` in the output directory (may be NULL). */
+	enum rt_err (*output_path)(void *ctx, const char *file, char *path,
+				   size_t cap);
+};
+
+/* One name=value workload argument. */
+struct tl_arg {
+	const char *name;
+	const char *value;
+};
+
+struct tl_setup {
+	const struct rt_config *cfg;
+	const char *kernel_name; /* for error lines */
+	tl_kernel_fn kernel;
+	const struct tl_arg *args;
+	uint32_t n_args;
+	uint32_t rank, pe, ranks, pes;
+	enum tl_mode mode;
+	uint64_t seed;
+	uint8_t *hbm; /* data mode: this rank's HBM; NULL in timing mode */
+	uint64_t hbm_size;
+	uint8_t *tcm; /* data mode: this PE's TCM */
+	uint64_t tcm_size;
+	const struct tl_port_ops *port;
+	void *port_ctx;
+};
+
+/* Creates the runtime (the kernel is not started). Caller owns *out. */
+enum rt_err tl_new(const struct tl_setup *setup, struct tl **out);
+void tl_destroy(struct tl **tl_p);
+
+/* Starts the kernel at `now_ps`; runs it until it waits or returns. A
+ * kernel error or non-zero return is returned with rt_fail's line. */
+enum rt_err tl_start(struct tl *tl, uint64_t now_ps);
+/* The scheduler finished command `id` at now_ps: resumes the kernel if it
+ * was waiting for it. */
+enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps);
+/* An IPCQ message arrived from the neighbour host at now_ps. */
+enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
+		       uint64_t now_ps);
+/* True once the kernel has returned and all its commands completed. */
+bool tl_finished(const struct tl *tl);
+
+/* Totals, also reported through the port's stats at the end. */
+struct tl_totals {
+	uint64_t end_ps;
+	uint64_t dispatch_cycles;
+	uint64_t commands;
+	uint64_t peak_scratch_bytes;
+	uint64_t ipcq_bytes;
+};
+void tl_totals(const struct tl *tl, struct tl_totals *out);
+
+/* PE_CPU cycles to dispatch a command of `logical_bytes` (ADR-0064 rev 2):
+ * FIXED + ceil(logical_bytes * R). */
+uint64_t tl_dispatch_cycles(const struct rt_config *cfg,
+			    uint64_t logical_bytes);
+/* Logical bytes of a command: 4 + 12 per tensor + 4 per extra per op,
+ * + 12 per rw handle; a DMA or copy command is 4 + 24. */
+uint64_t tl_command_logical_bytes(const Kb__Command *cmd);
+
+/* ------------------------------------------------------------ component */
+
+/* The kernel host, one per PE (component name "host"): runs the job's
+ * workload kernel, talks to its PE_SCHEDULER and to the neighbour hosts. */
+extern const struct rt_component_ops tl_host_ops;
+
+#endif

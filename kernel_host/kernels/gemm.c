@@ -1,0 +1,61 @@
+/* gemm.c — C = A·B, the first kernel to read.
+ *
+ * A (m x k) and B (k x n) are f16 in HBM; C (m x n) is f32. Program 0 of
+ * rank 0 does the work (other programs return at once). Each block of C's
+ * rows is one composite whose operands are tl_ref handles: the scheduler
+ * streams their tiles from HBM (DMA overlapped with the GEMM) into its
+ * staging buffers. The block's f32 result lives in scratch inside a
+ * scratch scope, so any size fits the 1 MiB TCM scratch.
+ *
+ * Data mode: A and B are seeded uniform [-1, 1) (streams 0 and 1); a.npy,
+ * b.npy and c.npy are written to the output directory. */
+#include <stdlib.h>
+
+#include "kernels.h"
+
+#define ALIGN(x) (((x) + 63) & ~(uint64_t)63)
+
+static void make_input(struct tl *tl, uint64_t addr, uint32_t rows,
+		       uint32_t cols, uint64_t stream)
+{
+	size_t n = (size_t)rows * cols;
+	float *v = malloc(n * sizeof(float));
+
+	if (!v)
+		return;
+	tl_random_uniform(tl, stream, v, n);
+	tl_hbm_write(tl, addr, TL_F16, v, n);
+	free(v);
+}
+
+int gemm(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t m = (uint32_t)tl_arg_u64(args, "m", 64);
+	uint32_t k = (uint32_t)tl_arg_u64(args, "k", 64);
+	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 64);
+	uint64_t a = 0, b = ALIGN(a + 2ull * m * k), c = ALIGN(b + 2ull * k * n);
+	/* rows per block: keep the f32 block at most 256 KiB */
+	uint32_t block = (uint32_t)(256u * 1024u / (4u * n));
+
+	if (tl_rank(tl) != 0 || tl_program_id(tl) != 0)
+		return 0;
+	if (block == 0)
+		return 1; /* n too large for one row of scratch */
+	make_input(tl, a, m, k, 0);
+	make_input(tl, b, k, n, 1);
+	tl_tensor B = tl_ref(tl, b, k, n, TL_F16);
+	for (uint32_t i = 0; i < m; i += block) {
+		uint32_t rows = m - i < block ? m - i : block;
+
+		TL_SCRATCH_SCOPE(tl) {
+			tl_tensor A = tl_ref(tl, a + 2ull * i * k, rows, k, TL_F16);
+			tl_future f = tl_composite(tl, &(struct tl_composite_desc){
+				.op = "gemm", .a = A, .b = B });
+			tl_store(tl, c + 4ull * i * n, tl_wait(tl, f));
+		}
+	}
+	tl_save_npy(tl, "a.npy", a, m, k, TL_F16);
+	tl_save_npy(tl, "b.npy", b, k, n, TL_F16);
+	tl_save_npy(tl, "c.npy", c, m, n, TL_F32);
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* registry.c — the built-in kernels, one line each (name, function, help).
+ * Kernels named test_* exist for the integration tests. */
+#include "kernels.h"
+
+const struct tl_kernel_info tl_builtin_kernels[] = {
+	TL_KERNEL(gemm, "C = A·B via a composite with streamed tl_ref operands: --arg m= k= n= (64)"),
+	TL_KERNEL(softmax, "row softmax with lazy prefetching loads: --arg rows=64 cols=128 block=16"),
+	TL_KERNEL(test_overlap, "test: lazy load vs independent GEMM: --arg part=load|gemm|both serial=0|1"),
+	TL_KERNEL(test_loads, "test: lazy, async and blocking loads return the same bytes (data mode)"),
+	TL_KERNEL(test_flash, "test: flash-decode sweep: --arg tiles= opt=2|3 scoped=0|1 g= tile= d="),
+	TL_KERNEL(test_ops, "test: every tl op on seeded inputs, results as .npy (data mode)"),
+	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
+};
+const size_t tl_builtin_count =
+	sizeof(tl_builtin_kernels) / sizeof(tl_builtin_kernels[0]);

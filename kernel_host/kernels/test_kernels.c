@@ -1,0 +1,220 @@
+/* test_kernels.c — kernels the integration tests run through real daemons
+ * (tests/integration/test_tl_*.c). Each writes its inputs and results as
+ * .npy (data mode) so the test can compare them with an fp64 reference. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+
+#define MB (1ull << 20)
+
+/* Seeded uniform [-1, 1) x scale into HBM at addr (data mode). */
+static void make(struct tl *tl, uint64_t addr, uint32_t rows, uint32_t cols,
+		 enum tl_dtype dt, uint64_t stream, float scale)
+{
+	size_t n = (size_t)rows * cols;
+	float *v = malloc(n * sizeof(float));
+
+	if (!v)
+		return;
+	tl_random_uniform(tl, stream, v, n);
+	for (size_t i = 0; i < n; i++)
+		v[i] *= scale;
+	tl_hbm_write(tl, addr, dt, v, n);
+	free(v);
+}
+
+static bool first_program(const struct tl *tl)
+{
+	return tl_rank(tl) == 0 && tl_program_id(tl) == 0;
+}
+
+/* ADR-0062 test 1/5: a load, then an independent GEMM, then the load's
+ * first use. part=none|load|gemm|both; serial=1 waits for the load at once
+ * (the blocking model). The GEMM's operands are staged in TCM first (in
+ * every part, so the preamble is common) so the GEMM does not share the
+ * DMA read channel with the load. */
+int test_overlap(struct tl *tl, const struct tl_args *args)
+{
+	const char *part = tl_arg_str(args, "part", "both");
+	bool serial = tl_arg_u64(args, "serial", 0);
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
+	uint32_t g = (uint32_t)tl_arg_u64(args, "g", 128);
+	bool load = part[0] == 'l' || part[0] == 'b';
+	bool gemm = part[0] == 'g' || part[0] == 'b';
+	tl_tensor x = TL_NONE;
+
+	if (!first_program(tl))
+		return 0;
+	tl_tensor a = tl_wait(tl, tl_load_async(tl, 4 * MB, g, g, TL_F16));
+	tl_tensor b = tl_wait(tl, tl_load_async(tl, 5 * MB, g, g, TL_F16));
+	if (load) {
+		x = tl_load(tl, 0, rows, 256, TL_F16);
+		if (serial)
+			tl_wait(tl, (tl_future){ x });
+	}
+	if (gemm)
+		tl_wait(tl, tl_composite(tl, &(struct tl_composite_desc){
+			.op = "gemm", .a = a, .b = b }));
+	if (load)
+		tl_wait(tl, (tl_future){ tl_scale(tl, x, 1.0) });
+	return 0;
+}
+
+/* ADR-0062 tests 2-4 and the load_async proposal's 2-4: lazy, async and
+ * blocking loads of two addresses return the right, independent bytes. */
+int test_loads(struct tl *tl, const struct tl_args *args)
+{
+	const uint32_t r = 32, c = 64;
+	const uint64_t x0 = 0, x1 = MB, y0 = 2 * MB, y1 = 3 * MB, y2 = 4 * MB;
+
+	(void)args;
+	if (!first_program(tl))
+		return 0;
+	make(tl, x0, r, c, TL_F16, 0, 1.0f);
+	make(tl, x1, r, c, TL_F16, 1, 1.0f);
+	tl_tensor t0 = tl_load(tl, x0, r, c, TL_F16);         /* lazy */
+	tl_future f1 = tl_load_async(tl, x1, r, c, TL_F16);   /* future */
+	tl_store(tl, y1, tl_wait(tl, f1));                    /* resolve 2nd first */
+	tl_store(tl, y0, t0);                                 /* auto-wait */
+	tl_tensor t2 = tl_wait(tl, tl_load_async(tl, x0, r, c, TL_F16)); /* blocking */
+	tl_store(tl, y2, t2);
+	tl_save_npy(tl, "x0.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "x1.npy", x1, r, c, TL_F16);
+	tl_save_npy(tl, "y0.npy", y0, r, c, TL_F16);
+	tl_save_npy(tl, "y1.npy", y1, r, c, TL_F16);
+	tl_save_npy(tl, "y2.npy", y2, r, c, TL_F16);
+	return 0;
+}
+
+/* One flash-decode tile, opt3 style: separate commands. */
+static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
+			    tl_tensor m, tl_tensor l, tl_tensor o)
+{
+	tl_tensor m_new = tl_maximum(tl, m, tl_max(tl, s, -1));
+	tl_tensor corr = tl_exp(tl, tl_sub(tl, m, m_new));
+	tl_tensor p = tl_exp(tl, tl_sub(tl, s, m_new));
+	tl_tensor l_new = tl_add(tl, tl_mul(tl, l, corr), tl_sum(tl, p, -1));
+	tl_tensor o_new = tl_add(tl, tl_mul(tl, o, corr), tl_dot(tl, p, v));
+
+	tl_copy_to(tl, m, m_new);
+	tl_copy_to(tl, l, l_new);
+	tl_copy_to(tl, o, o_new);
+}
+
+/* ADR-0063 tests 1-4, ADR-0065 tests 6/7 through daemons: a flash-decode
+ * sweep over `tiles` K/V tiles of G x TILE scores. opt=2: one composite
+ * per tile (softmax_merge prologue + P·V + add); opt=3: separate ops.
+ * scoped=0 leaves every tile's scratch allocated. Writes s.npy (all
+ * scores, G x tiles*TILE), v.npy (tiles*TILE x D), o.npy and l.npy. */
+int test_flash(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t tiles = (uint32_t)tl_arg_u64(args, "tiles", 4);
+	uint32_t G = (uint32_t)tl_arg_u64(args, "g", 8);
+	uint32_t T = (uint32_t)tl_arg_u64(args, "tile", 32);
+	uint32_t D = (uint32_t)tl_arg_u64(args, "d", 64);
+	bool scoped = tl_arg_u64(args, "scoped", 1);
+	bool opt2 = tl_arg_u64(args, "opt", 2) == 2;
+	uint64_t s_addr = 0, v_addr = 64 * MB, o_addr = 128 * MB, l_addr = 129 * MB;
+
+	if (!first_program(tl))
+		return 0;
+	/* scores stored tile-major: tile j is a contiguous G x T block */
+	make(tl, s_addr, G, tiles * T, TL_F32, 0, 3.0f);
+	make(tl, v_addr, tiles * T, D, TL_F16, 1, 1.0f);
+	tl_tensor m = tl_full(tl, G, 1, TL_F32, -1e30);
+	tl_tensor l = tl_zeros(tl, G, 1, TL_F32);
+	tl_tensor o = tl_zeros(tl, G, D, TL_F32);
+	for (uint32_t j = 0; j < tiles; j++) {
+		if (scoped)
+			tl_scratch_scope_begin(tl);
+		tl_tensor s = tl_load(tl, s_addr + 4ull * G * T * j, G, T, TL_F32);
+		tl_tensor v = tl_ref(tl, v_addr + 2ull * T * D * j, T, D, TL_F16);
+		if (opt2)
+			tl_composite(tl, &(struct tl_composite_desc){
+				.prologue = { { "softmax_merge",
+						{ { "s", s }, { "m", m }, { "l", l }, { "O", o } } } },
+				.op = "gemm", .b = v, .out = o,
+				.epilogue = { { .op = "add", .other = o } } });
+		else
+			flash_tile_opt3(tl, s, v, m, l, o);
+		if (scoped)
+			tl_scratch_scope_end(tl);
+	}
+	tl_store(tl, o_addr, o);
+	tl_store(tl, l_addr, l);
+	tl_save_npy(tl, "s.npy", s_addr, G, tiles * T, TL_F32);
+	tl_save_npy(tl, "v.npy", v_addr, tiles * T, D, TL_F16);
+	tl_save_npy(tl, "o.npy", o_addr, G, D, TL_F32);
+	tl_save_npy(tl, "l.npy", l_addr, G, 1, TL_F32);
+	return 0;
+}
+
+/* Numerics of every tl op: results stored as f32 npys named after the op. */
+int test_ops(struct tl *tl, const struct tl_args *args)
+{
+	const uint32_t R = 16, C = 32;
+	const uint64_t a_addr = 0, b_addr = MB, r_addr = 2 * MB, w_addr = 3 * MB;
+	uint64_t out = 8 * MB;
+	struct named { const char *name; tl_tensor t; } res[16];
+	int n = 0;
+
+	(void)args;
+	if (!first_program(tl))
+		return 0;
+	make(tl, a_addr, R, C, TL_F16, 0, 2.0f);
+	make(tl, b_addr, R, C, TL_F16, 1, 2.0f);
+	make(tl, r_addr, 1, C, TL_F16, 2, 2.0f);
+	make(tl, w_addr, C, R, TL_F16, 3, 1.0f);
+	tl_tensor a = tl_load(tl, a_addr, R, C, TL_F16);
+	tl_tensor b = tl_load(tl, b_addr, R, C, TL_F16);
+	tl_tensor row = tl_load(tl, r_addr, 1, C, TL_F16);
+	tl_tensor w = tl_load(tl, w_addr, C, R, TL_F16);
+	res[n++] = (struct named){ "add", tl_add(tl, a, b) };
+	res[n++] = (struct named){ "sub", tl_sub(tl, a, row) };
+	res[n++] = (struct named){ "mul", tl_mul(tl, a, row) };
+	res[n++] = (struct named){ "div", tl_div(tl, a, tl_full(tl, 1, C, TL_F32, 4.0)) };
+	res[n++] = (struct named){ "maximum", tl_maximum(tl, a, b) };
+	res[n++] = (struct named){ "exp", tl_exp(tl, a) };
+	res[n++] = (struct named){ "scale", tl_scale(tl, a, 0.5) };
+	res[n++] = (struct named){ "rmax", tl_max(tl, a, -1) };
+	res[n++] = (struct named){ "rsum0", tl_sum(tl, a, 0) };
+	res[n++] = (struct named){ "softmax", tl_softmax(tl, a) };
+	res[n++] = (struct named){ "dot", tl_dot(tl, a, w) };
+	res[n++] = (struct named){ "dot_trans", tl_dot(tl, a, tl_trans(tl, b)) };
+	res[n++] = (struct named){ "astype", tl_astype(tl, tl_astype(tl, a, TL_F16), TL_F32) };
+	for (int i = 0; i < n; i++) {
+		char file[32];
+
+		tl_store(tl, out, res[i].t);
+		snprintf(file, sizeof(file), "%s.npy", res[i].name);
+		/* shapes: the op's logical result */
+		uint32_t rows = i == 8 ? 1 : R;
+		uint32_t cols = i == 7 ? 1 : (i == 10 || i == 11) ? R : C;
+		tl_save_npy(tl, file, out, rows, cols, TL_F32);
+		out += MB;
+	}
+	tl_save_npy(tl, "a.npy", a_addr, R, C, TL_F16);
+	tl_save_npy(tl, "b.npy", b_addr, R, C, TL_F16);
+	tl_save_npy(tl, "row.npy", r_addr, 1, C, TL_F16);
+	tl_save_npy(tl, "w.npy", w_addr, C, R, TL_F16);
+	return 0;
+}
+
+/* IPCQ: every rank sends its rank-valued tile right and receives one from
+ * the left; rank r stores what it got at HBM 0 and writes recv_r.npy. */
+int test_ipcq(struct tl *tl, const struct tl_args *args)
+{
+	char file[32];
+
+	(void)args;
+	if (tl_program_id(tl) != 0)
+		return 0;
+	tl_future f = tl_recv_async(tl, TL_LEFT, 4, 8, TL_F32);
+	tl_tensor mine = tl_full(tl, 4, 8, TL_F32, (double)tl_rank(tl) + 1.0);
+	tl_send(tl, TL_RIGHT, mine);
+	tl_store(tl, 0, tl_wait(tl, f));
+	snprintf(file, sizeof(file), "recv_%u.npy", tl_rank(tl));
+	tl_save_npy(tl, file, 0, 4, 8, TL_F32);
+	return 0;
+}

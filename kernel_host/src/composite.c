@@ -1,0 +1,502 @@
+/* composite.c — the composite builder: validates a tl_composite_desc at
+ * emit time (ADR-0065 D6), expands prologue recipes, auto-binds the head's
+ * `a` to a recipe's primary output and lowers everything to one flat
+ * CompositeCmd (ADR-0065 D1). */
+#include "tl_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HANDLES (TL_MAX_PROLOGUE * (TL_RECIPE_MAX_OPERANDS + TL_RECIPE_MAX_SLOTS) + 8)
+
+/* What lowering collects besides the ops: handles to wait on and to mark
+ * as written. Handles (not pointers): allocations may move the table. */
+struct lowering {
+	struct tl_lowered low;
+	tl_tensor reads[MAX_HANDLES];
+	uint32_t n_reads;
+	tl_tensor writes[MAX_HANDLES];
+	uint32_t n_writes;
+	tl_tensor rw[TL_CMD_MAX_RW];
+	tl_tensor primary;  /* a recipe's primary output, or TL_NONE */
+	const char *primary_recipe;
+	tl_tensor out;
+	tl_tensor gemm_out; /* where the head writes: out, or a temporary */
+	uint32_t n_epilogue;
+};
+
+/* A recipe's names bound to handles. */
+struct binding {
+	const char *name[TL_RECIPE_MAX_OPERANDS + TL_RECIPE_MAX_SLOTS];
+	tl_tensor t[TL_RECIPE_MAX_OPERANDS + TL_RECIPE_MAX_SLOTS];
+	uint32_t n;
+};
+
+static bool is_none(tl_tensor t)
+{
+	return t.slot == 0;
+}
+
+static bool same(tl_tensor a, tl_tensor b)
+{
+	return a.slot == b.slot && a.gen == b.gen;
+}
+
+static uint32_t math_arity(const char *kind)
+{
+	static const char *const unary[] = { "copy", "exp", "scale",
+					     "softmax", "rmax", "rsum" };
+	size_t i;
+
+	for (i = 0; i < sizeof(unary) / sizeof(unary[0]); i++)
+		if (strcmp(kind, unary[i]) == 0)
+			return 1;
+	return strcmp(kind, "fma") == 0 ? 3 : 2;
+}
+
+static const char *const math_names[4][3] = {
+	{ NULL },
+	{ "src" },
+	{ "src_a", "src_b" },
+	{ "src_a", "src_b", "src_c" },
+};
+
+static struct tl_op *next_op(struct tl *tl, struct tl_site at,
+			     struct lowering *lw)
+{
+	struct tl_op *op;
+
+	if (lw->low.n_ops >= TL_CMD_MAX_OPS)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite has more than %d ops", TL_CMD_MAX_OPS);
+	op = &lw->low.ops[lw->low.n_ops++];
+	memset(op, 0, sizeof(*op));
+	op->scope = KB__SCOPE__SCOPE_KERNEL;
+	return op;
+}
+
+static void note(tl_tensor *list, uint32_t *n, tl_tensor t)
+{
+	if (*n < MAX_HANDLES)
+		list[(*n)++] = t;
+}
+
+/* A MATH operand: TCM only (ADR-0065 D6.7). */
+static struct tl_rec *tcm_operand(struct tl *tl, struct tl_site at,
+				  tl_tensor t, const char *where,
+				  const char *name)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, name);
+
+	if (!r->tcm)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "%s operand '%s' is HBM-resident (tl_ref): prologue and MATH operands must be in TCM — tl_load it first (ADR-0065 D6.7)",
+			 where, name);
+	return r;
+}
+
+/* ------------------------------------------------------------ recipes */
+
+static tl_tensor bound(const struct binding *b, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->n; i++)
+		if (strcmp(b->name[i], name) == 0)
+			return b->t[i];
+	return TL_NONE;
+}
+
+static void bind_operands(struct tl *tl, struct tl_site at,
+			  const struct tl_recipe *rc,
+			  const struct tl_prologue *p, struct binding *b)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < TL_MAX_RECIPE_ARGS && p->args[i].name; i++) {
+		for (j = 0; j < TL_RECIPE_MAX_OPERANDS && rc->operands[j].name; j++)
+			if (strcmp(rc->operands[j].name, p->args[i].name) == 0)
+				break;
+		if (j == TL_RECIPE_MAX_OPERANDS || !rc->operands[j].name)
+			tl_abort(tl, at, RT_ECOMPOSITE,
+				 "recipe %s has no operand '%s'", rc->name,
+				 p->args[i].name);
+	}
+	for (j = 0; j < TL_RECIPE_MAX_OPERANDS && rc->operands[j].name; j++) {
+		const char *name = rc->operands[j].name;
+
+		for (i = 0; i < TL_MAX_RECIPE_ARGS && p->args[i].name; i++)
+			if (strcmp(p->args[i].name, name) == 0)
+				break;
+		if (i == TL_MAX_RECIPE_ARGS || !p->args[i].name)
+			tl_abort(tl, at, RT_ECOMPOSITE,
+				 "recipe %s needs operand '%s' (%s)", rc->name,
+				 name, rc->operands[j].rw ? "RW" : "R");
+		tcm_operand(tl, at, p->args[i].t, rc->name, name);
+		b->name[b->n] = name;
+		b->t[b->n++] = p->args[i].t;
+	}
+}
+
+static void check_operand_shapes(struct tl *tl, struct tl_site at,
+				 const struct tl_recipe *rc,
+				 const struct binding *b)
+{
+	uint32_t j;
+
+	for (j = 0; j < TL_RECIPE_MAX_OPERANDS && rc->operands[j].name; j++) {
+		const struct tl_recipe_operand *o = &rc->operands[j];
+		struct tl_rec *r = tl_rec_get(tl, at, bound(b, o->name), o->name);
+		uint32_t rows = tl_rec_lrows(r), cols = tl_rec_lcols(r);
+		const char *ref = o->column_of ? o->column_of : o->rows_of;
+		uint32_t want;
+
+		if (!ref)
+			continue;
+		want = tl_rec_lrows(tl_rec_get(tl, at, bound(b, ref), ref));
+		if (rows != want || (o->column_of && cols != 1))
+			tl_abort(tl, at, RT_ECOMPOSITE,
+				 "recipe %s operand '%s' is %ux%u, expected %u x %s",
+				 rc->name, o->name, rows, cols, want,
+				 o->column_of ? "1" : "any");
+	}
+}
+
+static void alloc_slots(struct tl *tl, struct tl_site at,
+			const struct tl_recipe *rc, struct binding *b,
+			struct lowering *lw)
+{
+	uint32_t j;
+
+	for (j = 0; j < TL_RECIPE_MAX_SLOTS && rc->slots[j].name; j++) {
+		const struct tl_recipe_slot *s = &rc->slots[j];
+		struct tl_rec *like = tl_rec_get(tl, at, bound(b, s->like), s->like);
+		uint32_t rows = tl_rec_lrows(like);
+		uint32_t cols = s->column ? 1 : tl_rec_lcols(like);
+		enum tl_dtype dt = s->like_dtype ? like->dtype : TL_F32;
+		tl_tensor t = tl_scratch_tensor(tl, at, rows, cols, dt);
+
+		b->name[b->n] = s->name;
+		b->t[b->n++] = t;
+		note(lw->writes, &lw->n_writes, t);
+	}
+}
+
+static void expand_steps(struct tl *tl, struct tl_site at,
+			 const struct tl_recipe *rc, const struct binding *b,
+			 struct lowering *lw)
+{
+	uint32_t j, k;
+
+	for (j = 0; j < TL_RECIPE_MAX_STEPS && rc->steps[j].kind; j++) {
+		const struct tl_recipe_step *st = &rc->steps[j];
+		struct tl_op *op = next_op(tl, at, lw);
+		uint32_t arity = math_arity(st->kind);
+
+		op->kind = st->kind;
+		for (k = 0; k < arity; k++)
+			tl_op_operand(op, math_names[arity][k],
+				      tl_rec_get(tl, at, bound(b, st->src[k]),
+						 st->src[k]));
+		if (st->has_axis)
+			tl_op_extra_i(op, "axis", st->axis);
+		op->has_out = true;
+		op->out = tl_tref_of(tl_rec_get(tl, at, bound(b, st->dst), st->dst));
+	}
+}
+
+static void lower_prologue(struct tl *tl, struct tl_site at,
+			   const struct tl_prologue *p, struct lowering *lw)
+{
+	const struct tl_recipe *rc = tl_recipe_find(p->recipe);
+	struct binding b;
+	uint32_t j;
+
+	if (!rc)
+		tl_abort(tl, at, RT_ECOMPOSITE, "unknown prologue recipe '%s'",
+			 p->recipe);
+	memset(&b, 0, sizeof(b));
+	bind_operands(tl, at, rc, p, &b);
+	check_operand_shapes(tl, at, rc, &b);
+	alloc_slots(tl, at, rc, &b, lw);
+	expand_steps(tl, at, rc, &b, lw);
+	for (j = 0; j < TL_RECIPE_MAX_OPERANDS && rc->operands[j].name; j++) {
+		tl_tensor t = bound(&b, rc->operands[j].name);
+
+		note(lw->reads, &lw->n_reads, t);
+		if (!rc->operands[j].rw)
+			continue;
+		if (lw->low.n_rw >= TL_CMD_MAX_RW)
+			tl_abort(tl, at, RT_ECOMPOSITE,
+				 "composite has more than %d RW handles",
+				 TL_CMD_MAX_RW);
+		lw->rw[lw->low.n_rw] = t;
+		lw->low.rw[lw->low.n_rw++] =
+			tl_tref_of(tl_rec_get(tl, at, t, rc->operands[j].name));
+		note(lw->writes, &lw->n_writes, t);
+	}
+	if (rc->primary_out) {
+		if (!is_none(lw->primary))
+			tl_abort(tl, at, RT_ECOMPOSITE,
+				 "two prologue recipes declare a primary output (%s and %s)",
+				 lw->primary_recipe, rc->name);
+		lw->primary = bound(&b, rc->primary_out);
+		lw->primary_recipe = rc->name;
+	}
+}
+
+/* ------------------------------------------------------------ head */
+
+/* The head's `a`: explicit, or auto-bound to the primary output (D5.5);
+ * both is ambiguous (D6.6). */
+static tl_tensor head_a(struct tl *tl, struct tl_site at,
+			const struct tl_composite_desc *d,
+			const struct lowering *lw)
+{
+	if (!is_none(lw->primary) && !is_none(d->a))
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite gives `a` explicitly while prologue recipe %s declares a primary output that binds to it; omit `a` or the recipe (ADR-0065 D6.6)",
+			 lw->primary_recipe);
+	if (!is_none(lw->primary))
+		return lw->primary;
+	if (is_none(d->a))
+		tl_abort(tl, at, RT_ECOMPOSITE, "composite head %s needs `a`",
+			 d->op);
+	return d->a;
+}
+
+/* The write-back handle: given, or fresh f32 scratch of rows x cols. */
+static tl_tensor head_out(struct tl *tl, struct tl_site at,
+			  const struct tl_composite_desc *d, uint32_t rows,
+			  uint32_t cols)
+{
+	struct tl_rec *r;
+
+	if (is_none(d->out))
+		return tl_scratch_tensor(tl, at, rows, cols, TL_F32);
+	r = tl_rec_get(tl, at, d->out, "composite out");
+	if (!r->tcm || r->trans)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite out must be a TCM tensor (not a tl_ref or a transposed view)");
+	if (tl_rec_lrows(r) != rows || tl_rec_lcols(r) != cols)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite out is %ux%u, the head produces %ux%u",
+			 tl_rec_lrows(r), tl_rec_lcols(r), rows, cols);
+	return d->out;
+}
+
+static bool epilogue_reads(const struct tl_composite_desc *d, tl_tensor t)
+{
+	uint32_t i;
+
+	for (i = 0; i < TL_MAX_EPILOGUE && d->epilogue[i].op; i++)
+		if (same(d->epilogue[i].other, t))
+			return true;
+	return false;
+}
+
+static void lower_gemm(struct tl *tl, struct tl_site at,
+		       const struct tl_composite_desc *d, struct lowering *lw)
+{
+	tl_tensor a = head_a(tl, at, d, lw);
+	struct tl_rec *ra = tl_rec_get(tl, at, a, "gemm a");
+	struct tl_rec *rb = tl_rec_get(tl, at, d->b, "gemm b");
+	uint32_t m = tl_rec_lrows(ra), k = tl_rec_lcols(ra);
+	uint32_t n = tl_rec_lcols(rb);
+	struct tl_op *op;
+
+	if (tl_rec_lrows(rb) != k)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "gemm shape mismatch: a is %ux%u, b is %ux%u", m, k,
+			 tl_rec_lrows(rb), n);
+	lw->out = head_out(tl, at, d, m, n);
+	lw->gemm_out = lw->out;
+	if (epilogue_reads(d, lw->out)) {
+		/* out is also an epilogue input (O = O + P·V): the GEMM writes
+		 * a temporary so the epilogue reads the old out */
+		lw->gemm_out = tl_scratch_tensor(tl, at, m, n, TL_F32);
+		note(lw->writes, &lw->n_writes, lw->gemm_out);
+	}
+	op = next_op(tl, at, lw);
+	op->kind = "gemm";
+	tl_op_operand(op, "a", tl_rec_get(tl, at, a, "gemm a"));
+	tl_op_operand(op, "b", tl_rec_get(tl, at, d->b, "gemm b"));
+	tl_op_extra_i(op, "m", m);
+	tl_op_extra_i(op, "k", k);
+	tl_op_extra_i(op, "n", n);
+	op->has_out = true;
+	op->out = tl_tref_of(tl_rec_get(tl, at, lw->gemm_out, "gemm out"));
+	note(lw->reads, &lw->n_reads, a);
+	note(lw->reads, &lw->n_reads, d->b);
+}
+
+static void lower_math_head(struct tl *tl, struct tl_site at,
+			    const struct tl_composite_desc *d,
+			    struct lowering *lw)
+{
+	static const char *const names[3] = { "a", "b", "c" };
+	uint32_t arity = math_arity(d->op), k, rows = 0, cols = 0;
+	tl_tensor in[3] = { head_a(tl, at, d, lw), d->b, d->c };
+	bool reduce = strcmp(d->op, "rmax") == 0 || strcmp(d->op, "rsum") == 0;
+	struct tl_op *op;
+
+	for (k = 0; k < arity; k++) {
+		struct tl_rec *r = tcm_operand(tl, at, in[k], d->op, names[k]);
+		uint32_t rr = tl_rec_lrows(r), rc = tl_rec_lcols(r);
+
+		rows = k == 0 ? rr : (rows == rr || rr == 1 ? rows : (rows == 1 ? rr : 0));
+		cols = k == 0 ? rc : (cols == rc || rc == 1 ? cols : (cols == 1 ? rc : 0));
+		note(lw->reads, &lw->n_reads, in[k]);
+	}
+	if (!rows || !cols)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite head %s: operand shapes do not broadcast",
+			 d->op);
+	if (reduce) {
+		bool across_cols = d->axis != 0;
+
+		rows = across_cols ? rows : 1;
+		cols = across_cols ? 1 : cols;
+	}
+	lw->out = head_out(tl, at, d, rows, cols);
+	op = next_op(tl, at, lw);
+	op->kind = d->op;
+	for (k = 0; k < arity; k++)
+		tl_op_operand(op, math_names[arity][k],
+			      tl_rec_get(tl, at, in[k], d->op));
+	if (strcmp(d->op, "scale") == 0)
+		tl_op_extra_f(op, "scale", d->scale);
+	if (reduce)
+		tl_op_extra_i(op, "axis", d->axis ? d->axis : 0);
+	op->has_out = true;
+	op->out = tl_tref_of(tl_rec_get(tl, at, lw->out, "composite out"));
+}
+
+/* ------------------------------------------------------------ epilogue */
+
+static int epilogue_scope(enum tl_scope s, bool gemm_head)
+{
+	if (!gemm_head)
+		return KB__SCOPE__SCOPE_KERNEL;
+	switch (s) {
+	case TL_K_TILE:
+		return KB__SCOPE__SCOPE_K_TILE;
+	case TL_ONCE:
+		return KB__SCOPE__SCOPE_KERNEL;
+	default:
+		return KB__SCOPE__SCOPE_OUTPUT_TILE;
+	}
+}
+
+static void lower_epilogue(struct tl *tl, struct tl_site at,
+			   const struct tl_epilogue *e, bool gemm_head,
+			   struct lowering *lw)
+{
+	struct tl_op *op = next_op(tl, at, lw);
+	const struct tl_rec *ro = tl_rec_get(tl, at, lw->out, "composite out");
+	/* the first epilogue op reads the head's result, later ones out */
+	tl_tensor in = lw->n_epilogue++ == 0 && !is_none(lw->gemm_out)
+			       ? lw->gemm_out : lw->out;
+	const struct tl_rec *ri = tl_rec_get(tl, at, in, "epilogue input");
+
+	op->kind = e->op;
+	op->scope = epilogue_scope(e->scope, gemm_head);
+	op->has_out = true;
+	op->out = tl_tref_of(ro);
+	if (strcmp(e->op, "gemm") == 0)
+		return; /* rejected by the GEMM count (D6.1) */
+	if (math_arity(e->op) == 1) {
+		tl_op_operand(op, "src", ri);
+	} else {
+		/* src_a: the head's output tile; other: the second input */
+		tl_op_operand(op, "src_a", ri);
+		tl_op_operand(op, "other",
+			      tcm_operand(tl, at, e->other, e->op, "other"));
+		note(lw->reads, &lw->n_reads, e->other);
+	}
+	if (strcmp(e->op, "scale") == 0)
+		tl_op_extra_f(op, "scale", e->scale);
+}
+
+/* ------------------------------------------------------------ emit */
+
+static void check_gemm_count(struct tl *tl, struct tl_site at,
+			     const struct tl_lowered *low)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < low->n_ops; i++)
+		n += strcmp(low->ops[i].kind, "gemm") == 0;
+	if (n > 1)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite has %u GEMM ops; at most one is allowed (ADR-0065 D6.1)",
+			 n);
+}
+
+static bool in_rw(const struct lowering *lw, tl_tensor t)
+{
+	uint32_t i;
+
+	for (i = 0; i < lw->low.n_rw; i++)
+		if (same(lw->rw[i], t))
+			return true;
+	return false;
+}
+
+/* Auto-wait: inputs whose producer is pending. RW handles written by an
+ * earlier composite are ordered by the scheduler (strict FIFO, D6.3). */
+static void wait_inputs(struct tl *tl, struct tl_site at,
+			const struct lowering *lw)
+{
+	uint32_t i;
+
+	for (i = 0; i < lw->n_reads; i++) {
+		struct tl_rec *r = tl_rec_get(tl, at, lw->reads[i], "operand");
+
+		if (in_rw(lw, lw->reads[i]) && r->producer &&
+		    tl->cmds[r->producer].kind == TL_CMD_COMPOSITE)
+			continue;
+		tl_wait_cmd(tl, at, r->producer);
+	}
+	if (!in_rw(lw, lw->out)) {
+		struct tl_rec *r = tl_rec_get(tl, at, lw->out, "composite out");
+
+		tl_wait_tcm_range(tl, at, r->addr, r->addr + tl_rec_bytes(r));
+	}
+}
+
+tl_future tl_composite_at(struct tl *tl, struct tl_site at,
+			  const struct tl_composite_desc *d)
+{
+	struct lowering *lw = tl->lowering_buf;
+	bool gemm_head;
+	uint64_t id;
+	uint32_t i;
+	tl_future f;
+
+	if (!d || !d->op)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite needs a head op (\"gemm\" or a MATH op)");
+	if (!lw)
+		lw = tl->lowering_buf = calloc(1, sizeof(*lw));
+	if (!lw)
+		tl_abort(tl, at, RT_ENOMEM, "out of memory (composite)");
+	memset(lw, 0, sizeof(*lw));
+	for (i = 0; i < TL_MAX_PROLOGUE && d->prologue[i].recipe; i++)
+		lower_prologue(tl, at, &d->prologue[i], lw);
+	gemm_head = strcmp(d->op, "gemm") == 0;
+	if (gemm_head)
+		lower_gemm(tl, at, d, lw);
+	else
+		lower_math_head(tl, at, d, lw);
+	for (i = 0; i < TL_MAX_EPILOGUE && d->epilogue[i].op; i++)
+		lower_epilogue(tl, at, &d->epilogue[i], gemm_head, lw);
+	check_gemm_count(tl, at, &lw->low);
+	wait_inputs(tl, at, lw);
+	id = tl_issue_lowered(tl, at, &lw->low);
+	for (i = 0; i < lw->n_writes; i++)
+		tl_rec_get(tl, at, lw->writes[i], "written")->producer = id;
+	tl_rec_get(tl, at, lw->out, "composite out")->producer = id;
+	f.t = lw->out;
+	return f;
+}

@@ -1,0 +1,194 @@
+/* ipcq.c — IPCQ ring messages between the hosts of the same PE index on
+ * neighbouring ranks. A send serialises on its direction's outgoing link
+ * (ceil(bytes / ipcq_bytes_per_cycle) cycles, after the previous send on
+ * that direction); the message arrives after the link latency plus that
+ * serialisation. A message I send RIGHT arrives at my right neighbour from
+ * its LEFT. The n-th receive posted for a direction matches the n-th
+ * message arriving from it, whichever comes first. */
+#include "tl_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tl_ipcq_release(struct tl *tl)
+{
+	uint32_t d, i;
+
+	for (d = 0; d < 2; d++) {
+		struct tl_ipcq_dir *q = &tl->ipcq[d];
+
+		for (i = q->head_early; i < q->n_early; i++)
+			free(q->early[i].bytes);
+		free(q->early);
+		free(q->posted);
+		memset(q, 0, sizeof(*q));
+	}
+}
+
+void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
+		tl_tensor t)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_send tensor");
+	Kb__IpcqData data = KB__IPCQ_DATA__INIT;
+	Kb__Payload msg = KB__PAYLOAD__INIT;
+	struct tl_ipcq_dir *q;
+	uint64_t bytes = tl_rec_bytes(r), bpc, ser, start;
+	enum rt_err rc;
+
+	if (dir != TL_LEFT && dir != TL_RIGHT)
+		tl_abort(tl, at, RT_EKERNEL, "tl_send: direction %d", (int)dir);
+	if (tl->s.ranks < 2)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_send needs at least 2 ranks on the IPCQ ring (run with --ranks 2)");
+	if (!r->tcm || r->trans)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_send needs a TCM tensor (not a tl_ref or a transposed view)");
+	tl_wait_cmd(tl, at, r->producer);
+	q = &tl->ipcq[dir];
+	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg, 4 + 24));
+	bpc = tl->s.cfg->ipcq_bytes_per_cycle ? tl->s.cfg->ipcq_bytes_per_cycle : 1;
+	ser = (bytes + bpc - 1) / bpc * tl->cycle_ps;
+	start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;
+	q->link_free_ps = start + ser;
+	data.dir = (uint32_t)dir;
+	data.seq = q->send_seq++;
+	data.nbytes = bytes;
+	if (tl->s.mode == TL_DATA) {
+		data.data.data = tl_tcm_bytes(tl, r->addr, bytes);
+		data.data.len = data.data.data ? (size_t)bytes : 0;
+	}
+	msg.body_case = KB__PAYLOAD__BODY_IPCQ;
+	msg.ipcq = &data;
+	rc = tl->s.port->send(tl->s.port_ctx,
+			      dir == TL_LEFT ? TL_PORT_LEFT : TL_PORT_RIGHT,
+			      start, ser, &msg);
+	if (rc != RT_EOK)
+		tl_abort(tl, at, rc, "tl_send failed: %s", rt_last_error());
+	tl->tot.ipcq_bytes += bytes;
+	if (tl->s.port->stat_add)
+		tl->s.port->stat_add(tl->s.port_ctx, "ipcq_bytes", bytes);
+}
+
+/* Completes receive `id` with message `m` (bytes into its buffer). */
+static enum rt_err deliver(struct tl *tl, uint64_t id, tl_tensor t,
+			   uint64_t nbytes, const uint8_t *bytes,
+			   uint64_t arrive_ps)
+{
+	struct tl_rec *r = &tl->slots[t.slot];
+	uint8_t *dst;
+
+	if (r->gen != t.gen || nbytes != tl_rec_bytes(r))
+		return rt_fail(RT_EKERNEL,
+			       "kernel %s: IPCQ message of %llu bytes does not match its receive (%llu bytes)",
+			       tl->s.kernel_name, (unsigned long long)nbytes,
+			       (unsigned long long)tl_rec_bytes(r));
+	dst = tl_tcm_bytes(tl, r->addr, nbytes);
+	if (bytes && dst)
+		memcpy(dst, bytes, (size_t)nbytes);
+	tl_cmd_complete(tl, id, arrive_ps);
+	return RT_EOK;
+}
+
+tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
+			   uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	struct tl_ipcq_dir *q;
+	struct tl_rec *r;
+	uint64_t id;
+	tl_future f;
+
+	if (dir != TL_LEFT && dir != TL_RIGHT)
+		tl_abort(tl, at, RT_EKERNEL, "tl_recv_async: direction %d",
+			 (int)dir);
+	f.t = tl_scratch_tensor(tl, at, rows, cols, dtype);
+	r = &tl->slots[f.t.slot];
+	id = tl_cmd_new(tl, at, TL_CMD_RECV);
+	tl_cmd_touch_tcm(tl, id, r->addr, tl_rec_bytes(r));
+	r->producer = id;
+	r->pinned = true;
+	/* receives remember their tensor through the command's TCM range */
+	q = &tl->ipcq[dir];
+	if (q->head_early < q->n_early) {
+		struct tl_ipcq_msg m = q->early[q->head_early++];
+		enum rt_err rc = deliver(tl, id, f.t, m.nbytes, m.bytes,
+					 m.arrive_ps);
+
+		free(m.bytes);
+		if (rc != RT_EOK)
+			tl_abort(tl, at, rc, "%s", rt_last_error());
+		return f;
+	}
+	if (q->n_posted + 1 > q->cap_posted) {
+		uint32_t cap = q->cap_posted ? q->cap_posted * 2 : 8;
+		void *p = realloc(q->posted, cap * 2 * sizeof(*q->posted));
+
+		if (!p)
+			tl_abort(tl, at, RT_ENOMEM, "out of memory (IPCQ)");
+		q->posted = p;
+		q->cap_posted = cap;
+	}
+	/* pairs: command id, slot | gen << 32 */
+	q->posted[2 * q->n_posted] = id;
+	q->posted[2 * q->n_posted + 1] =
+		(uint64_t)f.t.slot | ((uint64_t)f.t.gen << 32);
+	q->n_posted++;
+	return f;
+}
+
+static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
+			      const Kb__IpcqData *m, uint64_t now_ps)
+{
+	struct tl_ipcq_msg *e;
+
+	if (q->n_early + 1 > q->cap_early) {
+		uint32_t cap = q->cap_early ? q->cap_early * 2 : 8;
+		void *p = realloc(q->early, cap * sizeof(*q->early));
+
+		if (!p)
+			return rt_fail(RT_ENOMEM, "out of memory (IPCQ)");
+		q->early = p;
+		q->cap_early = cap;
+	}
+	e = &q->early[q->n_early++];
+	e->arrive_ps = now_ps;
+	e->nbytes = m->nbytes;
+	e->bytes = NULL;
+	if (m->data.len) {
+		e->bytes = malloc(m->data.len);
+		if (!e->bytes)
+			return rt_fail(RT_ENOMEM, "out of memory (IPCQ)");
+		memcpy(e->bytes, m->data.data, m->data.len);
+	}
+	(void)tl;
+	return RT_EOK;
+}
+
+enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
+{
+	/* sent RIGHT by my left neighbour: it comes from my LEFT */
+	uint32_t from = m->dir == TL_RIGHT ? TL_LEFT : TL_RIGHT;
+	struct tl_ipcq_dir *q = &tl->ipcq[from];
+	uint64_t id, key;
+	tl_tensor t;
+	enum rt_err rc;
+
+	if (m->dir > 1 || (m->data.len && m->data.len != m->nbytes))
+		return rt_fail(RT_EDECODE,
+			       "IPCQ message to r%u.pe%u: bad direction %u or %zu data bytes for %llu",
+			       tl->s.rank, tl->s.pe, m->dir, m->data.len,
+			       (unsigned long long)m->nbytes);
+	tl->now_ps = now_ps;
+	if (q->head_posted == q->n_posted)
+		return keep_early(tl, q, m, now_ps);
+	id = q->posted[2 * q->head_posted];
+	key = q->posted[2 * q->head_posted + 1];
+	q->head_posted++;
+	t.slot = (uint32_t)key;
+	t.gen = (uint32_t)(key >> 32);
+	t.scope = 0;
+	rc = deliver(tl, id, t, m->nbytes, m->data.len ? m->data.data : NULL,
+		     now_ps);
+	if (rc != RT_EOK)
+		return rc;
+	return tl_resume_for(tl, id);
+}

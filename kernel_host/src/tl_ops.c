@@ -1,0 +1,460 @@
+/* tl_ops.c — the kernel-facing ops: loads (lazy and as futures), refs,
+ * stores, TCM copies, fills, and the single-op compute commands. */
+#include "tl_private.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ helpers */
+
+static void check_dims(struct tl *tl, struct tl_site at, const char *what,
+		       uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	if (rows == 0 || cols == 0)
+		tl_abort(tl, at, RT_EKERNEL, "%s: empty shape %ux%u", what,
+			 rows, cols);
+	if ((unsigned)dtype > TL_F32)
+		tl_abort(tl, at, RT_EKERNEL, "%s: unknown dtype %d", what,
+			 (int)dtype);
+}
+
+static void check_hbm(struct tl *tl, struct tl_site at, const char *what,
+		      uint64_t addr, uint64_t bytes)
+{
+	uint64_t size = tl->s.cfg->hbm_bytes;
+
+	if (addr > size || bytes > size - addr)
+		tl_abort(tl, at, RT_EOOB,
+			 "%s: HBM bytes [%llu, %llu) outside HBM of %llu bytes",
+			 what, (unsigned long long)addr,
+			 (unsigned long long)(addr + bytes),
+			 (unsigned long long)size);
+}
+
+/* The latest pending command writing HBM bytes [lo, hi), or 0. */
+static uint64_t pending_hbm_writer(const struct tl *tl, uint64_t lo,
+				   uint64_t hi)
+{
+	uint64_t best = 0;
+	uint32_t i;
+
+	for (i = 0; i < tl->n_pending; i++) {
+		const struct tl_cmd *c = &tl->cmds[tl->pending[i]];
+
+		if (c->hbm_lo < c->hbm_hi && c->hbm_lo < hi && lo < c->hbm_hi &&
+		    tl->pending[i] > best)
+			best = tl->pending[i];
+	}
+	return best;
+}
+
+/* Waits for every pending command touching TCM [lo, hi). */
+void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi)
+{
+	uint32_t i;
+
+	for (i = 0; i < tl->n_pending;) {
+		uint64_t id = tl->pending[i];
+		const struct tl_cmd *c = &tl->cmds[id];
+
+		if (c->tcm_lo < c->tcm_hi && c->tcm_lo < hi && lo < c->tcm_hi) {
+			tl_wait_cmd(tl, at, id);
+			i = 0; /* the pending list changed */
+			continue;
+		}
+		i++;
+	}
+}
+
+static struct tl_tref hbm_tref(uint64_t addr, uint32_t rows, uint32_t cols,
+			       enum tl_dtype dtype)
+{
+	struct tl_tref t = { .tcm = false, .pinned = false, .addr = addr,
+			     .rows = rows, .cols = cols, .dtype = dtype };
+	return t;
+}
+
+static void emit_dma(struct tl *tl, struct tl_site at, uint64_t id,
+		     bool write, const struct tl_tref *src,
+		     const struct tl_tref *dst)
+{
+	Kb__DmaCmd dma = KB__DMA_CMD__INIT;
+	Kb__Command cmd = KB__COMMAND__INIT;
+	struct tl_wire_tref ws, wd;
+
+	tl_wire_tref(&ws, src);
+	tl_wire_tref(&wd, dst);
+	dma.id = id;
+	dma.write = write;
+	dma.src = &ws.ref;
+	dma.dst = &wd.ref;
+	cmd.body_case = KB__COMMAND__BODY_DMA;
+	cmd.dma = &dma;
+	tl_emit(tl, at, &cmd);
+}
+
+/* ------------------------------------------------------------ memory */
+
+tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		     uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	struct tl_tref src;
+	struct tl_rec *r;
+	uint64_t bytes, id;
+	tl_tensor t;
+
+	check_dims(tl, at, "tl_load", rows, cols, dtype);
+	bytes = (uint64_t)rows * cols * tl_dtype_size(dtype);
+	check_hbm(tl, at, "tl_load", hbm_addr, bytes);
+	/* a read must not overtake a pending store of the same bytes */
+	tl_wait_cmd(tl, at, pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes));
+	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
+	r = &tl->slots[t.slot];
+	id = tl_cmd_new(tl, at, TL_CMD_DMA);
+	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
+	src = hbm_tref(hbm_addr, rows, cols, dtype);
+	{
+		struct tl_tref dst = tl_tref_of(r);
+		emit_dma(tl, at, id, false, &src, &dst);
+	}
+	r->producer = id; /* lazy: consumers wait for it (ADR-0062 D2) */
+	return t;
+}
+
+tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
+			   uint64_t hbm_addr, uint32_t rows, uint32_t cols,
+			   enum tl_dtype dtype)
+{
+	tl_future f = { tl_load_at(tl, at, hbm_addr, rows, cols, dtype) };
+	return f;
+}
+
+tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f)
+{
+	tl_wait_tensor(tl, at, f.t);
+	return f.t;
+}
+
+tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		    uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	struct tl_rec *r;
+	uint64_t bytes;
+	tl_tensor t;
+
+	check_dims(tl, at, "tl_ref", rows, cols, dtype);
+	bytes = (uint64_t)rows * cols * tl_dtype_size(dtype);
+	check_hbm(tl, at, "tl_ref", hbm_addr, bytes);
+	t = tl_rec_new(tl, at, &r);
+	r->addr = hbm_addr;
+	r->rows = rows;
+	r->cols = cols;
+	r->dtype = dtype;
+	r->producer = pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes);
+	return t;
+}
+
+void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		 tl_tensor t)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_store source");
+	struct tl_tref src, dst;
+	uint64_t bytes = tl_rec_bytes(r), id;
+
+	if (!r->tcm)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_store source is HBM-resident (tl_ref); store a TCM tensor");
+	if (r->trans)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_store of a transposed view; store the tensor itself");
+	check_hbm(tl, at, "tl_store", hbm_addr, bytes);
+	tl_wait_cmd(tl, at, r->producer);
+	id = tl_cmd_new(tl, at, TL_CMD_DMA);
+	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
+	tl->cmds[id].hbm_lo = hbm_addr;
+	tl->cmds[id].hbm_hi = hbm_addr + bytes;
+	src = tl_tref_of(r);
+	dst = hbm_tref(hbm_addr, r->rows, r->cols, r->dtype);
+	emit_dma(tl, at, id, true, &src, &dst);
+}
+
+void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
+		   tl_tensor src)
+{
+	struct tl_rec *rd = tl_rec_get(tl, at, dst, "tl_copy_to dst");
+	struct tl_rec *rs = tl_rec_get(tl, at, src, "tl_copy_to src");
+	Kb__CopyCmd copy = KB__COPY_CMD__INIT;
+	Kb__Command cmd = KB__COMMAND__INIT;
+	struct tl_wire_tref ws, wd;
+	struct tl_tref ts, td;
+	uint64_t id;
+
+	if (!rd->tcm || !rs->tcm)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_copy_to needs TCM tensors (dst %s, src %s)",
+			 rd->tcm ? "tcm" : "hbm", rs->tcm ? "tcm" : "hbm");
+	if (tl_rec_lrows(rd) != tl_rec_lrows(rs) ||
+	    tl_rec_lcols(rd) != tl_rec_lcols(rs) || rd->trans != rs->trans)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_copy_to shape mismatch: dst %ux%u, src %ux%u",
+			 tl_rec_lrows(rd), tl_rec_lcols(rd), tl_rec_lrows(rs),
+			 tl_rec_lcols(rs));
+	if (rd->dtype != rs->dtype)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_copy_to dtype mismatch: dst %u, src %u (use tl_astype)",
+			 (unsigned)rd->dtype, (unsigned)rs->dtype);
+	tl_wait_cmd(tl, at, rs->producer);
+	tl_wait_tcm_range(tl, at, rd->addr, rd->addr + tl_rec_bytes(rd));
+	id = tl_cmd_new(tl, at, TL_CMD_COPY);
+	tl_cmd_touch_tcm(tl, id, rs->addr, tl_rec_bytes(rs));
+	tl_cmd_touch_tcm(tl, id, rd->addr, tl_rec_bytes(rd));
+	ts = tl_tref_of(rs);
+	td = tl_tref_of(rd);
+	tl_wire_tref(&ws, &ts);
+	tl_wire_tref(&wd, &td);
+	copy.id = id;
+	copy.src = &ws.ref;
+	copy.dst = &wd.ref;
+	cmd.body_case = KB__COMMAND__BODY_COPY;
+	cmd.copy = &copy;
+	tl_emit(tl, at, &cmd);
+	rd->producer = id;
+}
+
+/* A fill is a host store into TCM: one dispatch of a one-tensor op in both
+ * modes, no command (the MATH engine has no fill op). */
+tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		     uint32_t cols, enum tl_dtype dtype, double value)
+{
+	tl_tensor t;
+	struct tl_rec *r;
+	uint8_t *bytes;
+
+	check_dims(tl, at, "tl_full", rows, cols, dtype);
+	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
+	r = &tl->slots[t.slot];
+	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg, 4 + 12));
+	bytes = tl_tcm_bytes(tl, r->addr, tl_rec_bytes(r));
+	if (bytes)
+		tl_fill_bytes(bytes, dtype, (size_t)rows * cols, value);
+	return t;
+}
+
+/* ------------------------------------------------------------ compute */
+
+void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r)
+{
+	op->operand_name[op->n_operands] = name;
+	op->operand[op->n_operands] = tl_tref_of(r);
+	op->n_operands++;
+}
+
+void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v)
+{
+	struct tl_extra *e = &op->extra[op->n_extras++];
+
+	e->name = name;
+	e->is_f = false;
+	e->i = v;
+}
+
+void tl_op_extra_f(struct tl_op *op, const char *name, double v)
+{
+	struct tl_extra *e = &op->extra[op->n_extras++];
+
+	e->name = name;
+	e->is_f = true;
+	e->f = v;
+}
+
+static void touch_tref(struct tl *tl, uint64_t id, const struct tl_tref *t)
+{
+	if (t->tcm)
+		tl_cmd_touch_tcm(tl, id, t->addr,
+				 (uint64_t)t->rows * t->cols * tl_dtype_size(t->dtype));
+}
+
+uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
+			  const struct tl_lowered *low)
+{
+	uint64_t bytes = tl_lowered_logical_bytes(low);
+	uint64_t cap = tl->s.cfg->max_composite_logical_bytes;
+	uint64_t id;
+	uint32_t i, j;
+
+	if (cap && bytes > cap)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite of %u ops is %llu logical bytes, above the cap of %llu (dispatch.max_composite_logical_bytes); split it",
+			 low->n_ops, (unsigned long long)bytes,
+			 (unsigned long long)cap);
+	id = tl_cmd_new(tl, at, TL_CMD_COMPOSITE);
+	for (i = 0; i < low->n_ops; i++) {
+		for (j = 0; j < low->ops[i].n_operands; j++)
+			touch_tref(tl, id, &low->ops[i].operand[j]);
+		if (low->ops[i].has_out)
+			touch_tref(tl, id, &low->ops[i].out);
+	}
+	for (i = 0; i < low->n_rw; i++)
+		touch_tref(tl, id, &low->rw[i]);
+	tl_emit_composite(tl, at, id, low);
+	return id;
+}
+
+/* MATH operands are TCM-only (ADR-0065 D6.7). */
+static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
+				 tl_tensor t, const char *op)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, op);
+
+	if (!r->tcm)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (ADR-0065 D6.7)",
+			 op);
+	tl_wait_cmd(tl, at, r->producer);
+	return r;
+}
+
+/* Issues a one-op MATH composite writing a fresh f32 rows x cols tensor. */
+static tl_tensor math_single(struct tl *tl, struct tl_site at,
+			     struct tl_lowered *low, uint32_t rows,
+			     uint32_t cols, enum tl_dtype dtype)
+{
+	tl_tensor out = tl_scratch_tensor(tl, at, rows, cols, dtype);
+	struct tl_rec *ro = &tl->slots[out.slot];
+
+	low->n_ops = 1;
+	low->ops[0].scope = KB__SCOPE__SCOPE_KERNEL;
+	low->ops[0].has_out = true;
+	low->ops[0].out = tl_tref_of(ro);
+	ro->producer = tl_issue_lowered(tl, at, low);
+	return out;
+}
+
+tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		    tl_tensor b)
+{
+	struct tl_rec *ra = tl_rec_get(tl, at, a, "tl_dot a");
+	struct tl_rec *rb = tl_rec_get(tl, at, b, "tl_dot b");
+	struct tl_lowered low;
+	uint32_t m = tl_rec_lrows(ra), k = tl_rec_lcols(ra);
+	uint32_t n = tl_rec_lcols(rb);
+
+	if (tl_rec_lrows(rb) != k)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_dot shape mismatch: a is %ux%u, b is %ux%u", m, k,
+			 tl_rec_lrows(rb), n);
+	tl_wait_cmd(tl, at, ra->producer);
+	tl_wait_cmd(tl, at, rb->producer);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = "gemm";
+	tl_op_operand(&low.ops[0], "a", ra);
+	tl_op_operand(&low.ops[0], "b", rb);
+	tl_op_extra_i(&low.ops[0], "m", m);
+	tl_op_extra_i(&low.ops[0], "k", k);
+	tl_op_extra_i(&low.ops[0], "n", n);
+	return math_single(tl, at, &low, m, n, TL_F32);
+}
+
+tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_trans source"), *v;
+	struct tl_rec copy = *r;
+	tl_tensor view = tl_rec_new(tl, at, &v);
+	uint32_t gen = v->gen, scope = v->scope;
+	uint64_t id = v->id;
+
+	*v = copy;
+	v->gen = gen;
+	v->scope = scope;
+	v->id = id;
+	v->trans = !copy.trans;
+	return view;
+}
+
+/* One broadcast dimension, or 0 when incompatible. */
+static uint32_t bcast(uint32_t x, uint32_t y)
+{
+	if (x == y || y == 1)
+		return x;
+	return x == 1 ? y : 0;
+}
+
+tl_tensor tl_binary_at(struct tl *tl, struct tl_site at, const char *op,
+		       tl_tensor a, tl_tensor b)
+{
+	struct tl_rec *ra = math_input(tl, at, a, op);
+	struct tl_rec *rb = math_input(tl, at, b, op);
+	uint32_t rows = bcast(tl_rec_lrows(ra), tl_rec_lrows(rb));
+	uint32_t cols = bcast(tl_rec_lcols(ra), tl_rec_lcols(rb));
+	struct tl_lowered low;
+
+	if (!rows || !cols)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "%s: shapes %ux%u and %ux%u do not broadcast", op,
+			 tl_rec_lrows(ra), tl_rec_lcols(ra), tl_rec_lrows(rb),
+			 tl_rec_lcols(rb));
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = op;
+	tl_op_operand(&low.ops[0], "src_a", ra);
+	tl_op_operand(&low.ops[0], "src_b", rb);
+	return math_single(tl, at, &low, rows, cols, TL_F32);
+}
+
+tl_tensor tl_unary_at(struct tl *tl, struct tl_site at, const char *op,
+		      tl_tensor a)
+{
+	struct tl_rec *ra = math_input(tl, at, a, op);
+	struct tl_lowered low;
+
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = op;
+	tl_op_operand(&low.ops[0], "src", ra);
+	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
+			   TL_F32);
+}
+
+tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		      double s)
+{
+	struct tl_rec *ra = math_input(tl, at, a, "scale");
+	struct tl_lowered low;
+
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = "scale";
+	tl_op_operand(&low.ops[0], "src", ra);
+	tl_op_extra_f(&low.ops[0], "scale", s);
+	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
+			   TL_F32);
+}
+
+tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
+		       tl_tensor a, int axis)
+{
+	struct tl_rec *ra = math_input(tl, at, a, op);
+	struct tl_lowered low;
+	bool across_cols = axis == 1 || axis == -1;
+
+	if (!across_cols && axis != 0)
+		tl_abort(tl, at, RT_EKERNEL, "%s: axis %d (expected 0, 1 or -1)",
+			 op, axis);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = op;
+	tl_op_operand(&low.ops[0], "src", ra);
+	tl_op_extra_i(&low.ops[0], "axis", axis);
+	return math_single(tl, at, &low, across_cols ? tl_rec_lrows(ra) : 1,
+			   across_cols ? 1 : tl_rec_lcols(ra), TL_F32);
+}
+
+tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
+		       enum tl_dtype dtype)
+{
+	struct tl_rec *ra = math_input(tl, at, a, "copy");
+	struct tl_lowered low;
+
+	check_dims(tl, at, "tl_astype", 1, 1, dtype);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = "copy";
+	tl_op_operand(&low.ops[0], "src", ra);
+	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
+			   dtype);
+}

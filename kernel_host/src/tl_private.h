@@ -1,0 +1,236 @@
+/* tl_private.h — the tl runtime's internal state, shared by the files of
+ * kernel_host/src only. */
+#ifndef TL_PRIVATE_H
+#define TL_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coro.h"
+#include "tl_host.h"
+
+/* A tensor as the host tracks it. */
+struct tl_rec {
+	uint32_t gen;       /* bumped each time the slot is reused */
+	uint32_t scope;     /* serial of the scope it was allocated in */
+	bool tcm;           /* space: TCM scratch (else HBM) */
+	bool pinned;        /* already in TCM: consumed in place */
+	bool trans;         /* transposed view */
+	uint64_t addr;
+	uint32_t rows, cols;/* stored dims */
+	enum tl_dtype dtype;
+	uint64_t producer;  /* last command writing it (0: none) */
+	uint64_t id;        /* unique handle id for TensorRef.handle */
+};
+
+/* Internal, wire-independent form of a TensorRef. */
+struct tl_tref {
+	bool tcm, pinned, trans;
+	uint64_t addr;
+	uint32_t rows, cols;
+	enum tl_dtype dtype;
+	uint64_t handle;
+};
+
+#define TL_OP_MAX_OPERANDS 3
+#define TL_OP_MAX_EXTRAS 3
+#define TL_CMD_MAX_OPS 16
+#define TL_CMD_MAX_RW 4
+
+struct tl_extra {
+	const char *name;
+	bool is_f;
+	int64_t i;
+	double f;
+};
+
+/* Internal OpSpec. */
+struct tl_op {
+	const char *kind;
+	int scope; /* Kb__Scope value */
+	uint32_t n_operands;
+	const char *operand_name[TL_OP_MAX_OPERANDS];
+	struct tl_tref operand[TL_OP_MAX_OPERANDS];
+	uint32_t n_extras;
+	struct tl_extra extra[TL_OP_MAX_EXTRAS];
+	bool has_out;
+	struct tl_tref out;
+};
+
+/* Internal CompositeCmd. */
+struct tl_lowered {
+	uint32_t n_ops;
+	struct tl_op ops[TL_CMD_MAX_OPS];
+	uint32_t n_rw;
+	struct tl_tref rw[TL_CMD_MAX_RW];
+};
+
+enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV };
+
+/* A command the host issued (or an IPCQ receive it waits for). */
+struct tl_cmd {
+	enum tl_cmd_kind kind;
+	bool done;
+	uint64_t done_ps;
+	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
+	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+};
+
+/* A scratch scope save point. */
+struct tl_save {
+	uint64_t cursor;
+	uint32_t n_slots;
+	uint32_t serial;
+};
+
+/* An IPCQ message that arrived before its receive was posted. */
+struct tl_ipcq_msg {
+	uint64_t arrive_ps;
+	uint64_t nbytes;
+	uint8_t *bytes; /* owned; NULL in timing mode */
+};
+
+/* Per-direction IPCQ state. */
+struct tl_ipcq_dir {
+	struct tl_ipcq_msg *early; /* arrived, not yet received (FIFO) */
+	uint32_t n_early, cap_early, head_early;
+	uint64_t *posted;          /* receive command ids waiting (FIFO) */
+	uint32_t n_posted, cap_posted, head_posted;
+	uint64_t send_seq;
+	uint64_t link_free_ps;     /* outgoing link busy until */
+};
+
+enum tl_state { TL_IDLE, TL_RUNNING, TL_WAITING, TL_DONE, TL_FAILED };
+
+struct tl_args {
+	const struct tl_arg *items;
+	uint32_t n;
+};
+
+struct tl {
+	struct tl_setup s;
+	struct tl_args args;
+	uint64_t cycle_ps;
+	enum tl_state state;
+	enum rt_err err;      /* the error that ended the kernel */
+	int kernel_rc;
+	uint64_t clock_ps;    /* kernel (PE_CPU) clock */
+	uint64_t start_ps;
+	uint64_t now_ps;      /* event time of the current delivery */
+	uint64_t waiting_for; /* command id the kernel waits on */
+
+	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
+	uint32_t n_slots, cap_slots;
+	uint64_t next_handle_id;
+
+	struct tl_cmd *cmds;  /* index = command id; 0 unused */
+	uint64_t n_cmds, cap_cmds;
+	uint64_t *pending;    /* ids not yet done */
+	uint32_t n_pending, cap_pending;
+
+	uint64_t cursor, peak;
+	struct tl_save *saves;
+	uint32_t n_saves, cap_saves;
+	uint32_t scope_serial;
+
+	struct tl_ipcq_dir ipcq[2];
+	struct tl_totals tot;
+	struct tl_coro coro;
+	void *wire_buf;       /* reused wire form of one composite */
+	void *lowering_buf;   /* reused lowering state (composite.c) */
+};
+
+/* ---- core (tl_core.c) */
+/* Ends the kernel with `code` and the formatted line prefixed by the
+ * kernel's name and the call site. Never returns. */
+_Noreturn void tl_abort(struct tl *tl, struct tl_site at, enum rt_err code,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
+			  const char *what);
+tl_tensor tl_rec_new(struct tl *tl, struct tl_site at, struct tl_rec **out);
+tl_tensor tl_scratch_tensor(struct tl *tl, struct tl_site at, uint32_t rows,
+			    uint32_t cols, enum tl_dtype dtype);
+uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind);
+void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
+		      uint64_t bytes);
+void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id);
+void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t);
+void tl_wait_all(struct tl *tl, struct tl_site at);
+void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps);
+/* Host side: resumes the kernel if it waits for command `id`. */
+enum rt_err tl_resume_for(struct tl *tl, uint64_t id);
+/* Charges the dispatch of `cmd` and sends it to the scheduler. */
+void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd);
+/* Charges `cycles` of PE_CPU time. */
+void tl_charge(struct tl *tl, uint64_t cycles);
+uint64_t tl_rec_bytes(const struct tl_rec *r);
+struct tl_tref tl_tref_of(const struct tl_rec *r);
+/* Logical dims (after a transposed view). */
+uint32_t tl_rec_lrows(const struct tl_rec *r);
+uint32_t tl_rec_lcols(const struct tl_rec *r);
+
+/* ---- ops (tl_ops.c) */
+void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi);
+void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
+void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
+void tl_op_extra_f(struct tl_op *op, const char *name, double v);
+/* Checks the logical-bytes cap, records what the composite touches, emits
+ * it and returns its command id. */
+uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
+			  const struct tl_lowered *low);
+
+/* ---- wire (tl_wire.c): internal forms -> protobuf, in caller storage */
+struct tl_wire_tref {
+	Kb__TensorRef ref;
+	uint32_t shape[2];
+};
+void tl_wire_tref(struct tl_wire_tref *w, const struct tl_tref *t);
+/* Sends the lowered composite as command `id`. */
+void tl_emit_composite(struct tl *tl, struct tl_site at, uint64_t id,
+		       const struct tl_lowered *low);
+uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
+
+/* ---- data (tl_data.c) */
+uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
+uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
+void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
+
+/* ---- recipes (recipes.c) */
+#define TL_RECIPE_MAX_OPERANDS 6
+#define TL_RECIPE_MAX_SLOTS 6
+#define TL_RECIPE_MAX_STEPS 10
+
+struct tl_recipe_operand {
+	const char *name;
+	bool rw;
+	const char *column_of; /* must be rows(column_of) x 1 */
+	const char *rows_of;   /* must have rows(rows_of) rows */
+};
+/* Internal scratch: shaped like operand `like`, or (rows(like), 1). */
+struct tl_recipe_slot {
+	const char *name;
+	const char *like;
+	bool column;
+	bool like_dtype; /* dtype of `like` (else f32) */
+};
+struct tl_recipe_step {
+	const char *kind;
+	const char *src[3]; /* operand/slot names, in engine order */
+	const char *dst;
+	bool has_axis;
+	int axis;
+};
+struct tl_recipe {
+	const char *name;
+	struct tl_recipe_operand operands[TL_RECIPE_MAX_OPERANDS];
+	struct tl_recipe_slot slots[TL_RECIPE_MAX_SLOTS];
+	const char *primary_out; /* slot the head's `a` binds to, or NULL */
+	struct tl_recipe_step steps[TL_RECIPE_MAX_STEPS];
+};
+const struct tl_recipe *tl_recipe_find(const char *name);
+
+/* ---- ipcq (ipcq.c) */
+void tl_ipcq_release(struct tl *tl);
+
+#endif

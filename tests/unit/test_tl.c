@@ -1,0 +1,553 @@
+/* test_tl.c — the tl runtime driven directly (no daemons): a fake port
+ * records every command and completes it after a fixed latency (DMA reads
+ * serialised on one channel), so lowering, validation, scratch scopes,
+ * lazy loads and dispatch costs are checked in isolation. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/config.h"
+#include "tl_host.h"
+
+#define MAX_CMDS 4096
+
+struct fake {
+	Kb__Payload *sent[MAX_CMDS]; /* unpacked copies */
+	uint64_t done_ps[MAX_CMDS];
+	uint32_t n;
+	uint64_t cmd_latency_ps;
+	uint64_t dma_latency_ps;
+	uint64_t read_free_ps;
+};
+
+static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+			     uint64_t extra_ps, const Kb__Payload *msg)
+{
+	struct fake *f = ctx;
+	uint8_t buf[65536];
+	size_t len = kb__payload__pack(msg, buf);
+	Kb__Payload *copy = kb__payload__unpack(NULL, len, buf);
+	uint64_t end = send_ps + f->cmd_latency_ps;
+
+	(void)dst, (void)extra_ps;
+	cr_assert(copy && f->n < MAX_CMDS);
+	if (copy->command->body_case == KB__COMMAND__BODY_DMA &&
+	    !copy->command->dma->write) {
+		uint64_t start = send_ps > f->read_free_ps ? send_ps : f->read_free_ps;
+
+		end = start + f->dma_latency_ps;
+		f->read_free_ps = end;
+	}
+	f->sent[f->n] = copy;
+	f->done_ps[f->n++] = end;
+	return RT_EOK;
+}
+
+static const struct tl_port_ops fake_ops = { .send = fake_send };
+
+static struct rt_config test_cfg(void)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	return cfg;
+}
+
+static uint64_t cmd_id(const Kb__Payload *p)
+{
+	const Kb__Command *c = p->command;
+
+	return c->body_case == KB__COMMAND__BODY_COMPOSITE ? c->composite->id
+	       : c->body_case == KB__COMMAND__BODY_DMA    ? c->dma->id
+							  : c->copy->id;
+}
+
+struct run {
+	struct fake fake;
+	struct rt_config cfg;
+	enum rt_err rc;
+	struct tl_totals tot;
+	char error[1024];
+};
+
+/* Runs `k` to completion, delivering completions in time order. */
+static void run_kernel(struct run *r, tl_kernel_fn k, const struct tl_arg *args,
+		       uint32_t n_args)
+{
+	struct tl_setup s = { 0 };
+	struct tl *tl;
+	bool delivered[MAX_CMDS] = { 0 };
+
+	if (!r->fake.cmd_latency_ps)
+		r->fake.cmd_latency_ps = 100000;
+	if (!r->fake.dma_latency_ps)
+		r->fake.dma_latency_ps = 100000;
+	s.cfg = &r->cfg;
+	s.kernel_name = "test";
+	s.kernel = k;
+	s.args = args;
+	s.n_args = n_args;
+	s.ranks = s.pes = 1;
+	s.port = &fake_ops;
+	s.port_ctx = &r->fake;
+	cr_assert_eq(tl_new(&s, &tl), RT_EOK);
+	r->rc = tl_start(tl, 0);
+	while (r->rc == RT_EOK && !tl_finished(tl)) {
+		uint32_t best = MAX_CMDS;
+
+		for (uint32_t i = 0; i < r->fake.n; i++)
+			if (!delivered[i] && (best == MAX_CMDS ||
+					      r->fake.done_ps[i] < r->fake.done_ps[best]))
+				best = i;
+		cr_assert(best != MAX_CMDS, "kernel waits but nothing is in flight");
+		delivered[best] = true;
+		r->rc = tl_on_command_done(tl, cmd_id(r->fake.sent[best]),
+					   r->fake.done_ps[best]);
+	}
+	snprintf(r->error, sizeof(r->error), "%s", rt_last_error());
+	tl_totals(tl, &r->tot);
+	tl_destroy(&tl);
+}
+
+static void run_release(struct run *r)
+{
+	for (uint32_t i = 0; i < r->fake.n; i++)
+		kb__payload__free_unpacked(r->fake.sent[i], NULL);
+}
+
+static struct run *run_new(void)
+{
+	struct run *r = calloc(1, sizeof(*r));
+
+	r->cfg = test_cfg();
+	return r;
+}
+
+static const Kb__CompositeCmd *last_composite(const struct run *r)
+{
+	for (uint32_t i = r->fake.n; i-- > 0;)
+		if (r->fake.sent[i]->command->body_case == KB__COMMAND__BODY_COMPOSITE)
+			return r->fake.sent[i]->command->composite;
+	return NULL;
+}
+
+/* ---------------------------------------------------------- kernels */
+
+#define G 8
+#define TILE 64
+#define D 128
+
+/* decode opt2 #2: softmax_merge prologue + P·V + add (ADR-0065 test 2) */
+static tl_tensor g_m, g_l, g_o;
+
+static void opt2_tile(struct tl *tl, tl_tensor s, tl_tensor v)
+{
+	tl_future f = tl_composite(tl, &(struct tl_composite_desc){
+		.prologue = { { "softmax_merge",
+				{ { "s", s }, { "m", g_m }, { "l", g_l }, { "O", g_o } } } },
+		.op = "gemm", .b = v, .out = g_o,
+		.epilogue = { { .op = "add", .other = g_o } } });
+	(void)f;
+}
+
+static int k_merge_once(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	g_m = tl_full(tl, G, 1, TL_F32, -1e30);
+	g_l = tl_zeros(tl, G, 1, TL_F32);
+	g_o = tl_zeros(tl, G, D, TL_F32);
+	tl_tensor s = tl_load(tl, 0, G, TILE, TL_F32);
+	tl_tensor v = tl_ref(tl, 1 << 20, TILE, D, TL_F16);
+	opt2_tile(tl, s, v);
+	return 0;
+}
+
+Test(tl_recipe, adr0065_t2_softmax_merge_lowers_to_10_ops_rw_m_l_O, .timeout = 10)
+{
+	static const char *const kinds[] = { "rmax", "max_elem", "exp_diff", "exp_diff",
+					     "rsum", "fma", "mul_bcast", "copy", "gemm", "add" };
+	struct run *r = run_new();
+	const Kb__CompositeCmd *c;
+
+	run_kernel(r, k_merge_once, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	c = last_composite(r);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_ops, 10);
+	for (size_t i = 0; i < 10; i++) {
+		cr_expect_str_eq(c->ops[i]->kind, kinds[i], "op %zu", i);
+		if (i < 8)
+			cr_expect_eq(c->ops[i]->scope, KB__SCOPE__SCOPE_KERNEL);
+	}
+	cr_assert_eq(c->n_rw_handles, 3);
+	/* m, l, O in that order: same addresses as the persistent handles */
+	cr_expect_eq(c->rw_handles[0]->addr, c->ops[7]->out->addr);      /* m */
+	cr_expect_eq(c->rw_handles[1]->addr, c->ops[5]->out->addr);      /* l */
+	cr_expect_eq(c->rw_handles[2]->addr, c->ops[6]->out->addr);      /* O */
+	/* auto-bind: the GEMM's a is P (exp_diff #2's out), pinned TCM */
+	cr_expect_eq(c->ops[8]->operands[0]->tensor->addr, c->ops[3]->out->addr);
+	cr_expect(c->ops[8]->operands[0]->tensor->pinned);
+	cr_expect_not(c->ops[8]->operands[1]->tensor->pinned); /* V streamed */
+	/* P has the shape of s */
+	cr_expect_eq(c->ops[3]->out->shape[0], G);
+	cr_expect_eq(c->ops[3]->out->shape[1], TILE);
+	cr_expect_lt(tl_command_logical_bytes(r->fake.sent[r->fake.n - 1]->command), 1024);
+	run_release(r);
+	free(r);
+}
+
+static int k_legacy(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor A = tl_ref(tl, 0, 64, 64, TL_F16);
+	tl_tensor B = tl_ref(tl, 8192, 64, 64, TL_F16);
+	tl_tensor bias = tl_zeros(tl, 1, 64, TL_F32);
+	tl_wait(tl, tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = B,
+		.epilogue = { { .op = "add", .other = bias }, { .op = "exp" } } }));
+	return 0;
+}
+
+Test(tl_recipe, adr0065_d64_legacy_head_epilogue_form_lowers_flat, .timeout = 10)
+{
+	struct run *r = run_new();
+	const Kb__CompositeCmd *c;
+
+	run_kernel(r, k_legacy, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	c = last_composite(r);
+	cr_assert_eq(c->n_ops, 3);
+	cr_expect_str_eq(c->ops[0]->kind, "gemm");
+	cr_expect_str_eq(c->ops[1]->kind, "add");
+	cr_expect_eq(c->ops[1]->scope, KB__SCOPE__SCOPE_OUTPUT_TILE);
+	cr_expect_str_eq(c->ops[2]->kind, "exp");
+	cr_expect_eq(c->n_rw_handles, 0);
+	cr_expect_eq(c->ops[1]->operands[0]->tensor->addr, c->ops[0]->out->addr);
+	run_release(r);
+	free(r);
+}
+
+/* ---------------------------------------------------------- validation */
+
+static int k_two_gemms(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor A = tl_ref(tl, 0, 16, 16, TL_F16);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = A, .epilogue = { { .op = "gemm" } } });
+	return 0;
+}
+
+static int k_autobind_conflict(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	g_m = tl_zeros(tl, G, 1, TL_F32);
+	g_l = tl_zeros(tl, G, 1, TL_F32);
+	g_o = tl_zeros(tl, G, D, TL_F32);
+	tl_tensor s = tl_zeros(tl, G, TILE, TL_F32);
+	tl_tensor v = tl_ref(tl, 0, TILE, D, TL_F16);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.prologue = { { "softmax_merge",
+				{ { "s", s }, { "m", g_m }, { "l", g_l }, { "O", g_o } } } },
+		.op = "gemm", .a = s, .b = v, .out = g_o });
+	return 0;
+}
+
+static int k_prologue_hbm(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	g_m = tl_zeros(tl, G, 1, TL_F32);
+	g_l = tl_zeros(tl, G, 1, TL_F32);
+	g_o = tl_zeros(tl, G, D, TL_F32);
+	tl_tensor s = tl_ref(tl, 0, G, TILE, TL_F32); /* HBM */
+	tl_tensor v = tl_ref(tl, 65536, TILE, D, TL_F16);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.prologue = { { "softmax_merge",
+				{ { "s", s }, { "m", g_m }, { "l", g_l }, { "O", g_o } } } },
+		.op = "gemm", .b = v, .out = g_o });
+	return 0;
+}
+
+static int k_math_hbm(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "exp", .a = tl_ref(tl, 0, 16, 16, TL_F16) });
+	return 0;
+}
+
+static int k_too_big(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor A = tl_ref(tl, 0, 16, 16, TL_F16);
+	tl_tensor x = tl_zeros(tl, 16, 16, TL_F32);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = A,
+		.epilogue = { { .op = "add", .other = x }, { .op = "add", .other = x },
+			      { .op = "add", .other = x }, { .op = "add", .other = x } } });
+	return 0;
+}
+
+static void expect_error(tl_kernel_fn k, enum rt_err code, const char *needle,
+			 struct rt_config *cfg)
+{
+	struct run *r = run_new();
+
+	if (cfg)
+		r->cfg = *cfg;
+	run_kernel(r, k, NULL, 0);
+	cr_expect_eq(r->rc, code, "got %d: %s", r->rc, r->error);
+	cr_expect(strstr(r->error, needle) != NULL, "'%s' lacks '%s'", r->error, needle);
+	cr_expect(strstr(r->error, "test_tl.c:") != NULL, "no file:line in '%s'", r->error);
+	run_release(r);
+	free(r);
+}
+
+Test(tl_validate, adr0065_d61_two_gemms_rejected_at_emit, .timeout = 10)
+{
+	expect_error(k_two_gemms, RT_ECOMPOSITE, "D6.1", NULL);
+}
+
+Test(tl_validate, adr0065_t10_d66_explicit_a_with_primary_out_rejected, .timeout = 10)
+{
+	expect_error(k_autobind_conflict, RT_ECOMPOSITE, "D6.6", NULL);
+}
+
+Test(tl_validate, adr0065_d67_hbm_operand_on_prologue_rejected, .timeout = 10)
+{
+	expect_error(k_prologue_hbm, RT_ECOMPOSITE, "D6.7", NULL);
+}
+
+Test(tl_validate, adr0065_t11_hbm_operand_on_math_head_rejected, .timeout = 10)
+{
+	expect_error(k_math_hbm, RT_ECOMPOSITE, "D6.7", NULL);
+}
+
+Test(tl_validate, composite_above_logical_byte_cap_rejected, .timeout = 10)
+{
+	struct rt_config cfg = test_cfg();
+
+	cfg.max_composite_logical_bytes = 128;
+	expect_error(k_too_big, RT_ECOMPOSITE, "cap", &cfg);
+}
+
+/* ---------------------------------------------------------- scratch */
+
+static int k_sweep(struct tl *tl, const struct tl_args *a)
+{
+	uint64_t tiles = tl_arg_u64(a, "tiles", 4);
+	bool scoped = tl_arg_u64(a, "scoped", 1);
+
+	for (uint64_t j = 0; j < tiles; j++) {
+		if (scoped)
+			tl_scratch_scope_begin(tl);
+		tl_tensor x = tl_load(tl, 0, 64, 64, TL_F16);
+		tl_tensor y = tl_exp(tl, x);
+		tl_tensor z = tl_sum(tl, y, -1);
+		(void)z;
+		if (scoped)
+			tl_scratch_scope_end(tl);
+	}
+	return 0;
+}
+
+Test(tl_scratch, adr0063_t1_peak_bounded_by_one_tile_whatever_the_count, .timeout = 10)
+{
+	uint64_t peak[2];
+	const uint64_t tiles[2] = { 2, 200 };
+
+	for (int i = 0; i < 2; i++) {
+		struct run *r = run_new();
+		char n[16];
+		struct tl_arg args[] = { { "tiles", n } };
+
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)tiles[i]);
+		run_kernel(r, k_sweep, args, 1);
+		cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+		peak[i] = r->tot.peak_scratch_bytes;
+		run_release(r);
+		free(r);
+	}
+	/* one tile: 64x64 f16 + 64x64 f32 + 64x1 f32 */
+	cr_expect_eq(peak[0], 8192 + 16384 + 256);
+	cr_expect_eq(peak[1], peak[0]);
+}
+
+Test(tl_scratch, adr0063_overflow_names_kernel_bytes_and_fix, .timeout = 10)
+{
+	struct run *r = run_new();
+	struct tl_arg args[] = { { "tiles", "200" }, { "scoped", "0" } };
+
+	run_kernel(r, k_sweep, args, 2);
+	cr_expect_eq(r->rc, RT_ESCRATCH);
+	cr_expect(strstr(r->error, "kernel test") && strstr(r->error, "bytes requested") &&
+		  strstr(r->error, "left") && strstr(r->error, "tl_scratch_scope"),
+		  "%s", r->error);
+	run_release(r);
+	free(r);
+}
+
+static uint64_t g_cursor[4];
+
+static int k_nested(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_zeros(tl, 4, 4, TL_F32);               /* 64 B persistent */
+	g_cursor[0] = tl_scratch_used(tl);
+	tl_scratch_scope_begin(tl);
+	tl_zeros(tl, 8, 8, TL_F32);               /* 256 B */
+	g_cursor[1] = tl_scratch_used(tl);
+	TL_SCRATCH_SCOPE(tl) {
+		tl_zeros(tl, 16, 16, TL_F32);
+	}
+	g_cursor[2] = tl_scratch_used(tl);        /* back to the inner save */
+	tl_scratch_scope_end(tl);
+	g_cursor[3] = tl_scratch_used(tl);        /* back to the outer save */
+	return 0;
+}
+
+Test(tl_scratch, adr0063_t5_nested_scopes_rewind_to_their_save_points, .timeout = 10)
+{
+	struct run *r = run_new();
+
+	run_kernel(r, k_nested, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	cr_expect_eq(g_cursor[0], 64);
+	cr_expect_eq(g_cursor[1], 64 + 256);
+	cr_expect_eq(g_cursor[2], 64 + 256);
+	cr_expect_eq(g_cursor[3], 64);
+	cr_expect_eq(r->tot.peak_scratch_bytes, 64 + 256 + 1024);
+	run_release(r);
+	free(r);
+}
+
+static int k_use_after_scope(struct tl *tl, const struct tl_args *a)
+{
+	tl_tensor leaked = TL_NONE;
+
+	(void)a;
+	TL_SCRATCH_SCOPE(tl) {
+		leaked = tl_zeros(tl, 4, 4, TL_F32);
+	}
+	tl_zeros(tl, 4, 4, TL_F32); /* reuses the slot and the bytes */
+	tl_exp(tl, leaked);
+	return 0;
+}
+
+Test(tl_scratch, adr0063_d2_use_after_scope_is_a_clear_error, .timeout = 10)
+{
+	expect_error(k_use_after_scope, RT_EKERNEL,
+		     "allocated in scratch scope 1 was used after that scope ended", NULL);
+}
+
+static uint64_t g_scope_end_ps, g_load_done_ps;
+
+static int k_inflight_at_scope_exit(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	TL_SCRATCH_SCOPE(tl) {
+		tl_load(tl, 0, 64, 64, TL_F16); /* never consumed */
+	}
+	g_scope_end_ps = tl_now_ps(tl);
+	return 0;
+}
+
+Test(tl_scratch, adr0062_in_flight_load_is_waited_for_before_its_scope_recycles, .timeout = 10)
+{
+	struct run *r = run_new();
+
+	run_kernel(r, k_inflight_at_scope_exit, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	g_load_done_ps = r->fake.done_ps[0];
+	cr_expect_geq(g_scope_end_ps, g_load_done_ps);
+	run_release(r);
+	free(r);
+}
+
+/* ---------------------------------------------------------- lazy loads */
+
+static uint64_t g_after_load_ps, g_after_use_ps;
+
+static int k_lazy(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor x = tl_load(tl, 0, 64, 64, TL_F16);
+	g_after_load_ps = tl_now_ps(tl);
+	tl_exp(tl, x);
+	g_after_use_ps = tl_now_ps(tl);
+	return 0;
+}
+
+Test(tl_lazy, adr0062_d2_load_returns_at_once_and_first_use_waits, .timeout = 10)
+{
+	struct run *r = run_new();
+	uint64_t cyc = rt_config_cycle_ps(&r->cfg);
+	uint64_t dma = tl_dispatch_cycles(&r->cfg, 28) * cyc;
+
+	run_kernel(r, k_lazy, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	cr_expect_eq(g_after_load_ps, dma);             /* issue cost only */
+	cr_expect_gt(g_after_use_ps, r->fake.done_ps[0]); /* waited, then issued */
+	cr_expect_eq(r->fake.sent[0]->command->body_case, KB__COMMAND__BODY_DMA);
+	cr_expect_eq(r->fake.n, 2); /* one DMA read + one MATH composite */
+	run_release(r);
+	free(r);
+}
+
+/* ---------------------------------------------------------- dispatch */
+
+/* opt3: the same tile as separate commands (scale, merge steps, P·V, add,
+ * copies back into the running state). */
+static void opt3_tile(struct tl *tl, tl_tensor s, tl_tensor v)
+{
+	tl_tensor m_loc = tl_max(tl, s, -1);
+	tl_tensor m_new = tl_maximum(tl, g_m, m_loc);
+	tl_tensor corr = tl_exp(tl, tl_sub(tl, g_m, m_new));
+	tl_tensor p = tl_exp(tl, tl_sub(tl, s, m_new));
+	tl_tensor l_new = tl_add(tl, tl_mul(tl, g_l, corr), tl_sum(tl, p, -1));
+	tl_tensor o_new = tl_add(tl, tl_mul(tl, g_o, corr), tl_dot(tl, p, v));
+	tl_copy_to(tl, g_m, m_new);
+	tl_copy_to(tl, g_l, l_new);
+	tl_copy_to(tl, g_o, o_new);
+}
+
+static int k_tiles(struct tl *tl, const struct tl_args *a)
+{
+	bool opt2 = tl_arg_u64(a, "opt2", 1);
+
+	g_m = tl_full(tl, G, 1, TL_F32, -1e30);
+	g_l = tl_zeros(tl, G, 1, TL_F32);
+	g_o = tl_zeros(tl, G, D, TL_F32);
+	tl_tensor s = tl_zeros(tl, G, TILE, TL_F32);
+	tl_tensor v = tl_ref(tl, 0, TILE, D, TL_F16);
+	for (int j = 0; j < 8; j++) {
+		TL_SCRATCH_SCOPE(tl) {
+			if (opt2)
+				opt2_tile(tl, s, v);
+			else
+				opt3_tile(tl, s, v);
+		}
+	}
+	return 0;
+}
+
+Test(tl_dispatch, adr0065_t7_opt3_over_opt2_dispatch_ratio_above_2, .timeout = 10)
+{
+	uint64_t cycles[2];
+
+	for (int i = 0; i < 2; i++) {
+		struct run *r = run_new();
+		struct tl_arg args[] = { { "opt2", i == 0 ? "1" : "0" } };
+
+		run_kernel(r, k_tiles, args, 1);
+		cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+		cycles[i] = r->tot.dispatch_cycles;
+		run_release(r);
+		free(r);
+	}
+	cr_log_info("per-tile dispatch: opt2 %llu, opt3 %llu cycles (x%.2f)",
+		    (unsigned long long)cycles[0] / 8, (unsigned long long)cycles[1] / 8,
+		    (double)cycles[1] / (double)cycles[0]);
+	cr_expect_gt(cycles[1], 2 * cycles[0]);
+}
