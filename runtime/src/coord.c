@@ -228,42 +228,40 @@ void rt_coord_abort(struct rt_coord *c)
 /* ---------------------------------------------------------------- receiving */
 
 /* A daemon died or a signal came: a frame it sent just before (ERROR, or
- * garbage) usually says more, so look for one briefly before giving up. */
+ * garbage) usually says more, so look through what is queued (briefly)
+ * before giving up. Frames from healthy daemons are passed over. */
+static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer, Kb__Sync **out);
+
 static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 {
-	zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
-	char saved[1024], name[128];
-	zmq_msg_t id, body;
-	Kb__Sync *s = NULL;
-	unsigned peer;
-	int more = 0;
-	size_t more_len = sizeof(more);
+	uint64_t deadline = wall_ms() + 300;
+	char saved[1024];
 
-	snprintf(saved, sizeof(saved), "%s", rt_last_error());
-	if (err == RT_EINTERRUPTED || zmq_poll(&item, 1, 300) <= 0)
+	if (err == RT_EINTERRUPTED)
 		return err;
-	zmq_msg_init(&id);
-	zmq_msg_init(&body);
-	zmq_msg_recv(&id, c->sock, 0);
-	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
-	if (more)
-		zmq_msg_recv(&body, c->sock, 0);
-	if (zmq_msg_size(&id) > 1 && sscanf((const char *)zmq_msg_data(&id) + 1, "%u", &peer) == 1 &&
-	    peer < c->n_peers) {
-		if (rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), &s))
-			err = rt_fail(RT_EPEER, "daemon %s sent a bad frame: %s",
-				      peer_name(c, peer, name, sizeof(name)), rt_last_error());
-		else if (s->body_case == KB__SYNC__BODY_ERROR)
-			err = rt_fail(RT_EPEER, "%s", s->error->message);
-		else
-			rt_fail(err, "%s", saved);
+	snprintf(saved, sizeof(saved), "%s", rt_last_error());
+	while (wall_ms() < deadline) {
+		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
+		Kb__Sync *s = NULL;
+		uint32_t peer;
+		zmq_msg_t id;
+		enum rt_err got;
+
+		if (zmq_poll(&item, 1, (long)(deadline - wall_ms())) <= 0)
+			break;
+		zmq_msg_init(&id);
+		zmq_msg_recv(&id, c->sock, 0);
+		got = finish_recv(c, &id, &peer, &s);
+		if (got)
+			return got;
+		if (s->body_case == KB__SYNC__BODY_ERROR) {
+			got = rt_fail(RT_EPEER, "%s", s->error->message);
+			rt_wire_free_sync(s);
+			return got;
+		}
 		rt_wire_free_sync(s);
-	} else {
-		rt_fail(err, "%s", saved);
 	}
-	zmq_msg_close(&id);
-	zmq_msg_close(&body);
-	return err;
+	return rt_fail(err, "%s", saved);
 }
 
 /* Takes the rest of a frame whose identity part is in `id`, and decodes it. */
