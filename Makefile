@@ -160,7 +160,8 @@ $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/rep
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS) $(LDLIBS)
 
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins) \
-	KB_ROOT=$(abspath .)
+	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)

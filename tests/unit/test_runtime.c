@@ -1,0 +1,203 @@
+/* test_runtime.c — the event queue's total order, topology placement and
+ * lookahead, and the wire decoder on hostile bytes. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/component.h"
+#include "rt/event.h"
+#include "rt/topology.h"
+#include "rt/wire.h"
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	return z ^ (z >> 27);
+}
+
+/* Many events at few distinct times: ties must break by priority, source
+ * and sequence, never by insertion order. */
+Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insertion_order)
+{
+	enum { N = 2000 };
+	struct rt_event *events = calloc(N, sizeof(*events));
+	struct rt_key first_order[N];
+	uint64_t seed = 42;
+
+	for (int i = 0; i < N; i++) {
+		events[i].key.time_ps = 1000 * (rng_next(&seed) % 5);
+		events[i].key.priority = (uint32_t)(rng_next(&seed) % 3);
+		events[i].key.src = (uint32_t)(rng_next(&seed) % 4);
+		events[i].key.seq = (uint64_t)i;
+		events[i].dst = (uint32_t)i;
+	}
+	for (int round = 0; round < 5; round++) {
+		struct rt_queue q;
+		struct rt_event ev;
+
+		/* shuffle the insertion order */
+		for (int i = N - 1; i > 0; i--) {
+			int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+			struct rt_event t = events[i];
+
+			events[i] = events[j];
+			events[j] = t;
+		}
+		rt_queue_init(&q);
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(rt_queue_push(&q, &events[i]), RT_EOK);
+		for (int i = 0; i < N; i++) {
+			cr_assert(rt_queue_pop(&q, &ev));
+			if (round == 0)
+				first_order[i] = ev.key;
+			else
+				cr_assert_eq(rt_key_cmp(&first_order[i], &ev.key), 0,
+					     "round %d differs at %d", round, i);
+			if (i > 0)
+				cr_assert_lt(rt_key_cmp(&first_order[i - 1], &ev.key), 1);
+		}
+		cr_assert_not(rt_queue_pop(&q, &ev));
+		rt_queue_release(&q);
+	}
+	free(events);
+}
+
+Test(event_queue, key_compares_time_then_priority_then_source_then_sequence)
+{
+	struct rt_key a = { 10, 1, 1, 1 }, b;
+
+	b = a, b.time_ps = 9;
+	cr_expect_gt(rt_key_cmp(&a, &b), 0);
+	b = a, b.priority = 0;
+	cr_expect_gt(rt_key_cmp(&a, &b), 0);
+	b = a, b.src = 0;
+	cr_expect_gt(rt_key_cmp(&a, &b), 0);
+	b = a, b.seq = 2;
+	cr_expect_lt(rt_key_cmp(&a, &b), 0);
+	cr_expect_eq(rt_key_cmp(&a, &a), 0);
+}
+
+Test(event_queue, payloads_survive_heap_moves)
+{
+	struct rt_queue q;
+	struct rt_event ev = { 0 }, out;
+	char big[200];
+
+	rt_queue_init(&q);
+	for (int i = 0; i < 50; i++) {
+		memset(big, 'a' + i % 26, sizeof(big));
+		ev.key.time_ps = (uint64_t)(50 - i);
+		cr_assert_eq(rt_event_set_bytes(&ev, big, i % 2 ? sizeof(big) : 10), RT_EOK);
+		cr_assert_eq(rt_queue_push(&q, &ev), RT_EOK);
+	}
+	for (int i = 49; i >= 0; i--) {
+		cr_assert(rt_queue_pop(&q, &out));
+		cr_assert_eq(out.len, i % 2 ? sizeof(big) : 10u);
+		cr_assert_eq(rt_event_bytes(&out)[0], 'a' + i % 26);
+		rt_event_release(&out);
+	}
+	rt_queue_release(&q);
+}
+
+static const struct rt_component_ops dummy_ops = { .name = "dummy" };
+
+static void three_pe_components(struct rt_topology *t)
+{
+	uint32_t id;
+
+	rt_topology_init(t);
+	for (uint32_t pe = 0; pe < 2; pe++)
+		for (int k = 0; k < 2; k++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "p%u.%d", pe, k);
+			cr_assert_eq(rt_topology_add(t, name, &dummy_ops, 0, pe, &id), RT_EOK);
+		}
+	/* within a PE: 5 ps; across PEs: 100 ps */
+	cr_assert_eq(rt_topology_link(t, 0, 1, 5), RT_EOK);
+	cr_assert_eq(rt_topology_link(t, 2, 3, 5), RT_EOK);
+	cr_assert_eq(rt_topology_link(t, 1, 2, 100), RT_EOK);
+}
+
+Test(topology, lookahead_is_the_smallest_latency_crossing_daemons)
+{
+	struct rt_topology t;
+
+	three_pe_components(&t);
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_NONE), RT_EOK);
+	cr_expect_eq(t.n_daemons, 4);
+	cr_expect_eq(t.lookahead_ps, 5);
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_PE), RT_EOK);
+	cr_expect_eq(t.n_daemons, 2);
+	cr_expect_eq(t.lookahead_ps, 100);
+	cr_expect_str_eq(t.daemons[1].label, "r0.pe1");
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_ALL), RT_EOK);
+	cr_expect_eq(t.n_daemons, 1);
+	cr_expect_eq(t.lookahead_ps, RT_TIME_NEVER, "one daemon needs no windows");
+	rt_topology_release(&t);
+}
+
+Test(topology, zero_latency_link_is_rejected_with_its_names)
+{
+	struct rt_topology t;
+
+	three_pe_components(&t);
+	cr_expect_eq(rt_topology_link(&t, 3, 0, 0), RT_ECONFIG);
+	cr_expect(strstr(rt_last_error(), "p1.1 -> p0.0"), "%s", rt_last_error());
+	rt_topology_release(&t);
+}
+
+Test(wire, garbage_and_truncated_frames_are_errors_not_crashes)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	struct rt_buf b;
+	Kb__Sync *out = NULL;
+	uint8_t garbage[64];
+	uint64_t seed = 7;
+
+	for (size_t i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)rng_next(&seed);
+	cr_expect_neq(rt_wire_decode_sync(garbage, sizeof(garbage), &out), RT_EOK);
+	cr_expect_null(out);
+	grant.window = 3;
+	grant.start_ps = 10;
+	grant.end_ps = 20;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	rt_buf_init(&b);
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_assert_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EOK);
+	cr_expect_eq(out->grant->window, 3);
+	rt_wire_free_sync(out);
+	for (size_t cut = 1; cut < b.len; cut++) {
+		enum rt_err err = rt_wire_decode_sync((uint8_t *)b.data, cut, &out);
+
+		if (err == RT_EOK) /* a cut at a field boundary may still decode */
+			rt_wire_free_sync(out);
+	}
+	rt_buf_release(&b);
+}
+
+Test(wire, other_schema_version_and_empty_window_are_rejected)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	struct rt_buf b;
+	Kb__Sync *out = NULL;
+
+	grant.start_ps = grant.end_ps = 10;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	rt_buf_init(&b);
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "empty"), "%s", rt_last_error());
+	b.data[1] = 9; /* schema_version varint */
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_ESCHEMA);
+	cr_expect(strstr(rt_last_error(), "schema version 9"), "%s", rt_last_error());
+	rt_buf_release(&b);
+}
