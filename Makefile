@@ -120,7 +120,8 @@ $(BUILD)/obj/gen/kernbench.pb-c.o: $(GEN_C)
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 # ---------------------------------------------------------------- libraries
 $(LIB_RT): $(call obj,$(RT_SRC)) $(BUILD)/obj/gen/kernbench.pb-c.o
@@ -131,7 +132,8 @@ $(LIB_WORK): $(call obj,$(WORK_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	@ar rcs $@ $^
 
 $(KERNBENCH): $(call obj,$(LAUNCH_SRC)) $(ALL_LIBS)
 	@mkdir -p $(dir $@)

@@ -554,7 +554,7 @@ static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
 		if (c->peers[i].next_local_ps < t)
 			t = c->peers[i].next_local_ps;
 	for (uint64_t k = 0; t != RT_TIME_NEVER && !err; k++) {
-		uint64_t end = sat_add(t, lookahead), next, routed_now;
+		uint64_t end = sat_add(t, lookahead), next = RT_TIME_NEVER, routed_now = 0;
 
 		note_window(c, k, t);
 		for (uint32_t i = 0; i < c->n_peers && !err; i++)
