@@ -109,7 +109,7 @@ fuzz-deps:
 	$(call install_missing,$(FUZZ_DEB_PKGS))
 
 # ---------------------------------------------------------------- generated
-$(GEN_C) $(GEN_H): proto/kernbench.proto
+$(GEN_C) $(GEN_H) &: proto/kernbench.proto
 	@mkdir -p $(BUILD)/gen
 	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/kernbench.proto
 
@@ -175,14 +175,16 @@ fuzz-replay: $(FUZZ_REPLAY)
 	@for r in $(FUZZ_REPLAY); do n=$${r##*/replay_}; \
 	  $$r tests/fuzz/corpus/$${n#fuzz_} || exit 1; done
 
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 test: deps
-	$(MAKE) --no-print-directory all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
+	$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory integration
 
 run: deps
-	$(MAKE) --no-print-directory all
+	$(MAKE) --no-print-directory -j$(JOBS) all
 	$(KERNBENCH) run $(RUN_WORKLOAD) --out $(RUN_OUT) $(RUN_FLAGS)
 
 RUN_WORKLOAD ?= traffic
@@ -190,7 +192,7 @@ RUN_OUT ?= out/run
 RUN_FLAGS ?=
 
 bench: deps
-	$(MAKE) --no-print-directory OPT="-O2 -g -DNDEBUG" all $(BENCH_BIN)
+	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) $$b || exit 1; done
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
