@@ -41,7 +41,35 @@ struct pe_metrics {
 	double bound_util;
 	double hbm_bw_util;
 	uint64_t hbm_read_bytes;
+	double busy[4];            /* busiest instance of each engine / latency */
+	uint64_t tiles;            /* reported by attention kernels */
+	double dispatch_per_tile;
+	uint64_t peak_scratch;
+	uint64_t dma_reads;
+	uint64_t ipcq_bytes;
+	double ipcq_hidden;        /* 1 - kernel wait on IPCQ / transfer time */
 };
+
+static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "math" };
+
+/* What the kernel hosts reported: per-tile dispatch, scratch, IPCQ. */
+static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
+{
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
+	uint64_t wait = kb_stat_get(host, "ipcq_wait_ps");
+	uint64_t transfer = kb_stat_get(host, "ipcq_transfer_ps");
+
+	m->tiles = kb_stat_get(host, "tiles");
+	m->dispatch_per_tile = m->tiles ? (double)kb_stat_get(host, "dispatch_cycles") /
+						  (double)m->tiles
+					: 0.0;
+	m->peak_scratch = kb_stat_get(host, "peak_scratch_bytes");
+	m->dma_reads = kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_count");
+	m->ipcq_bytes = kb_stat_get(host, "ipcq_bytes");
+	m->ipcq_hidden = transfer ? 1.0 - (double)(wait < transfer ? wait : transfer) /
+						  (double)transfer
+				  : 0.0;
+}
 
 static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struct pe_metrics *m)
 {
@@ -61,9 +89,10 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		/* the busiest single engine instance bounds a kernel */
 		uint64_t busy = kb_stat_get(kb_agg_kind_max(agg, engines[i][0]), engines[i][1]);
 
+		m->busy[i] = (double)busy / (double)m->latency_ps;
 		if (busy > m->busiest_ps) {
 			m->busiest_ps = busy;
-			m->busiest = i == 0 ? "dma_read" : i == 1 ? "dma_write" : engines[i][0];
+			m->busiest = engine_names[i];
 		}
 	}
 	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
@@ -72,6 +101,7 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "dma"), "dma_read_bytes");
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
 			 ((double)cfg->dma_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
+	kernel_metrics(agg, m);
 }
 
 static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
@@ -94,6 +124,15 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 			      "  \"bound_util\": %.4f,\n  \"hbm_bw_util\": %.4f,\n",
 			      (unsigned long long)m->latency_ps, m->busiest ? m->busiest : "none",
 			      m->bound_util, m->hbm_bw_util);
+		rt_buf_printf(b, "  \"busy_util\": {");
+		for (int i = 0; i < 4; i++)
+			rt_buf_printf(b, "%s\"%s\": %.4f", i ? ", " : "", engine_names[i], m->busy[i]);
+		rt_buf_printf(b, "},\n  \"tiles\": %llu,\n  \"dispatch_cycles_per_tile\": %.2f,\n"
+			      "  \"peak_scratch_bytes\": %llu,\n  \"dma_read_count\": %llu,\n"
+			      "  \"ipcq_bytes\": %llu,\n  \"ipcq_hidden_fraction\": %.4f,\n",
+			      (unsigned long long)m->tiles, m->dispatch_per_tile,
+			      (unsigned long long)m->peak_scratch, (unsigned long long)m->dma_reads,
+			      (unsigned long long)m->ipcq_bytes, m->ipcq_hidden);
 	}
 	rt_buf_printf(b, "  \"totals\": ");
 	json_set(b, &agg->totals, "  ");
@@ -126,6 +165,20 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 		       (unsigned long long)(m->latency_ps % 1000000), "bound by",
 		       m->busiest ? m->busiest : "none", 100.0 * m->bound_util,
 		       100.0 * m->hbm_bw_util);
+	if (m->present) {
+		printf("  %-22s", "engine busy");
+		for (int i = 0; i < 4; i++)
+			printf(" %s %.1f%%", engine_names[i], 100.0 * m->busy[i]);
+		printf("\n  %-22s %llu\n  %-22s %llu bytes\n", "dma reads",
+		       (unsigned long long)m->dma_reads, "peak scratch",
+		       (unsigned long long)m->peak_scratch);
+		if (m->tiles)
+			printf("  %-22s %.1f  (%llu tiles)\n", "dispatch cycles/tile",
+			       m->dispatch_per_tile, (unsigned long long)m->tiles);
+		if (m->ipcq_bytes)
+			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
+			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
+	}
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
 	       (unsigned long long)(sim % 1000000));
 	printf("  %-22s %llu (routed between daemons: %llu)\n", "messages",
