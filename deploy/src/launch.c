@@ -139,7 +139,8 @@ static enum rt_err make_endpoint(struct launch *l)
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
-		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-XXXXXX");
+		/* named for the launcher's pid, so a leak is easy to trace */
+		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-%d-XXXXXX", (int)getpid());
 		if (!mkdtemp(l->ipc_dir))
 			return rt_fail(RT_EIO, "cannot create a socket directory in /tmp: %s",
 				       strerror(errno));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ void kb_runv(struct kb_result *res, char *const argv[])
 		return;
 	}
 	pid = fork();
+	res->pid = pid;
 	if (pid == 0) {
 		dup2(out[1], 1);
 		dup2(errfd, 2);
@@ -186,22 +188,6 @@ static bool read_comm(const char *pid, char *comm, size_t cap)
 	return ok;
 }
 
-int kb_count_daemons(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	char comm[64];
-	int n = 0;
-
-	while (d && (e = readdir(d)))
-		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && read_comm(e->d_name, comm, sizeof(comm)) &&
-		    !strncmp(comm, "kb-", 3))
-			n++;
-	if (d)
-		closedir(d);
-	return n;
-}
-
 int kb_children(pid_t pid, pid_t *out, int cap)
 {
 	DIR *d = opendir("/proc");
@@ -234,14 +220,56 @@ int kb_children(pid_t pid, pid_t *out, int cap)
 	return n;
 }
 
-int kb_count_socket_dirs(void)
+void kb_adopt_orphans(void)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+static char proc_state(pid_t pid)
+{
+	char path[64], line[512], *p;
+	FILE *f;
+	char state = '?';
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return state;
+	if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+		state = p[2];
+	fclose(f);
+	return state;
+}
+
+int kb_leftover_daemons(void)
+{
+	pid_t kids[256];
+	int n, live = 0;
+
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	n = kb_children(getpid(), kids, 256);
+	for (int i = 0; i < n; i++) {
+		char pid[16], comm[64];
+
+		snprintf(pid, sizeof(pid), "%d", (int)kids[i]);
+		if (read_comm(pid, comm, sizeof(comm)) && !strncmp(comm, "kb-", 3) &&
+		    proc_state(kids[i]) != 'Z')
+			live++;
+	}
+	return live;
+}
+
+int kb_leftover_socket_dirs(pid_t pid)
 {
 	DIR *d = opendir("/tmp");
 	struct dirent *e;
+	char prefix[32];
 	int n = 0;
 
+	snprintf(prefix, sizeof(prefix), "kb-%d-", (int)pid);
 	while (d && (e = readdir(d)))
-		if (!strncmp(e->d_name, "kb-", 3))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
 			n++;
 	if (d)
 		closedir(d);

@@ -11,6 +11,7 @@
 
 struct kb_result {
 	int status;       /* exit code, or 128 + signal */
+	pid_t pid;        /* the launcher's pid */
 	char err[4096];   /* captured stderr (truncated) */
 	char out[8192];   /* captured stdout (truncated) */
 };
@@ -37,11 +38,14 @@ uint64_t kb_json_u64(const char *json, const char *key);
 /* True if the two files exist and are byte-identical. */
 bool kb_same_file(const char *a, const char *b);
 
-/* Live processes whose name starts with "kb-" (count). */
-int kb_count_daemons(void);
+/* Makes this process adopt orphans, so daemons a launcher failed to reap
+ * would become our children and be seen by kb_leftover_daemons. */
+void kb_adopt_orphans(void);
+/* Live (non-zombie) "kb-" processes among our children, after reaping. */
+int kb_leftover_daemons(void);
+/* Socket directories /tmp/kb-<pid>-* of launcher `pid` still present. */
+int kb_leftover_socket_dirs(pid_t pid);
 /* Children of `pid` (their pids into `out`, count returned). */
 int kb_children(pid_t pid, pid_t *out, int cap);
-/* Entries of /tmp named kb-* (socket directories) (count). */
-int kb_count_socket_dirs(void);
 
 #endif

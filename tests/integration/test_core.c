@@ -138,20 +138,22 @@ Test(core_outputs, summary_and_trace_have_required_content, .timeout = 60)
 
 /* ---------------------------------------------------------------- failures */
 
-static void expect_clean(int daemons_before, int dirs_before)
+/* Daemons a launcher failed to reap would be re-parented to us (we adopt
+ * orphans), so "nothing left" is checked without counting other runs. */
+static void expect_clean(pid_t launcher)
 {
-	usleep(200000);
-	cr_expect_eq(kb_count_daemons(), daemons_before, "kb- processes left behind");
-	cr_expect_eq(kb_count_socket_dirs(), dirs_before, "socket directory left behind");
+	usleep(300000);
+	cr_expect_eq(kb_leftover_daemons(), 0, "kb- processes left behind");
+	cr_expect_eq(kb_leftover_socket_dirs(launcher), 0, "socket directory left behind");
 }
 
 static void expect_fault(const char *fault, const char *needle, const char *watchdog)
 {
-	int daemons = kb_count_daemons(), dirs = kb_count_socket_dirs();
 	char dir[256];
 	struct kb_result r;
 
 	kb_tmpdir(dir, sizeof(dir), "fault");
+	kb_adopt_orphans();
 	setenv("KB_FAULT", fault, 1);
 	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--set", watchdog, "--arg",
 	       "components=4", "--arg", "messages=400000", NULL);
@@ -160,7 +162,7 @@ static void expect_fault(const char *fault, const char *needle, const char *watc
 	cr_expect(strstr(r.err, needle), "fault %s: stderr lacks '%s': %s", fault, needle, r.err);
 	cr_expect(strstr(r.err, "t001"), "fault %s: error does not name the daemon: %s", fault, r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
-	expect_clean(daemons, dirs);
+	expect_clean(r.pid);
 }
 
 Test(core_failure, garbage_frame_is_rejected_with_a_clear_error, .timeout = 60)
@@ -198,7 +200,10 @@ static pid_t start_long_run(const char *dir, const char *errpath, pid_t *childre
 	char *argv[] = { (char *)"kernbench", (char *)"run", (char *)"traffic", (char *)"--quiet",
 			 (char *)"--out", (char *)dir, (char *)"--arg", (char *)"components=4",
 			 (char *)"--arg", (char *)"messages=400000000", NULL };
-	pid_t pid = kb_spawn(argv, errpath);
+	pid_t pid;
+
+	kb_adopt_orphans();
+	pid = kb_spawn(argv, errpath);
 
 	for (int i = 0; i < 100 && (*n = kb_children(pid, children, 16)) < 4; i++)
 		usleep(50000);
@@ -208,10 +213,10 @@ static pid_t start_long_run(const char *dir, const char *errpath, pid_t *childre
 
 Test(core_failure, sigkilled_daemon_ends_the_run_and_leaves_nothing, .timeout = 60)
 {
-	int daemons = kb_count_daemons(), dirs = kb_count_socket_dirs(), n = 0;
 	char dir[256], errpath[300];
 	pid_t children[16], pid;
 	char *err;
+	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "kill");
 	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
@@ -224,15 +229,15 @@ Test(core_failure, sigkilled_daemon_ends_the_run_and_leaves_nothing, .timeout = 
 	cr_expect(strstr(err, "killed by signal 9"), "stderr: %s", err);
 	cr_expect(strstr(err, "kb-traffic"), "stderr does not name the daemon: %s", err);
 	free(err);
-	expect_clean(daemons, dirs);
+	expect_clean(pid);
 }
 
 Test(core_failure, ctrl_c_tears_down_and_exits_130, .timeout = 60)
 {
-	int daemons = kb_count_daemons(), dirs = kb_count_socket_dirs(), n = 0;
 	char dir[256], errpath[300];
 	pid_t children[16], pid;
 	char *err;
+	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "int");
 	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
@@ -242,7 +247,7 @@ Test(core_failure, ctrl_c_tears_down_and_exits_130, .timeout = 60)
 	err = kb_slurp(errpath, NULL);
 	cr_expect(err && strstr(err, "interrupted"), "stderr: %s", err ? err : "");
 	free(err);
-	expect_clean(daemons, dirs);
+	expect_clean(pid);
 }
 
 /* ---------------------------------------------------------------- bad input */
