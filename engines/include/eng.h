@@ -45,6 +45,7 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/wire.h"
 
 /* ---------------------------------------------------------------- memory */
 
@@ -57,10 +58,6 @@ struct eng_memory {
 	uint64_t tcm_size; /* bytes */
 };
 
-/* Bytes per element of `dtype`; 0 for a value outside the enum. */
-size_t eng_dtype_size(Kb__DType dtype);
-/* "HBM" / "TCM" / "space?" */
-const char *eng_space_name(Kb__Space space);
 /* Logical dimensions of `v` (swapped when v->trans). */
 void eng_view_dims(const Kb__View *v, uint32_t *rows, uint32_t *cols);
 

@@ -316,7 +316,7 @@ static uint64_t view_elems(const Kb__View *v)
 
 static uint64_t view_bytes(const Kb__View *v)
 {
-	return v ? view_elems(v) * eng_dtype_size(v->dtype) : 0;
+	return v ? view_elems(v) * rt_dtype_bytes(v->dtype) : 0;
 }
 
 uint64_t eng_stage_bytes(const Kb__Stage *stage)

@@ -9,31 +9,6 @@
 
 #include "rt/half.h"
 
-size_t eng_dtype_size(Kb__DType dtype)
-{
-	switch (dtype) {
-	case KB__DTYPE__DTYPE_F16:
-	case KB__DTYPE__DTYPE_BF16:
-		return 2;
-	case KB__DTYPE__DTYPE_F32:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
-const char *eng_space_name(Kb__Space space)
-{
-	switch (space) {
-	case KB__SPACE__SPACE_HBM:
-		return "HBM";
-	case KB__SPACE__SPACE_TCM:
-		return "TCM";
-	default:
-		return "space?";
-	}
-}
-
 void eng_view_dims(const Kb__View *v, uint32_t *rows, uint32_t *cols)
 {
 	*rows = v->trans ? v->cols : v->rows;
@@ -61,7 +36,7 @@ static bool space_of(const Kb__View *v, const struct eng_memory *mem,
  * arithmetic overflow. Dims and dtype must already be valid. */
 static bool view_span(const Kb__View *v, uint64_t *span)
 {
-	uint64_t row_bytes = (uint64_t)v->cols * eng_dtype_size(v->dtype);
+	uint64_t row_bytes = (uint64_t)v->cols * rt_dtype_bytes(v->dtype);
 	uint64_t body;
 
 	if (__builtin_mul_overflow((uint64_t)(v->rows - 1), v->row_stride,
@@ -73,9 +48,9 @@ static bool view_span(const Kb__View *v, uint64_t *span)
 static enum rt_err view_shape_check(const Kb__Stage *stage, const char *which,
 				    const Kb__View *v)
 {
-	uint64_t row_bytes = (uint64_t)v->cols * eng_dtype_size(v->dtype);
+	uint64_t row_bytes = (uint64_t)v->cols * rt_dtype_bytes(v->dtype);
 
-	if (eng_dtype_size(v->dtype) == 0)
+	if (rt_dtype_bytes(v->dtype) == 0)
 		return rt_fail(RT_EINVAL,
 			       "stage '%s' (command %llu, stage %u): %s view has unknown dtype %d",
 			       stage->op_name, (unsigned long long)stage->command,
@@ -120,10 +95,10 @@ enum rt_err eng_view_check(const Kb__Stage *stage, const char *which,
 		return rt_fail(RT_EOOB,
 			       "stage '%s' (command %llu, stage %u): %s view at %s address 0x%llx (%u x %u, row_stride %llu) is out of bounds: %s size is %llu bytes",
 			       stage->op_name, (unsigned long long)stage->command,
-			       stage->index, which, eng_space_name(v->space),
+			       stage->index, which, rt_space_name(v->space),
 			       (unsigned long long)v->addr, v->rows, v->cols,
 			       (unsigned long long)v->row_stride,
-			       eng_space_name(v->space),
+			       rt_space_name(v->space),
 			       (unsigned long long)size);
 	return RT_EOK;
 }
@@ -133,7 +108,7 @@ static uint8_t *elem_at(const Kb__View *v, uint8_t *base, uint32_t r,
 			uint32_t c)
 {
 	return base + v->addr + (uint64_t)r * v->row_stride
-	       + (uint64_t)c * eng_dtype_size(v->dtype);
+	       + (uint64_t)c * rt_dtype_bytes(v->dtype);
 }
 
 static float load_elem(Kb__DType dtype, const uint8_t *p)
@@ -178,7 +153,7 @@ static enum rt_err view_base(const Kb__Stage *stage, const char *which,
 		return rt_fail(RT_EINVAL,
 			       "stage '%s' (command %llu, stage %u): %s view needs %s memory, which is not mapped (timing mode?)",
 			       stage->op_name, (unsigned long long)stage->command,
-			       stage->index, which, eng_space_name(v->space));
+			       stage->index, which, rt_space_name(v->space));
 	return RT_EOK;
 }
 
@@ -226,7 +201,7 @@ enum rt_err eng_view_store(const Kb__Stage *stage, const char *which,
 static void copy_raw(const Kb__View *in, uint8_t *in_base,
 		     const Kb__View *out, uint8_t *out_base, uint8_t *tmp)
 {
-	size_t es = eng_dtype_size(in->dtype);
+	size_t es = rt_dtype_bytes(in->dtype);
 	uint32_t rows, cols;
 
 	eng_view_dims(in, &rows, &cols);

@@ -246,3 +246,28 @@ enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 	*out = p;
 	return check_payload(p);
 }
+
+uint32_t rt_dtype_bytes(Kb__DType dtype)
+{
+	switch (dtype) {
+	case KB__DTYPE__DTYPE_F16:
+	case KB__DTYPE__DTYPE_BF16:
+		return 2;
+	case KB__DTYPE__DTYPE_F32:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+const char *rt_space_name(Kb__Space space)
+{
+	switch (space) {
+	case KB__SPACE__SPACE_HBM:
+		return "HBM";
+	case KB__SPACE__SPACE_TCM:
+		return "TCM";
+	default:
+		return "space?";
+	}
+}

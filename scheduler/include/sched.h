@@ -24,6 +24,7 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/wire.h"
 
 /* ------------------------------------------------------------ dispatch cost
  *
@@ -117,8 +118,6 @@ void sched_plan_rebase(struct sched_plan *plan, uint64_t staging_base);
 /* Appends one deterministic line per stage (index, engine, op, deps,
  * views, acc/first/last) — the golden-file format. */
 enum rt_err sched_plan_dump(const struct sched_plan *plan, struct rt_buf *out);
-/* Bytes of one element of `dtype` (0: unknown dtype). */
-uint32_t sched_dtype_bytes(Kb__DType dtype);
 /* "dma_read", "dma_write", "gemm", "math". */
 const char *sched_engine_name(Kb__Engine engine);
 

@@ -46,7 +46,7 @@ static struct sched_range tensor_range(const Kb__TensorRef *t, uint32_t rank,
 
 	if (!t)
 		return r;
-	bytes = sched_dtype_bytes(t->dtype);
+	bytes = rt_dtype_bytes(t->dtype);
 	for (size_t d = 0; d < t->n_shape; d++)
 		bytes *= t->shape[d]; /* dims are u32 and <= 4 once planned */
 	r.space = t->space;

@@ -71,19 +71,6 @@ struct builder {
 	uint64_t staging_base;
 };
 
-uint32_t sched_dtype_bytes(Kb__DType dtype)
-{
-	switch (dtype) {
-	case KB__DTYPE__DTYPE_F16:
-	case KB__DTYPE__DTYPE_BF16:
-		return 2;
-	case KB__DTYPE__DTYPE_F32:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
 const char *sched_engine_name(Kb__Engine engine)
 {
 	switch (engine) {
@@ -193,7 +180,7 @@ static enum rt_err tensor_view(const struct builder *bd, const Kb__TensorRef *t,
 				       "%s %llu: tensor %s has a zero dim (axis %zu)",
 				       bd->what, (unsigned long long)bd->id,
 				       name, d);
-	if (sched_dtype_bytes(t->dtype) == 0)
+	if (rt_dtype_bytes(t->dtype) == 0)
 		return rt_fail(RT_EDECODE, "%s %llu: tensor %s has unknown dtype %d",
 			       bd->what, (unsigned long long)bd->id, name,
 			       (int)t->dtype);
@@ -208,7 +195,7 @@ static enum rt_err tensor_view(const struct builder *bd, const Kb__TensorRef *t,
 		.rows = (uint32_t)rows,
 		.cols = t->shape[t->n_shape - 1],
 		.row_stride = (uint64_t)t->shape[t->n_shape - 1] *
-			      sched_dtype_bytes(t->dtype),
+			      rt_dtype_bytes(t->dtype),
 		.dtype = t->dtype,
 		.trans = t->trans,
 	};
@@ -233,7 +220,7 @@ static struct sched_view tile_of(const struct sched_view *v, uint32_t r0,
 				 uint32_t nr, uint32_t c0, uint32_t nc)
 {
 	struct sched_view t = *v;
-	uint64_t eb = sched_dtype_bytes(v->dtype);
+	uint64_t eb = rt_dtype_bytes(v->dtype);
 	uint32_t sr0 = v->trans ? c0 : r0, sc0 = v->trans ? r0 : c0;
 
 	t.addr = v->addr + sr0 * v->row_stride + sc0 * eb;
@@ -251,7 +238,7 @@ static struct sched_view staging_view(const struct sched_view *like,
 		.addr = addr,
 		.rows = like->rows,
 		.cols = like->cols,
-		.row_stride = (uint64_t)like->cols * sched_dtype_bytes(dtype),
+		.row_stride = (uint64_t)like->cols * rt_dtype_bytes(dtype),
 		.dtype = dtype,
 		.trans = like->trans,
 		.staged = true,
@@ -533,9 +520,9 @@ static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm)
 	gm->b_dma = !find_operand(gm->op, "b")->pinned &&
 		    gm->b.space == KB__SPACE__SPACE_HBM;
 	gm->out_dma = gm->out.space == KB__SPACE__SPACE_HBM;
-	a_bytes = (uint64_t)gm->tm * gm->tk * sched_dtype_bytes(gm->a.dtype);
-	b_bytes = (uint64_t)gm->tk * gm->tn * sched_dtype_bytes(gm->b.dtype);
-	out_bytes = (uint64_t)gm->tm * gm->tn * sched_dtype_bytes(gm->out.dtype);
+	a_bytes = (uint64_t)gm->tm * gm->tk * rt_dtype_bytes(gm->a.dtype);
+	b_bytes = (uint64_t)gm->tk * gm->tn * rt_dtype_bytes(gm->b.dtype);
+	out_bytes = (uint64_t)gm->tm * gm->tn * rt_dtype_bytes(gm->out.dtype);
 	acc_bytes = gm->nk > 1 ? (uint64_t)gm->tm * gm->tn * 4u : 0;
 	place_slots(gm->a_dma, a_bytes, &off, gm->a_slot);
 	place_slots(gm->b_dma, b_bytes, &off, gm->b_slot);

@@ -52,7 +52,7 @@ static Kb__View tview(struct tmem *t, uint32_t rows, uint32_t cols,
 	v.cols = cols;
 	v.dtype = dt;
 	v.trans = trans;
-	v.row_stride = (uint64_t)cols * eng_dtype_size(dt) + 8;
+	v.row_stride = (uint64_t)cols * rt_dtype_bytes(dt) + 8;
 	v.addr = t->cursor;
 	t->cursor += v.row_stride * rows + 16;
 	cr_assert(t->cursor <= TCM_SIZE);
@@ -71,7 +71,7 @@ static uint8_t *elem(struct tmem *t, const Kb__View *v, uint32_t r,
 	uint32_t sr = v->trans ? c : r, sc = v->trans ? r : c;
 
 	return base_of(t, v) + v->addr + sr * v->row_stride
-	       + sc * eng_dtype_size(v->dtype);
+	       + sc * rt_dtype_bytes(v->dtype);
 }
 
 static double get(struct tmem *t, const Kb__View *v, uint32_t r, uint32_t c)
@@ -215,7 +215,7 @@ static Kb__View sub(const Kb__View *v, uint32_t r0, uint32_t c0,
 {
 	Kb__View s = *v;
 
-	s.addr = v->addr + r0 * v->row_stride + c0 * eng_dtype_size(v->dtype);
+	s.addr = v->addr + r0 * v->row_stride + c0 * rt_dtype_bytes(v->dtype);
 	s.rows = rows;
 	s.cols = cols;
 	return s;

@@ -46,7 +46,7 @@ static Kb__View view(uint32_t rows, uint32_t cols, Kb__DType dt, bool trans)
 	v.cols = cols;
 	v.dtype = dt;
 	v.trans = trans;
-	v.row_stride = (uint64_t)cols * eng_dtype_size(dt);
+	v.row_stride = (uint64_t)cols * rt_dtype_bytes(dt);
 	return v;
 }
 

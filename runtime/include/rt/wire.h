@@ -38,4 +38,9 @@ void rt_arena_reset(struct rt_arena *a);
 enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 				   struct rt_arena *arena, Kb__Payload **out);
 
+/* Bytes per element of a wire dtype (0 for an unknown one). */
+uint32_t rt_dtype_bytes(Kb__DType dtype);
+/* "HBM" / "TCM" for error lines. */
+const char *rt_space_name(Kb__Space space);
+
 #endif
