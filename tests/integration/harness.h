@@ -31,6 +31,8 @@ int kb_wait(pid_t pid);
 
 /* Reads a file into a malloc'd NUL-terminated string (NULL if missing). */
 char *kb_slurp(const char *path, size_t *len);
+/* Reads a captured stderr file, without sanitizer notices. */
+char *kb_slurp_stderr(const char *path);
 /* Reads `"key": value` from summary.json text into `out` (raw text). */
 bool kb_json_field(const char *json, const char *key, char *out, size_t cap);
 /* The same, as an unsigned integer (0 when absent). */

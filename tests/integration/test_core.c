@@ -224,7 +224,7 @@ Test(core_failure, sigkilled_daemon_ends_the_run_and_leaves_nothing, .timeout = 
 	cr_assert_eq(n, 4, "expected 4 daemons, saw %d", n);
 	kill(children[2], SIGKILL);
 	cr_expect_eq(kb_wait(pid), 1);
-	err = kb_slurp(errpath, NULL);
+	err = kb_slurp_stderr(errpath);
 	cr_assert(err);
 	cr_expect(strstr(err, "killed by signal 9"), "stderr: %s", err);
 	cr_expect(strstr(err, "kb-traffic"), "stderr does not name the daemon: %s", err);
@@ -244,7 +244,7 @@ Test(core_failure, ctrl_c_tears_down_and_exits_130, .timeout = 60)
 	pid = start_long_run(dir, errpath, children, &n);
 	kill(pid, SIGINT);
 	cr_expect_eq(kb_wait(pid), 130);
-	err = kb_slurp(errpath, NULL);
+	err = kb_slurp_stderr(errpath);
 	cr_expect(err && strstr(err, "interrupted"), "stderr: %s", err ? err : "");
 	free(err);
 	expect_clean(pid);
