@@ -187,9 +187,9 @@ run: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all
 	$(KERNBENCH) run $(RUN_WORKLOAD) --out $(RUN_OUT) $(RUN_FLAGS)
 
-RUN_WORKLOAD ?= traffic
+RUN_WORKLOAD ?= gqa_decode_opt2
 RUN_OUT ?= out/run
-RUN_FLAGS ?=
+RUN_FLAGS ?= --mode data --arg seq_kv=8192
 
 bench: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)

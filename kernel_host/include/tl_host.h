@@ -80,6 +80,7 @@ struct tl_setup {
 	uint32_t rank, pe, ranks, pes;
 	enum tl_mode mode;
 	uint64_t seed;
+	const char *inputs_dir; /* --inputs, "" or NULL when absent */
 	uint8_t *hbm; /* data mode: this rank's HBM; NULL in timing mode */
 	uint64_t hbm_size;
 	uint8_t *tcm; /* data mode: this PE's TCM */

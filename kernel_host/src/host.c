@@ -73,6 +73,7 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 	s->pes = cfg->pes;
 	s->mode = job->mode == RT_MODE_DATA ? TL_DATA : TL_TIMING;
 	s->seed = job->seed;
+	s->inputs_dir = job->inputs_dir;
 	if (s->mode == TL_DATA) {
 		s->hbm = rt_hbm(ctx, me->rank, &s->hbm_size);
 		s->tcm = rt_tcm(ctx, me->rank, me->pe, &s->tcm_size);

@@ -75,6 +75,7 @@ void kb_runv(struct kb_result *res, char *const argv[])
 	pid = fork();
 	res->pid = pid;
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a timed-out test takes its run down */
 		dup2(out[1], 1);
 		dup2(errfd, 2);
 		close(out[0]);
@@ -112,6 +113,7 @@ pid_t kb_spawn(char *const argv[], const char *stderr_path)
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		int fd = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		int null = open("/dev/null", O_WRONLY);
 

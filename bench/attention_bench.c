@@ -1,0 +1,126 @@
+/* attention_bench.c — the attention figures of issue 5 (`make bench`):
+ *   1. bound_util and hbm_bw_util of gqa_decode_opt2 / opt3 (Llama-3-70B:
+ *      64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at seq_kv 1K, 8K
+ *      and 32K, with dispatch cycles per tile;
+ *   2. ring_attention prefill (pass=kv) hidden fraction of the IPCQ
+ *      communication, 1 - ipcq_wait_ps / ipcq_transfer_ps, for R = 2, 4, 8;
+ *   3. wall time of Llama-3-70B decode at 32K with per-engine daemons,
+ *      --colocate pe and --colocate all.
+ * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OUT "/tmp/kb-attention-bench"
+
+/* Runs `KB_BIN run ARGS --out OUT --quiet`; false on failure. */
+static bool run(const char *args)
+{
+	const char *bin = getenv("KB_BIN");
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", OUT,
+		 bin ? bin : "build/bin/kernbench", args, OUT);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "attention_bench: failed: %s\n", cmd);
+		return false;
+	}
+	return true;
+}
+
+/* The first "key": number in OUT/summary.json (top level, then totals). */
+static double field(const char *key)
+{
+	char pat[128], buf[1 << 16];
+	FILE *f = fopen(OUT "/summary.json", "r");
+	size_t n;
+	const char *p;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(buf, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+static void decode_utilisation(void)
+{
+	static const char *const kernels[2] = { "gqa_decode_opt2", "gqa_decode_opt3" };
+	static const unsigned seqs[3] = { 1024, 8192, 32768 };
+	char args[512];
+
+	printf("decode (Llama-3-70B, 1 rank x 8 PEs, timing, --colocate all)\n");
+	printf("  %-16s %7s %12s %10s %11s %15s\n", "kernel", "seq_kv", "latency_us",
+	       "bound_util", "hbm_bw_util", "dispatch/tile");
+	for (int k = 0; k < 2; k++)
+		for (int s = 0; s < 3; s++) {
+			snprintf(args, sizeof(args), "%s --colocate all --arg seq_kv=%u",
+				 kernels[k], seqs[s]);
+			if (!run(args))
+				continue;
+			printf("  %-16s %7u %12.3f %10.4f %11.4f %15.1f\n", kernels[k],
+			       seqs[s], field("latency_ps") / 1e6, field("bound_util"),
+			       field("hbm_bw_util"),
+			       field("dispatch_cycles") / field("tiles"));
+		}
+}
+
+/* Prefill blocks big enough that a tile's compute (over the rank's query
+ * blocks) exceeds its transfer: 2 query heads on one KV head, 256 queries
+ * and 256 keys per rank, 1 PE per rank. causal=0 is the balanced case;
+ * with causal=1 the ranks holding early queries idle while waiting for
+ * the others (load imbalance, counted as wait). */
+static void ring_hidden(void)
+{
+	static const unsigned ranks[3] = { 2, 4, 8 };
+	char args[512];
+
+	printf("ring_attention pass=kv prefill (1 PE/rank, heads_q=2 heads_kv=1, seq_kv=256/rank, seq_q=R*256)\n");
+	printf("  %6s %5s %12s %14s %18s %8s\n", "causal", "ranks", "latency_us",
+	       "ipcq_wait_us", "ipcq_transfer_us", "hidden");
+	for (int c = 0; c < 2; c++)
+		for (int r = 0; r < 3; r++) {
+			snprintf(args, sizeof(args),
+				 "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=2 "
+				 "--arg heads_kv=1 --arg seq_kv=256 --arg seq_q=%u --arg pass=kv "
+				 "--arg causal=%d",
+				 ranks[r], ranks[r] * 256, c);
+			if (!run(args))
+				continue;
+			double wait = field("ipcq_wait_ps"), xfer = field("ipcq_transfer_ps");
+
+			printf("  %6d %5u %12.3f %14.3f %18.3f %7.1f%%\n", c, ranks[r],
+			       field("latency_ps") / 1e6, wait / 1e6, xfer / 1e6,
+			       xfer > 0 ? 100.0 * (1.0 - wait / xfer) : 0.0);
+		}
+}
+
+static void wall_times(void)
+{
+	static const char *const colo[3] = { "none", "pe", "all" };
+	char args[512];
+
+	printf("simulator speed: gqa_decode_opt2 seq_kv=32768, 1 rank x 8 PEs, timing\n");
+	for (int c = 0; c < 3; c++) {
+		snprintf(args, sizeof(args),
+			 "gqa_decode_opt2 --colocate %s --arg seq_kv=32768", colo[c]);
+		if (!run(args))
+			continue;
+		printf("  --colocate %-5s daemons %3.0f  windows %7.0f  wall %8.3f s\n",
+		       colo[c], field("daemons"), field("windows"), field("wall_s"));
+	}
+}
+
+int main(void)
+{
+	decode_utilisation();
+	ring_hidden();
+	wall_times();
+	return 0;
+}
