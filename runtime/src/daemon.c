@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -165,8 +166,10 @@ static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
 	if (fault_due(d, "hang", window))
 		for (;;)
 			pause();
-	if (fault_due(d, "crash", window))
+	if (fault_due(d, "crash", window)) {
+		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 }); /* no core file left behind */
 		abort();
+	}
 	if (fault_due(d, "garbage", window)) {
 		zmq_send(d->sock, garbage, sizeof(garbage) - 1, 0);
 		return RT_EINTERRUPTED;
