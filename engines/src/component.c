@@ -44,16 +44,7 @@ struct engine {
 /* A deep copy of `s` the engine owns (the delivery is only lent). */
 static Kb__Stage *stage_copy(const Kb__Stage *s)
 {
-	size_t len = kb__stage__get_packed_size(s);
-	uint8_t *buf = malloc(len ? len : 1);
-	Kb__Stage *copy;
-
-	if (!buf)
-		return NULL;
-	kb__stage__pack(s, buf);
-	copy = kb__stage__unpack(NULL, len, buf);
-	free(buf);
-	return copy;
+	return (Kb__Stage *)rt_wire_copy(&s->base);
 }
 
 static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)

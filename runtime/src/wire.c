@@ -271,3 +271,17 @@ const char *rt_space_name(Kb__Space space)
 		return "space?";
 	}
 }
+
+ProtobufCMessage *rt_wire_copy(const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+	ProtobufCMessage *copy;
+
+	if (!buf)
+		return NULL;
+	protobuf_c_message_pack(msg, buf);
+	copy = protobuf_c_message_unpack(msg->descriptor, NULL, len, buf);
+	free(buf);
+	return copy;
+}

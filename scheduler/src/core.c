@@ -201,16 +201,7 @@ static struct sched_cmd *find_cmd(const struct sched_core *core, uint64_t id,
 /* A deep copy the scheduler owns (the message it came in is transient). */
 static Kb__Command *copy_command(const Kb__Command *cmd)
 {
-	size_t len = kb__command__get_packed_size(cmd);
-	uint8_t *buf = malloc(len ? len : 1);
-	Kb__Command *copy;
-
-	if (!buf)
-		return NULL;
-	kb__command__pack(cmd, buf);
-	copy = kb__command__unpack(NULL, len, buf);
-	free(buf);
-	return copy;
+	return (Kb__Command *)rt_wire_copy(&cmd->base);
 }
 
 static enum rt_err new_cmd(struct sched_core *core, const Kb__Command *msg,

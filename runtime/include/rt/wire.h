@@ -38,6 +38,11 @@ void rt_arena_reset(struct rt_arena *a);
 enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 				   struct rt_arena *arena, Kb__Payload **out);
 
+/* A deep copy of any message, owned by the caller (free it with
+ * protobuf_c_message_free_unpacked(copy, NULL)); NULL when out of memory.
+ * Components use it to keep a message they were only lent. */
+ProtobufCMessage *rt_wire_copy(const ProtobufCMessage *msg);
+
 /* Bytes per element of a wire dtype (0 for an unknown one). */
 uint32_t rt_dtype_bytes(Kb__DType dtype);
 /* "HBM" / "TCM" for error lines. */
