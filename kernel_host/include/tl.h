@@ -75,7 +75,8 @@ enum tl_mode tl_mode(const struct tl *tl);
  * command would be issued. */
 uint64_t tl_now_ps(const struct tl *tl);
 
-/* --arg name=value lookup: `def` when absent or not a number. */
+/* --arg name=value lookup: `def` when absent; a value that is not an
+ * unsigned integer ends the run with a line naming the argument. */
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,

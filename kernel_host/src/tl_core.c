@@ -55,8 +55,11 @@ _Noreturn void tl_abort(struct tl *tl, struct tl_site at, enum rt_err code,
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	rt_fail(code, "kernel %s at %s:%d: %s", tl->s.kernel_name,
-		at.file ? at.file : "?", at.line, detail);
+	if (at.line > 0)
+		rt_fail(code, "kernel %s at %s:%d: %s", tl->s.kernel_name,
+			at.file ? at.file : "?", at.line, detail);
+	else /* not from a call site (e.g. a bad --arg value) */
+		rt_fail(code, "kernel %s: %s", tl->s.kernel_name, detail);
 	tl->err = code;
 	tl->state = TL_FAILED;
 	tl_coro_exit(&tl->coro);
@@ -89,6 +92,7 @@ enum rt_err tl_new(const struct tl_setup *setup, struct tl **out)
 		tl->s.kernel_name = "?";
 	tl->args.items = setup->args;
 	tl->args.n = setup->n_args;
+	tl->args.owner = tl;
 	tl->cycle_ps = rt_config_cycle_ps(setup->cfg);
 	tl->n_slots = 1; /* slot 0 is TL_NONE */
 	tl->n_cmds = 1;  /* command id 0 is "none" */
@@ -526,10 +530,13 @@ uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 	char *end;
 	unsigned long long x;
 
-	if (!v || !*v)
+	if (!v)
 		return def;
 	x = strtoull(v, &end, 0);
-	return *end ? def : (uint64_t)x;
+	if (!*v || *end || *v == '-')
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "--arg %s=%s: expected an unsigned integer", name, v);
+	return (uint64_t)x;
 }
 
 const char *tl_arg_str(const struct tl_args *args, const char *name,

@@ -105,6 +105,7 @@ enum tl_state { TL_IDLE, TL_RUNNING, TL_WAITING, TL_DONE, TL_FAILED };
 struct tl_args {
 	const struct tl_arg *items;
 	uint32_t n;
+	struct tl *owner; /* to end the kernel on a malformed value */
 };
 
 struct tl {

@@ -359,3 +359,16 @@ Test(core_failure, garbage_from_a_stranger_on_the_endpoint_is_rejected, .timeout
 {
 	intrude("stranger", "unknown peer 'stranger'");
 }
+
+Test(core_config, malformed_kernel_argument_is_one_clear_line, .timeout = 60)
+{
+	struct kb_result r;
+	char dir[256];
+
+	kb_tmpdir(dir, sizeof(dir), "badarg");
+	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "seq_kv=8k", NULL);
+	cr_expect_eq(r.status, 1);
+	cr_expect(strstr(r.err, "seq_kv=8k") && strstr(r.err, "unsigned integer"), "%s", r.err);
+	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
+}
