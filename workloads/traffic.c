@@ -7,6 +7,7 @@
  * a message to a random other component after a random processing delay.
  * Every random draw comes from a splitmix64 stream seeded by (seed, id). */
 #include <stdio.h>
+#include <string.h>
 
 #include "rt/buf.h"
 #include "rt/component.h"
@@ -40,7 +41,14 @@ struct traffic_shape {
 
 static enum rt_err traffic_shape(const struct rt_job *job, struct traffic_shape *s)
 {
-	enum rt_err err = rt_job_arg_u64(job, "components", 8, &s->components);
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t i = 0; i < job->n_args; i++)
+		if (strcmp(job->args[i].name, "components") && strcmp(job->args[i].name, "messages") &&
+		    strcmp(job->args[i].name, "tokens"))
+			return rt_fail(RT_EINVAL, "traffic: unknown --arg %s (expected components, "
+				       "messages or tokens)", job->args[i].name);
+	err = rt_job_arg_u64(job, "components", 8, &s->components);
 
 	if (!err)
 		err = rt_job_arg_u64(job, "messages", 10000, &s->messages);

@@ -191,6 +191,22 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	       job->trace_off ? "" : ", trace.json");
 }
 
+/* A kernel argument no program read is most likely a typo: say so. */
+static void warn_unread_args(const struct rt_job *job, const struct kb_agg *agg)
+{
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
+	char name[96];
+
+	if (!host->n)
+		return;
+	for (uint32_t i = 0; i < job->n_args; i++) {
+		snprintf(name, sizeof(name), "arg_used:%s", job->args[i].name);
+		if (!kb_stat_get(host, name))
+			fprintf(stderr, "kernbench: warning: --arg %s=%s was not read by kernel %s "
+				"(misspelt?)\n", job->args[i].name, job->args[i].value, job->workload);
+	}
+}
+
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
 			    const struct kb_run_facts *facts, const struct kb_agg *agg)
 {
@@ -201,6 +217,7 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 
 	(void)topo;
 	pe_metrics(job, agg, &m);
+	warn_unread_args(job, agg);
 	rt_buf_init(&b);
 	summary_json(job, facts, agg, &m, &b);
 	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);

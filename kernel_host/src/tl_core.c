@@ -128,6 +128,19 @@ void tl_destroy(struct tl **tl_p)
 	*tl_p = NULL;
 }
 
+/* Tells the launcher which --arg names this kernel read, so it can warn
+ * about one no program read (a typo). */
+static void report_args_used(struct tl *tl)
+{
+	char name[96];
+
+	for (uint32_t i = 0; i < tl->args.n && i < 64 && tl->s.port->stat_max; i++)
+		if (tl->args_used >> i & 1) {
+			snprintf(name, sizeof(name), "arg_used:%s", tl->args.items[i].name);
+			tl->s.port->stat_max(tl->s.port_ctx, name, 1);
+		}
+}
+
 static void report_end(struct tl *tl)
 {
 	const struct tl_port_ops *p = tl->s.port;
@@ -139,10 +152,11 @@ static void report_end(struct tl *tl)
 		p->stat_max(tl->s.port_ctx, "peak_scratch_bytes", tl->peak);
 	}
 	if (p->stat_add) {
-		p->stat_add(tl->s.port_ctx, "latency_ps",
+		p->stat_add(tl->s.port_ctx, "kernel_ps",
 			    tl->clock_ps - tl->start_ps);
 		p->stat_add(tl->s.port_ctx, "commands", tl->tot.commands);
 	}
+	report_args_used(tl);
 }
 
 /* The coroutine body: the kernel, then a drain of its commands. */
@@ -515,12 +529,17 @@ uint64_t tl_now_ps(const struct tl *tl) { return tl->clock_ps; }
 
 static const char *arg_find(const struct tl_args *args, const char *name)
 {
+	const char *value = NULL;
 	uint32_t i;
 
-	for (i = args->n; i-- > 0;) /* the last --arg wins */
-		if (strcmp(args->items[i].name, name) == 0)
-			return args->items[i].value;
-	return NULL;
+	for (i = args->n; i-- > 0;) /* the last --arg wins; every match is used */
+		if (strcmp(args->items[i].name, name) == 0) {
+			if (!value)
+				value = args->items[i].value;
+			if (i < 64 && args->owner)
+				args->owner->args_used |= 1ull << i;
+		}
+	return value;
 }
 
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,

@@ -111,6 +111,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
+	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */

@@ -372,3 +372,19 @@ Test(core_config, malformed_kernel_argument_is_one_clear_line, .timeout = 60)
 	cr_expect(strstr(r.err, "seq_kv=8k") && strstr(r.err, "unsigned integer"), "%s", r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
 }
+
+Test(core_config, misspelt_arguments_are_caught, .timeout = 60)
+{
+	struct kb_result r;
+	char dir[256];
+
+	kb_tmpdir(dir, sizeof(dir), "typo");
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--arg", "component=3", NULL);
+	cr_expect_eq(r.status, 1, "traffic knows its arguments: unknown is an error");
+	cr_expect(strstr(r.err, "component"), "%s", r.err);
+	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "seq_kvv=512", "--arg", "tile=64", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect(strstr(r.err, "seq_kvv=512 was not read"), "no warning: %s", r.err);
+	cr_expect_null(strstr(r.err, "tile="), "tile was read: %s", r.err);
+}
