@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rt/component.h"
+#include "rt/config_doc.h"
 #include "rt/event.h"
 #include "rt/topology.h"
 #include "rt/wire.h"
@@ -200,4 +201,25 @@ Test(wire, other_schema_version_and_empty_window_are_rejected)
 	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_ESCHEMA);
 	cr_expect(strstr(rt_last_error(), "schema version 9"), "%s", rt_last_error());
 	rt_buf_release(&b);
+}
+
+/* docs/config.md carries the rendered field table: it must not drift. */
+Test(config_doc, docs_config_md_matches_the_field_table)
+{
+	const char *root = getenv("KB_ROOT");
+	char path[1024];
+	struct rt_buf doc, md;
+	char *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "%s/docs/config.md", root ? root : ".");
+	rt_buf_init(&doc);
+	rt_buf_init(&md);
+	cr_assert_eq(rt_config_doc(&doc), RT_EOK);
+	cr_assert_eq(rt_buf_read_file(&md, path), RT_EOK, "%s", rt_last_error());
+	for (line = strtok_r(doc.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (line[0] == '|')
+			cr_expect(strstr(md.data, line), "docs/config.md lacks: %s (regenerate it with "
+				  "`kernbench config`)", line);
+	rt_buf_release(&doc);
+	rt_buf_release(&md);
 }
