@@ -106,7 +106,8 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
  * sweep over `tiles` K/V tiles of G x TILE scores. opt=2: one composite
  * per tile (softmax_merge prologue + P·V + add); opt=3: separate ops.
  * scoped=0 leaves every tile's scratch allocated. Writes s.npy (all
- * scores, G x tiles*TILE), v.npy (tiles*TILE x D), o.npy and l.npy. */
+ * scores, G x tiles*TILE), v.npy (tiles*TILE x D) and the final running
+ * state m.npy, l.npy, o.npy (O before the division by l). */
 int test_flash(struct tl *tl, const struct tl_args *args)
 {
 	uint32_t tiles = (uint32_t)tl_arg_u64(args, "tiles", 4);
@@ -116,6 +117,7 @@ int test_flash(struct tl *tl, const struct tl_args *args)
 	bool scoped = tl_arg_u64(args, "scoped", 1);
 	bool opt2 = tl_arg_u64(args, "opt", 2) == 2;
 	uint64_t s_addr = 0, v_addr = 64 * MB, o_addr = 128 * MB, l_addr = 129 * MB;
+	uint64_t m_addr = 130 * MB;
 
 	if (!first_program(tl))
 		return 0;
@@ -143,10 +145,12 @@ int test_flash(struct tl *tl, const struct tl_args *args)
 	}
 	tl_store(tl, o_addr, o);
 	tl_store(tl, l_addr, l);
+	tl_store(tl, m_addr, m);
 	tl_save_npy(tl, "s.npy", s_addr, G, tiles * T, TL_F32);
 	tl_save_npy(tl, "v.npy", v_addr, tiles * T, D, TL_F16);
 	tl_save_npy(tl, "o.npy", o_addr, G, D, TL_F32);
 	tl_save_npy(tl, "l.npy", l_addr, G, 1, TL_F32);
+	tl_save_npy(tl, "m.npy", m_addr, G, 1, TL_F32);
 	return 0;
 }
 

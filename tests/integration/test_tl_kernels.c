@@ -197,6 +197,33 @@ Test(tl_integ, adr0065_t6_opt2_composite_sweep_matches_fp64, .timeout = 120)
 	check_flash("/tmp/kbt_flash_2", 1e-2);
 }
 
+/* ADR-0065 test 6 on the running state itself: the same scores and V
+ * folded by opt2 (composite + softmax_merge) and by opt3 (separate ops)
+ * end in the same (m, l, O). */
+Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)
+{
+	static const char *const files[3] = { "m.npy", "l.npy", "o.npy" };
+
+	cr_assert_eq(kb_run("/tmp/kbt_mlo_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
+	cr_assert_eq(kb_run("/tmp/kbt_mlo_3", "test_flash --pes 1 --mode data --arg opt=3"), 0);
+	for (int f = 0; f < 3; f++) {
+		char a[64], b[64];
+		uint64_t r2, c2, r3, c3;
+
+		snprintf(a, sizeof(a), "/tmp/kbt_mlo_2");
+		snprintf(b, sizeof(b), "/tmp/kbt_mlo_3");
+		double *x = npy_doubles(a, files[f], &r2, &c2);
+		double *y = npy_doubles(b, files[f], &r3, &c3);
+
+		cr_assert(r2 == r3 && c2 == c3);
+		for (uint64_t i = 0; i < r2 * c2; i++)
+			cr_expect_leq(fabs(x[i] - y[i]), 1e-4 * fmax(1.0, fabs(y[i])),
+				      "%s[%llu]: opt2 %g, opt3 %g", files[f], (unsigned long long)i,
+				      x[i], y[i]);
+		free(x), free(y);
+	}
+}
+
 Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeout = 180)
 {
 	/* 256 tiles of opt3 temporaries (~9 KiB each) exceed 1 MiB unscoped */
