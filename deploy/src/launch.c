@@ -5,6 +5,7 @@
  * directory is removed and the shared-memory segments (memfds, which have no
  * name to leak) are closed. Daemon processes also die with the launcher
  * (PR_SET_PDEATHSIG), so even a SIGKILLed launcher leaves no daemon. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -128,6 +129,29 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 
 /* ---------------------------------------------------------------- endpoint */
 
+/* A launcher that was SIGKILLed could not remove its socket directory; the
+ * next one removes every /tmp/kb-<pid>-* whose launcher is gone. */
+static void sweep_stale_endpoints(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[300];
+		int pid = 0, used = 0;
+
+		if (sscanf(e->d_name, "kb-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
+		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "/tmp/%s/coord", e->d_name);
+		unlink(path);
+		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+		rmdir(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 static enum rt_err make_endpoint(struct launch *l)
 {
 	switch (l->job->transport) {
@@ -139,6 +163,7 @@ static enum rt_err make_endpoint(struct launch *l)
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
+		sweep_stale_endpoints();
 		/* named for the launcher's pid, so a leak is easy to trace */
 		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-%d-XXXXXX", (int)getpid());
 		if (!mkdtemp(l->ipc_dir))

@@ -388,3 +388,27 @@ Test(core_config, misspelt_arguments_are_caught, .timeout = 60)
 	cr_expect(strstr(r.err, "seq_kvv=512 was not read"), "no warning: %s", r.err);
 	cr_expect_null(strstr(r.err, "tile="), "tile was read: %s", r.err);
 }
+
+/* Even a SIGKILLed launcher leaves nothing for long: its daemons die with
+ * it (PR_SET_PDEATHSIG) and the next run removes its socket directory. */
+Test(core_failure, killed_launcher_takes_its_daemons_and_next_run_sweeps_its_socket, .timeout = 60)
+{
+	char dir[256], errpath[300], again[300];
+	pid_t children[16], pid;
+	struct kb_result r;
+	int n = 0;
+
+	kb_tmpdir(dir, sizeof(dir), "killlauncher");
+	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	pid = start_long_run(dir, errpath, children, &n);
+	cr_assert_eq(n, 4);
+	kill(pid, SIGKILL);
+	kb_wait(pid);
+	cr_expect_eq(kb_leftover_socket_dirs(pid), 1, "a SIGKILLed launcher cannot clean up");
+	usleep(300000);
+	cr_expect_eq(kb_leftover_daemons(), 0, "daemons outlived their launcher");
+	snprintf(again, sizeof(again), "%s/again", dir);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", again, "--arg", "messages=100", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(kb_leftover_socket_dirs(pid), 0, "the next run did not sweep it");
+}
