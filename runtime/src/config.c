@@ -142,7 +142,7 @@ static void quote_value(const char *text, char out[48])
 {
 	size_t n = 0;
 
-	for (; text[n] && n < 40; n++)
+	for (; n < 40 && text[n]; n++)
 		out[n] = (unsigned char)text[n] < 0x20 ? '?' : text[n];
 	if (text[n]) {
 		memcpy(out + n, "...", 3);
