@@ -446,8 +446,10 @@ static enum rt_err init_components(struct rt_daemon *d)
 		enum rt_err err = c->desc->ops->init ? c->desc->ops->init(c, c->state) : RT_EOK;
 
 		d->n_inited = i + 1; /* a failed init may hold resources too */
-		if (err)
+		if (err && !strstr(rt_last_error(), c->desc->name))
 			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
+		if (err)
+			return err;
 	}
 	return RT_EOK;
 }
@@ -464,10 +466,9 @@ enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 		err = open_socket(d, o);
 	if (!err) {
 		err = init_components(d);
-		if (err)
-			send_error(d, err);
-		else
+		if (!err)
 			err = participate(d);
+		/* an aborted run or a dead link has no one to tell */
 		if (err && err != RT_EINTERRUPTED && err != RT_ETRANSPORT)
 			send_error(d, err);
 	}
