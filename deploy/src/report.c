@@ -143,11 +143,12 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 	}
 	rt_buf_printf(b, "\n  },\n  \"transport\": \"%s\",\n  \"colocate\": \"%s\",\n"
 		      "  \"daemons\": %u,\n  \"lookahead_ps\": %llu,\n  \"windows\": %llu,\n"
+		      "  \"grants\": %llu,\n"
 		      "  \"routed_messages\": %llu,\n  \"windows_wall_s\": %.6f,\n  \"wall_s\": %.3f\n}\n",
 		      rt_transport_name(job->transport), rt_colocate_name(job->colocate), f->daemons,
 		      (unsigned long long)(f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps),
-		      (unsigned long long)f->coord.windows, (unsigned long long)f->coord.routed,
-		      f->coord.windows_wall_s, f->wall_s);
+		      (unsigned long long)f->coord.windows, (unsigned long long)f->coord.grants,
+		      (unsigned long long)f->coord.routed, f->coord.windows_wall_s, f->wall_s);
 }
 
 static void print_report(const struct rt_job *job, const struct kb_run_facts *f,

@@ -461,13 +461,13 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 }
 
 /* Collects every DONE of window k; returns the earliest pending time. */
-static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint64_t *next,
-				uint64_t *routed_now)
+static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint32_t granted,
+				uint64_t *next, uint64_t *routed_now)
 {
 	uint64_t min_time = RT_TIME_NEVER;
 
 	*routed_now = 0;
-	for (uint32_t got = 0; got < c->n_peers;) {
+	for (uint32_t got = 0; got < granted;) {
 		char waiting[512], name[128];
 		Kb__Sync *s = NULL;
 		uint32_t i;
@@ -493,12 +493,38 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		c->round[c->n_round++] = s; /* keeps routed envelopes alive */
 		c->peers[i].answered = true;
 		c->peers[i].next_local_ps = s->done->next_local_ps;
-		if (s->done->next_local_ps < min_time)
-			min_time = s->done->next_local_ps;
 		got++;
 	}
+	/* daemons left out of this window keep the next time they reported */
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		if (c->peers[i].next_local_ps < min_time)
+			min_time = c->peers[i].next_local_ps;
 	*next = min_time;
 	return RT_EOK;
+}
+
+/* A daemon with no message to receive and nothing due before `end` would
+ * run no event in the window: it is left out (no GRANT, no DONE), which
+ * saves two messages per idle daemon per window and changes nothing else.
+ * Anyone with routed messages is granted, so every inbound list is flushed
+ * in the next GRANT (its envelopes live in the previous round's frames). */
+static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+				uint32_t *granted)
+{
+	enum rt_err err = RT_EOK;
+
+	*granted = 0;
+	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (!p->n_in && p->next_local_ps >= end) {
+			p->answered = true;
+			continue;
+		}
+		err = send_grant(c, i, k, start, end);
+		(*granted)++;
+	}
+	return err;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -555,14 +581,15 @@ static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
 			t = c->peers[i].next_local_ps;
 	for (uint64_t k = 0; t != RT_TIME_NEVER && !err; k++) {
 		uint64_t end = sat_add(t, lookahead), next = RT_TIME_NEVER, routed_now = 0;
+		uint32_t granted = 0;
 
 		note_window(c, k, t);
-		for (uint32_t i = 0; i < c->n_peers && !err; i++)
-			err = send_grant(c, i, k, t, end);
+		err = grant_window(c, k, t, end, &granted);
 		free_round(c);
 		if (!err)
-			err = collect_done(c, k, end, &next, &routed_now);
+			err = collect_done(c, k, end, granted, &next, &routed_now);
 		st->windows = k + 1;
+		st->grants += granted;
 		st->routed += err ? 0 : routed_now;
 		st->last_window_ps = t;
 		show_progress(c, k + 1, t, false);

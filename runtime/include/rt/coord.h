@@ -2,7 +2,8 @@
  *
  * It binds a ROUTER socket (ZMQ_ROUTER_MANDATORY, no high-water marks),
  * waits for READY from every daemon of the topology, then runs windows:
- * GRANT{k, T, T+L, inbound} to every daemon, DONE{k, next, outbound} back,
+ * GRANT{k, T, T+L, inbound} to every daemon with work in the window (an
+ * idle one is left out), DONE{k, next, outbound} back,
  * outbound routed to the destination daemons' next GRANT, and
  * T' = max(T + L, min(next local event, next delivery)) skips idle time.
  * It stops when no daemon has work and nothing was routed, then sends
@@ -30,6 +31,7 @@ struct rt_coord_hooks {
 
 struct rt_coord_stats {
 	uint64_t windows;       /* GRANT rounds */
+	uint64_t grants;        /* GRANTs sent (idle daemons are left out) */
 	uint64_t routed;        /* messages that crossed daemons */
 	uint64_t last_window_ps;/* start of the last window */
 	double windows_wall_s;  /* wall time from the first GRANT to the last DONE */
