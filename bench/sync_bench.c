@@ -256,7 +256,7 @@ int main(void)
 		double windows, loop_s, delivered, grants;
 
 		/* the default 4 tokens per component keep most daemons busy */
-		if (run_traffic(n, n * 400L, 4, "ipc", "none", &windows, &loop_s, &delivered, &grants) ||
+		if (run_traffic(n, n < 40 ? 20000L : 40000L, 4, "ipc", "none", &windows, &loop_s, &delivered, &grants) ||
 		    windows <= 0) {
 			printf("  %4d  kernbench run failed\n", n);
 			return 1;
