@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,11 +21,41 @@ const char *kb_bin(void)
 	return bin ? bin : "build/bin/kernbench";
 }
 
+/* Output directories of this test process, removed when it exits (set
+ * KB_KEEP_OUTPUTS=1 to keep them for a look). */
+static char made_dirs[64][256];
+static int n_made_dirs;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void remove_made_dirs(void)
+{
+	if (getenv("KB_KEEP_OUTPUTS"))
+		return;
+	for (int i = 0; i < n_made_dirs; i++)
+		nftw(made_dirs[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void kb_track_dir(const char *dir)
+{
+	if (n_made_dirs == 0)
+		atexit(remove_made_dirs);
+	if (n_made_dirs < 64)
+		snprintf(made_dirs[n_made_dirs++], sizeof(made_dirs[0]), "%s", dir);
+}
+
 void kb_tmpdir(char *path, size_t cap, const char *tag)
 {
 	snprintf(path, cap, "/tmp/kbtest-%s-XXXXXX", tag);
-	if (!mkdtemp(path))
+	if (!mkdtemp(path)) {
 		path[0] = '\0';
+		return;
+	}
+	kb_track_dir(path);
 }
 
 static void read_fd(int fd, char *buf, size_t cap)

@@ -20,6 +20,8 @@ struct kb_result {
 const char *kb_bin(void);
 /* A fresh empty directory under /tmp for one test's outputs. */
 void kb_tmpdir(char *path, size_t cap, const char *tag);
+/* Removes `dir` (recursively) when this test process exits. */
+void kb_track_dir(const char *dir);
 /* Runs `kernbench ARGS...` (NULL-terminated) to completion. */
 void kb_run(struct kb_result *res, const char *arg0, ...);
 /* Same with an argv array. */

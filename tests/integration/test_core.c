@@ -221,7 +221,7 @@ Test(core_failure, sigkilled_daemon_ends_the_run_and_leaves_nothing, .timeout = 
 	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "kill");
-	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	snprintf(errpath, sizeof(errpath), "%s/launcher.stderr", dir);
 	pid = start_long_run(dir, errpath, children, &n);
 	cr_assert_eq(n, 4, "expected 4 daemons, saw %d", n);
 	kill(children[2], SIGKILL);
@@ -242,7 +242,7 @@ Test(core_failure, ctrl_c_tears_down_and_exits_130, .timeout = 60)
 	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "int");
-	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	snprintf(errpath, sizeof(errpath), "%s/launcher.stderr", dir);
 	pid = start_long_run(dir, errpath, children, &n);
 	kill(pid, SIGINT);
 	cr_expect_eq(kb_wait(pid), 130);
@@ -337,7 +337,7 @@ static void intrude(const char *identity, const char *why)
 	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "intrude");
-	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	snprintf(errpath, sizeof(errpath), "%s/launcher.stderr", dir);
 	pid = start_long_run(dir, errpath, children, &n);
 	cr_assert(find_endpoint(pid, endpoint, sizeof(endpoint)), "no endpoint for launcher %d",
 		  (int)pid);
@@ -399,7 +399,7 @@ Test(core_failure, killed_launcher_takes_its_daemons_and_next_run_sweeps_its_soc
 	int n = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "killlauncher");
-	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	snprintf(errpath, sizeof(errpath), "%s/launcher.stderr", dir);
 	pid = start_long_run(dir, errpath, children, &n);
 	cr_assert_eq(n, 4);
 	kill(pid, SIGKILL);

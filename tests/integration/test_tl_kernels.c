@@ -8,19 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "rt/buf.h"
 #include "rt/half.h"
 #include "rt/npy.h"
 
 /* Runs `kernbench run ARGS --out DIR`; returns the exit status. */
-static int kb_run(const char *dir, const char *args)
+static int run_kernel(const char *dir, const char *args)
 {
 	const char *bin = getenv("KB_BIN");
 	char cmd[2048];
 
 	cr_assert_not_null(bin, "KB_BIN is not set (run through `make integration`)");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s > %s.log 2>&1", dir,
-		 bin, args, dir, dir);
+	kb_track_dir(dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s && %s run %s --out %s > %s/run.log 2>&1",
+		 dir, dir, bin, args, dir, dir);
 	return system(cmd);
 }
 
@@ -94,10 +96,10 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 	for (int i = 0; i < 4; i++) {
 		snprintf(dir, sizeof(dir), "/tmp/kbt_overlap_%s", parts[i]);
 		snprintf(args, sizeof(args), "test_overlap --pes 1 --arg part=%s", parts[i]);
-		cr_assert_eq(kb_run(dir, args), 0);
+		cr_assert_eq(run_kernel(dir, args), 0);
 		lat[i] = summary_u64(dir, "latency_ps");
 	}
-	cr_assert_eq(kb_run("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg serial=1"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg serial=1"), 0);
 	lat[4] = summary_u64("/tmp/kbt_overlap_serial", "latency_ps");
 	uint64_t load = lat[1] - lat[0], gemm = lat[2] - lat[0];
 	uint64_t serial_sum = lat[0] + load + gemm;
@@ -121,7 +123,7 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 	const char *dir = "/tmp/kbt_loads";
 	uint64_t r, c;
 
-	cr_assert_eq(kb_run(dir, "test_loads --pes 1 --mode data"), 0);
+	cr_assert_eq(run_kernel(dir, "test_loads --pes 1 --mode data"), 0);
 	double *x0 = npy_doubles(dir, "x0.npy", &r, &c);
 	double *x1 = npy_doubles(dir, "x1.npy", &r, &c);
 	double *y0 = npy_doubles(dir, "y0.npy", &r, &c);
@@ -179,8 +181,8 @@ static void check_flash(const char *dir, double tol)
 
 Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 120)
 {
-	cr_assert_eq(kb_run("/tmp/kbt_flash_s", "test_flash --pes 1 --mode data --arg opt=3"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_flash_u",
+	cr_assert_eq(run_kernel("/tmp/kbt_flash_s", "test_flash --pes 1 --mode data --arg opt=3"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_flash_u",
 			    "test_flash --pes 1 --mode data --arg opt=3 --arg scoped=0"), 0);
 	check_flash("/tmp/kbt_flash_s", 1e-2);
 	check_flash("/tmp/kbt_flash_u", 1e-2);
@@ -193,7 +195,7 @@ Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 1
 
 Test(tl_integ, adr0065_t6_opt2_composite_sweep_matches_fp64, .timeout = 120)
 {
-	cr_assert_eq(kb_run("/tmp/kbt_flash_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_flash_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
 	check_flash("/tmp/kbt_flash_2", 1e-2);
 }
 
@@ -204,8 +206,8 @@ Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)
 {
 	static const char *const files[3] = { "m.npy", "l.npy", "o.npy" };
 
-	cr_assert_eq(kb_run("/tmp/kbt_mlo_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_mlo_3", "test_flash --pes 1 --mode data --arg opt=3"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_mlo_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_mlo_3", "test_flash --pes 1 --mode data --arg opt=3"), 0);
 	for (int f = 0; f < 3; f++) {
 		char a[64], b[64];
 		uint64_t r2, c2, r3, c3;
@@ -227,10 +229,10 @@ Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)
 Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeout = 180)
 {
 	/* 256 tiles of opt3 temporaries (~9 KiB each) exceed 1 MiB unscoped */
-	cr_assert_neq(kb_run("/tmp/kbt_long_u",
+	cr_assert_neq(run_kernel("/tmp/kbt_long_u",
 			     "test_flash --pes 1 --arg opt=3 --arg scoped=0 --arg tiles=256"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
 	cr_expect_eq(summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"),
 		     summary_u64("/tmp/kbt_short_s", "peak_scratch_bytes"));
 	cr_expect_lt(summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"), 1u << 20);
@@ -238,8 +240,8 @@ Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeo
 
 Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 {
-	cr_assert_eq(kb_run("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
 	uint64_t c2 = summary_u64("/tmp/kbt_disp2", "dispatch_cycles");
 	uint64_t c3 = summary_u64("/tmp/kbt_disp3", "dispatch_cycles");
 
@@ -255,7 +257,7 @@ Test(tl_integ, gemm_kernel_writes_a_b_c_that_match_fp64, .timeout = 60)
 	const char *dir = "/tmp/kbt_gemm";
 	uint64_t m, k, k2, n, m2, n2;
 
-	cr_assert_eq(kb_run(dir, "gemm --mode data --arg m=48 --arg k=80 --arg n=40"), 0);
+	cr_assert_eq(run_kernel(dir, "gemm --mode data --arg m=48 --arg k=80 --arg n=40"), 0);
 	double *a = npy_doubles(dir, "a.npy", &m, &k);
 	double *b = npy_doubles(dir, "b.npy", &k2, &n);
 	double *c = npy_doubles(dir, "c.npy", &m2, &n2);
@@ -336,7 +338,7 @@ Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 	const char *dir = "/tmp/kbt_ops";
 	uint64_t R, C, r1, c1, rw, cw;
 
-	cr_assert_eq(kb_run(dir, "test_ops --pes 1 --mode data"), 0);
+	cr_assert_eq(run_kernel(dir, "test_ops --pes 1 --mode data"), 0);
 	double *a = npy_doubles(dir, "a.npy", &R, &C);
 	double *b = npy_doubles(dir, "b.npy", &R, &C);
 	double *row = npy_doubles(dir, "row.npy", &r1, &c1);
@@ -367,7 +369,7 @@ Test(tl_integ, softmax_kernel_matches_fp64, .timeout = 60)
 	const char *dir = "/tmp/kbt_softmax";
 	uint64_t r, c;
 
-	cr_assert_eq(kb_run(dir, "softmax --mode data"), 0);
+	cr_assert_eq(run_kernel(dir, "softmax --mode data"), 0);
 	double *x = npy_doubles(dir, "x.npy", &r, &c);
 	double *y = npy_doubles(dir, "y.npy", &r, &c);
 	double *ref = ref_softmax(x, r, c);
@@ -385,8 +387,8 @@ Test(tl_integ, kernel_from_shared_object_behaves_like_the_builtin, .timeout = 60
 
 	cr_assert_not_null(plugins);
 	snprintf(args, sizeof(args), "%s/tl_example.so:softmax --mode data", plugins);
-	cr_assert_eq(kb_run("/tmp/kbt_so", args), 0);
-	cr_assert_eq(kb_run("/tmp/kbt_builtin", "softmax --mode data"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_so", args), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_builtin", "softmax --mode data"), 0);
 	const char *files[] = { "y.npy", "op_log.jsonl" };
 	for (int i = 0; i < 2; i++) {
 		rt_buf_init(&a);
@@ -408,7 +410,7 @@ Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 {
 	uint64_t r, c;
 
-	cr_assert_eq(kb_run("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
 	double *r0 = npy_doubles("/tmp/kbt_ipcq", "recv_0.npy", &r, &c);
 	double *r1 = npy_doubles("/tmp/kbt_ipcq", "recv_1.npy", &r, &c);
 	/* rank 0's left neighbour is rank 1 (value 2), and vice versa */
