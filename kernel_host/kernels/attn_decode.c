@@ -31,11 +31,11 @@ static int attn_single_rank(struct tl *tl, const struct tl_args *args,
 {
 	struct attn a;
 
+	if (tl_num_ranks(tl) != 1)
+		tl_fail(tl, "runs on one rank (--ranks 1); for several use ring_attention");
 	attn_init(tl, args, decode, &a);
 	if (decode)
 		a.opt = opt;
-	if (a.ranks != 1)
-		tl_fail(tl, "runs on one rank (--ranks 1); for several use ring_attention");
 	attn_inputs(tl, &a);
 	attn_mask_prepare(tl, &a);
 	for (uint32_t h = a.pe; h < a.hkv; h += a.pes)
