@@ -62,6 +62,11 @@ Test(core_determinism, traffic_identical_over_transports_colocation_and_reruns, 
 			cr_expect_str_eq(digest, ref_digest, "%s/%s digest differs", transports[t],
 					 colocations[c]);
 			cr_expect_eq(kb_json_u64(s, "sim_time_ps"), kb_json_u64(ref, "sim_time_ps"));
+			/* everything above "transport" is the simulation's, not the run's */
+			cr_expect_eq(strstr(s, "\"transport\"") - s, strstr(ref, "\"transport\"") - ref);
+			cr_expect_eq(memcmp(s, ref, (size_t)(strstr(ref, "\"transport\"") - ref)), 0,
+				     "%s/%s summary.json differs above \"transport\"", transports[t],
+				     colocations[c]);
 			snprintf(a, sizeof(a), "%s/trace.json", ref_dir);
 			snprintf(b, sizeof(b), "%s/trace.json", dir);
 			cr_expect(kb_same_file(a, b), "%s/%s trace.json differs", transports[t],

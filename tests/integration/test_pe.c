@@ -59,6 +59,18 @@ Test(pe_model, per_engine_daemons_and_one_daemon_give_identical_outputs, .timeou
 	snprintf(b, sizeof(b), "%s/all", base);
 	run_gemm(a, "none", "systolic");
 	run_gemm(b, "all", "systolic");
+	char *sa, *sb;
+
+	snprintf(fa, sizeof(fa), "%s/summary.json", a);
+	snprintf(fb, sizeof(fb), "%s/summary.json", b);
+	sa = kb_slurp(fa, NULL);
+	sb = kb_slurp(fb, NULL);
+	cr_assert(sa && sb && strstr(sa, "\"transport\"") && strstr(sb, "\"transport\""));
+	cr_expect_eq(strstr(sa, "\"transport\"") - sa, strstr(sb, "\"transport\"") - sb);
+	cr_expect_eq(memcmp(sa, sb, (size_t)(strstr(sa, "\"transport\"") - sa)), 0,
+		     "summary.json differs above \"transport\"");
+	free(sa);
+	free(sb);
 	for (const char *const *f = (const char *const[]){ "op_log.jsonl", "trace.json", "c.npy",
 							    NULL };
 	     *f; f++) {
