@@ -129,10 +129,15 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 			rt_buf_printf(b, "%s\"%s\": %.4f", i ? ", " : "", engine_names[i], m->busy[i]);
 		rt_buf_printf(b, "},\n  \"tiles\": %llu,\n  \"dispatch_cycles_per_tile\": %.2f,\n"
 			      "  \"peak_scratch_bytes\": %llu,\n  \"dma_read_count\": %llu,\n"
-			      "  \"ipcq_bytes\": %llu,\n  \"ipcq_hidden_fraction\": %.4f,\n",
+			      "  \"ipcq_bytes\": %llu,\n",
 			      (unsigned long long)m->tiles, m->dispatch_per_tile,
 			      (unsigned long long)m->peak_scratch, (unsigned long long)m->dma_reads,
-			      (unsigned long long)m->ipcq_bytes, m->ipcq_hidden);
+			      (unsigned long long)m->ipcq_bytes);
+		/* no IPCQ traffic: nothing to hide, the fraction is undefined */
+		if (m->ipcq_bytes)
+			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": %.4f,\n", m->ipcq_hidden);
+		else
+			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": null,\n");
 	}
 	rt_buf_printf(b, "  \"totals\": ");
 	json_set(b, &agg->totals, "  ");
