@@ -30,6 +30,7 @@ struct attn {
 	uint32_t qblock;      /* rows per query block */
 	uint32_t depth;       /* Q·Kᵀ composites issued ahead of the fold */
 	uint32_t group;       /* KV tiles per scratch scope in a sweep */
+	uint32_t qwindow;     /* ring pass=kv: query blocks per ring pass */
 	bool causal, scopes, pass_q;
 	enum attn_opt opt;
 	double scale;         /* 1 / sqrt(d) */

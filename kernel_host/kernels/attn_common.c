@@ -105,6 +105,7 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	a->depth = (uint32_t)tl_arg_u64(args, "depth", decode ? 2 : 1);
 	a->group = (uint32_t)tl_arg_u64(args, "group", decode ? 16 : 1);
 	a->opt = tl_arg_u64(args, "opt", 2) == 3 ? ATTN_OPT3 : ATTN_OPT2;
+	a->qwindow = (uint32_t)tl_arg_u64(args, "qwindow", 0); /* 0: fit ~512 rows */
 	check_shape(tl, a);
 	a->g = a->hq / a->hkv;
 	/* pass-KV splits the queries of each head into one chunk per rank */

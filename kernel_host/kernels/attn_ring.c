@@ -73,19 +73,18 @@ static void fold_tile_all(struct tl *tl, const struct attn *a,
 	tl_stat_add(tl, "tiles", done);
 }
 
-static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
-			 struct ring *rg)
+/* One full ring pass of the KV blocks over query blocks [b0, b1) of head h. */
+static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h, struct ring *rg,
+			   struct attn_block *blk, uint32_t b0, uint32_t b1)
 {
 	uint32_t chunk = a->sq / a->ranks, per = chunk / a->qblock;
-	uint32_t nb = a->g * per, ntiles = a->skv / a->tile;
+	uint32_t ntiles = a->skv / a->tile;
 	uint64_t tile_bytes = (uint64_t)a->tile * a->d * 2;
-	struct attn_block *blk = blocks_new(tl, nb);
 
-	for (uint32_t g = 0; g < a->g; g++)
-		for (uint32_t i = 0; i < per; i++)
-			attn_block_begin(tl, a, &blk[g * per + i], h,
-					 g * a->sq + a->rank * chunk + i * a->qblock,
-					 a->qblock);
+	for (uint32_t b = b0; b < b1; b++)
+		attn_block_begin(tl, a, &blk[b], h,
+				 (b / per) * a->sq + a->rank * chunk + (b % per) * a->qblock,
+				 a->qblock);
 	for (uint32_t s = 0; s < a->ranks; s++) {
 		uint32_t src = (a->rank + a->ranks - s) % a->ranks;
 
@@ -106,13 +105,30 @@ static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 				tl_send(tl, TL_RIGHT, k);
 				tl_send(tl, TL_RIGHT, v);
 			}
-			fold_tile_all(tl, a, blk, nb, k, v,
+			fold_tile_all(tl, a, blk + b0, b1 - b0, k, v,
 				      (uint64_t)src * a->skv + (uint64_t)t * a->tile);
 			tl_scratch_scope_end(tl);
 		}
 	}
-	for (uint32_t i = 0; i < nb; i++)
-		attn_block_finish(tl, a, &blk[i]);
+	for (uint32_t b = b0; b < b1; b++)
+		attn_block_finish(tl, a, &blk[b]);
+}
+
+/* The running state of every query block of a rank's chunk may not fit the
+ * TCM (Llama-3-70B prefill: G x chunk rows of f32 O), so the chunk's blocks
+ * go round the ring in windows of `qwindow` blocks, each window a full ring
+ * pass of the KV blocks (more IPCQ traffic, bounded scratch). */
+static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
+			 struct ring *rg)
+{
+	uint32_t nb = a->g * (a->sq / a->ranks / a->qblock);
+	uint32_t window = a->qwindow ? a->qwindow : a->qblock >= 512 ? 1 : 512 / a->qblock;
+	struct attn_block *blk = blocks_new(tl, nb);
+
+	for (uint32_t b0 = 0; b0 < nb; b0 += window)
+		TL_SCRATCH_SCOPE(tl) {
+			pass_kv_window(tl, a, h, rg, blk, b0, nb - b0 < window ? nb : b0 + window);
+		}
 	free(blk);
 }
 

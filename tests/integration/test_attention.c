@@ -209,6 +209,12 @@ Test(attention, ring_pass_kv_and_pass_q_match_fp64_for_2_and_4_ranks, .timeout =
 		       "seq_kv=64", "pass=q");
 		cr_assert_leq(attention_error(dir, true), TOL, "pass=q R=%s", ranks[r]);
 	}
+	/* query blocks going round in several ring passes (qwindow=1) */
+	kb_tmpdir(dir, sizeof(dir), "attn-ringkv-win");
+	RUN_OK(dir, "ring_attention", "--mode", "data", "--ranks", "2", "--pes", "1",
+	       "--colocate", "all", SMALL, "seq_kv=32", "seq_q=64", "qblock=16", "qwindow=1",
+	       "pass=kv");
+	cr_assert_leq(attention_error(dir, true), TOL, "pass=kv with qwindow=1");
 	/* prefill through pass=q, not causal */
 	kb_tmpdir(dir, sizeof(dir), "attn-ringq2");
 	RUN_OK(dir, "ring_attention", "--mode", "data", "--ranks", "2", "--pes", "1",
