@@ -22,6 +22,7 @@
 #include <zmq.h>
 
 #include "rt/event.h"
+#include "rt/rand.h"
 
 static double now_s(void)
 {
@@ -165,15 +166,6 @@ struct ev {
 	uint32_t seq;
 };
 
-static uint64_t mix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static bool ev_less(const struct ev *a, const struct ev *b)
 {
 	return a->t != b->t ? a->t < b->t : a->seq < b->seq;
@@ -223,17 +215,17 @@ static double bare_heap_rate(int n, long messages)
 	double start;
 
 	for (int i = 0; i < n * n; i++)
-		lat[i] = 1000 + mix(&rng) % 4001;
+		lat[i] = 1000 + rt_splitmix64(&rng) % 4001;
 	for (int i = 0; i < n; i++)
-		push(heap, &count, (struct ev){ mix(&rng) % 1000, (uint32_t)i, seq++ });
+		push(heap, &count, (struct ev){ rt_splitmix64(&rng) % 1000, (uint32_t)i, seq++ });
 	start = now_s();
 	for (long m = 0; m < messages; m++) {
 		struct ev e = pop(heap, &count);
-		uint32_t dst = (uint32_t)(mix(&rng) % (uint64_t)(n - 1));
+		uint32_t dst = (uint32_t)(rt_splitmix64(&rng) % (uint64_t)(n - 1));
 
 		digest = (digest ^ e.t ^ e.dst) * 0x100000001b3ULL;
 		dst += dst >= e.dst;
-		push(heap, &count, (struct ev){ e.t + lat[e.dst * (uint32_t)n + dst] + mix(&rng) % 501,
+		push(heap, &count, (struct ev){ e.t + lat[e.dst * (uint32_t)n + dst] + rt_splitmix64(&rng) % 501,
 						dst, seq++ });
 	}
 	double rate = (double)messages / (now_s() - start);
@@ -257,22 +249,22 @@ static double rt_queue_rate(int n, long messages)
 
 	rt_queue_init(&q);
 	for (int i = 0; i < n * n; i++)
-		lat[i] = 1000 + mix(&rng) % 4001;
+		lat[i] = 1000 + rt_splitmix64(&rng) % 4001;
 	for (int i = 0; i < n; i++) {
-		ev.key = (struct rt_key){ mix(&rng) % 1000, 0, (uint32_t)i, seq++ };
+		ev.key = (struct rt_key){ rt_splitmix64(&rng) % 1000, 0, (uint32_t)i, seq++ };
 		ev.dst = (uint32_t)i;
 		rt_queue_push(&q, &ev);
 	}
 	start = now_s();
 	for (long m = 0; m < messages; m++) {
 		struct rt_event e;
-		uint32_t dst = (uint32_t)(mix(&rng) % (uint64_t)(n - 1));
+		uint32_t dst = (uint32_t)(rt_splitmix64(&rng) % (uint64_t)(n - 1));
 
 		rt_queue_pop(&q, &e);
 		digest = (digest ^ e.key.time_ps ^ e.dst) * 0x100000001b3ULL;
 		dst += dst >= e.dst;
 		ev.key = (struct rt_key){ e.key.time_ps + lat[e.dst * (uint32_t)n + dst] +
-						  mix(&rng) % 501,
+						  rt_splitmix64(&rng) % 501,
 					  0, e.dst, seq++ };
 		ev.dst = dst;
 		rt_queue_push(&q, &ev);

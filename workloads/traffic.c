@@ -11,6 +11,7 @@
 
 #include "rt/buf.h"
 #include "rt/component.h"
+#include "rt/rand.h"
 #include "workloads.h"
 
 #define MIN_LATENCY_PS 1000
@@ -23,15 +24,6 @@ struct traffic_state {
 	uint32_t hops;       /* hops per token */
 	uint32_t tokens;     /* tokens started here */
 };
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 struct traffic_shape {
 	uint64_t components;
@@ -71,8 +63,8 @@ static enum rt_err send_hop(struct rt_ctx *ctx, struct traffic_state *st, uint32
 	Kb__Payload p = KB__PAYLOAD__INIT;
 	Kb__Traffic t = KB__TRAFFIC__INIT;
 	uint32_t self = rt_self(ctx);
-	uint32_t dst = (uint32_t)(splitmix64(&st->rng) % (st->n - 1));
-	uint64_t delay = splitmix64(&st->rng) % (MAX_DELAY_PS + 1);
+	uint32_t dst = (uint32_t)(rt_splitmix64(&st->rng) % (st->n - 1));
+	uint64_t delay = rt_splitmix64(&st->rng) % (MAX_DELAY_PS + 1);
 
 	if (dst >= self)
 		dst++; /* any component but this one */
@@ -101,7 +93,7 @@ static enum rt_err traffic_init(struct rt_ctx *ctx, void *state)
 	per_token = shape.messages / (shape.components * shape.tokens);
 	st->hops = per_token ? (uint32_t)per_token : 1;
 	for (uint32_t i = 0; i < st->tokens && !err; i++)
-		err = rt_timer(ctx, splitmix64(&st->rng) % 1000, i);
+		err = rt_timer(ctx, rt_splitmix64(&st->rng) % 1000, i);
 	return err;
 }
 

@@ -132,7 +132,8 @@ uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
 
 /* ------------------------------------------------------------ generator */
 
-/* splitmix64's output function for state z. */
+/* splitmix64's output function for state z (rt/rand.h has the same; a
+ * kernel sees only the tl API, so it keeps its own copy). */
 static uint64_t mix(uint64_t z)
 {
 	z += 0x9e3779b97f4a7c15ULL;

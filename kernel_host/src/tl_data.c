@@ -8,6 +8,7 @@
 
 #include "rt/half.h"
 #include "rt/npy.h"
+#include "rt/rand.h"
 
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n)
 {
@@ -181,17 +182,6 @@ bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 	return true;
 }
 
-/* splitmix64 (Steele, Lea, Flood 2014): tiny, full-period, good enough to
- * make test inputs; the stream is a pure function of its seed. */
-static uint64_t splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void tl_random_uniform(const struct tl *tl, uint64_t stream, float *out,
 		       size_t n)
 {
@@ -199,9 +189,9 @@ void tl_random_uniform(const struct tl *tl, uint64_t stream, float *out,
 	size_t i;
 
 	/* fold (rank, program, stream) into the seed through the mixer */
-	state ^= splitmix64(&state) + tl->s.rank;
-	state ^= splitmix64(&state) + tl->s.pe;
-	state ^= splitmix64(&state) + stream;
+	state ^= rt_splitmix64(&state) + tl->s.rank;
+	state ^= rt_splitmix64(&state) + tl->s.pe;
+	state ^= rt_splitmix64(&state) + stream;
 	for (i = 0; i < n; i++)
-		out[i] = (float)((double)(splitmix64(&state) >> 11) * 0x1.0p-52 - 1.0);
+		out[i] = (float)((double)(rt_splitmix64(&state) >> 11) * 0x1.0p-52 - 1.0);
 }

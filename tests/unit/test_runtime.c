@@ -8,16 +8,9 @@
 #include "rt/component.h"
 #include "rt/config_doc.h"
 #include "rt/event.h"
+#include "rt/rand.h"
 #include "rt/topology.h"
 #include "rt/wire.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	return z ^ (z >> 27);
-}
 
 /* Many events at few distinct times: ties must break by priority, source
  * and sequence, never by insertion order. */
@@ -29,9 +22,9 @@ Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insert
 	uint64_t seed = 42;
 
 	for (int i = 0; i < N; i++) {
-		events[i].key.time_ps = 1000 * (rng_next(&seed) % 5);
-		events[i].key.priority = (uint32_t)(rng_next(&seed) % 3);
-		events[i].key.src = (uint32_t)(rng_next(&seed) % 4);
+		events[i].key.time_ps = 1000 * (rt_splitmix64(&seed) % 5);
+		events[i].key.priority = (uint32_t)(rt_splitmix64(&seed) % 3);
+		events[i].key.src = (uint32_t)(rt_splitmix64(&seed) % 4);
 		events[i].key.seq = (uint64_t)i;
 		events[i].dst = (uint32_t)i;
 	}
@@ -41,7 +34,7 @@ Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insert
 
 		/* shuffle the insertion order */
 		for (int i = N - 1; i > 0; i--) {
-			int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+			int j = (int)(rt_splitmix64(&seed) % (uint64_t)(i + 1));
 			struct rt_event t = events[i];
 
 			events[i] = events[j];
@@ -161,7 +154,7 @@ Test(wire, garbage_and_truncated_frames_are_errors_not_crashes)
 	uint64_t seed = 7;
 
 	for (size_t i = 0; i < sizeof(garbage); i++)
-		garbage[i] = (uint8_t)rng_next(&seed);
+		garbage[i] = (uint8_t)rt_splitmix64(&seed);
 	cr_expect_neq(rt_wire_decode_sync(garbage, sizeof(garbage), &out), RT_EOK);
 	cr_expect_null(out);
 	grant.window = 3;
