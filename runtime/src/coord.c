@@ -295,8 +295,14 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 
 /* Waits for one frame; keeps an eye on the hooks, the watchdog and progress.
  * On success *peer is the sender and *out its decoded frame (caller frees). */
+/* What the coordinator is waiting for, named only if the watchdog fires. */
+enum wait_for { WAIT_READY, WAIT_DONE, WAIT_BYE };
+
+static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t window,
+			  char *buf, size_t cap);
+
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
-				 const char *waiting_for)
+				 enum wait_for what, uint64_t window)
 {
 	uint64_t deadline = wall_ms() + c->job->config.watchdog_ms;
 	zmq_msg_t id;
@@ -317,10 +323,14 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 		uint64_t now = wall_ms();
 		int n;
 
-		if (now >= deadline)
+		if (now >= deadline) {
+			char waiting_for[512];
+
+			describe_wait(c, what, window, waiting_for, sizeof(waiting_for));
 			return rt_fail(RT_ETIMEOUT, "%s did not answer within %llu ms (watchdog; "
 				       "set run.watchdog_ms to change)", waiting_for,
 				       (unsigned long long)c->job->config.watchdog_ms);
+		}
 		n = zmq_poll(items, nitems, (long)(deadline - now < 500 ? deadline - now : 500));
 		if (n < 0 && errno != EINTR)
 			return rt_fail(RT_ETRANSPORT, "coordinator: poll failed: %s", zmq_strerror(errno));
@@ -363,15 +373,19 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 }
 
 /* Names the daemons that have not answered yet, for the watchdog. */
-static void pending_names(const struct rt_coord *c, char *buf, size_t cap, bool want_ready)
+static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t window,
+			  char *buf, size_t cap)
 {
-	size_t used = 0;
+	size_t used;
 	char name[128];
 	int shown = 0;
 
-	buf[0] = '\0';
+	if (what == WAIT_DONE)
+		used = (size_t)snprintf(buf, cap, "window %llu: ", (unsigned long long)window);
+	else
+		used = (size_t)snprintf(buf, cap, "%s", what == WAIT_BYE ? "shutdown: " : "");
 	for (uint32_t i = 0; i < c->n_peers && used < cap; i++) {
-		bool waiting = want_ready ? !c->peers[i].ready : !c->peers[i].answered;
+		bool waiting = what == WAIT_READY ? !c->peers[i].ready : !c->peers[i].answered;
 
 		if (!waiting)
 			continue;
@@ -400,13 +414,10 @@ static enum rt_err handshake(struct rt_coord *c)
 	uint32_t ready = 0;
 
 	while (ready < c->n_peers) {
-		char waiting[512];
 		Kb__Sync *s = NULL;
 		uint32_t i;
-		enum rt_err err;
+		enum rt_err err = recv_from_any(c, &i, &s, WAIT_READY, 0);
 
-		pending_names(c, waiting, sizeof(waiting), true);
-		err = recv_from_any(c, &i, &s, waiting);
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_READY || c->peers[i].ready)
@@ -468,14 +479,11 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 
 	*routed_now = 0;
 	for (uint32_t got = 0; got < granted;) {
-		char waiting[512], name[128];
+		char name[128];
 		Kb__Sync *s = NULL;
 		uint32_t i;
-		enum rt_err err;
+		enum rt_err err = recv_from_any(c, &i, &s, WAIT_DONE, k);
 
-		snprintf(waiting, sizeof(waiting), "window %llu: ", (unsigned long long)k);
-		pending_names(c, waiting + strlen(waiting), sizeof(waiting) - strlen(waiting), false);
-		err = recv_from_any(c, &i, &s, waiting);
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_DONE || c->peers[i].answered)
@@ -604,14 +612,10 @@ static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
 static enum rt_err collect_bye(struct rt_coord *c)
 {
 	for (uint32_t got = 0; got < c->n_peers;) {
-		char waiting[512];
 		Kb__Sync *s = NULL;
 		uint32_t i;
-		enum rt_err err;
+		enum rt_err err = recv_from_any(c, &i, &s, WAIT_BYE, 0);
 
-		snprintf(waiting, sizeof(waiting), "shutdown: ");
-		pending_names(c, waiting + strlen(waiting), sizeof(waiting) - strlen(waiting), false);
-		err = recv_from_any(c, &i, &s, waiting);
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)

@@ -94,9 +94,9 @@ static bool tracing(const struct rt_ctx *c)
 	return !c->daemon->job->trace_off;
 }
 
-/* One trace event line; `extra` is appended inside the object. */
-static void trace_event(struct rt_ctx *c, const char *ph, const char *name,
-			const char *cat, uint64_t ts_ps, const char *extra)
+/* Starts a trace event object; the caller adds fields and closes it. */
+static void trace_event_open(struct rt_ctx *c, const char *ph, const char *name,
+			     const char *cat, uint64_t ts_ps)
 {
 	struct rt_buf *b = &c->trace;
 
@@ -104,7 +104,14 @@ static void trace_event(struct rt_ctx *c, const char *ph, const char *name,
 	rt_buf_json_str(b, name);
 	rt_buf_printf(b, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat, c->desc->rank, c->id);
 	rt_buf_ps_as_us(b, ts_ps);
-	rt_buf_printf(b, "%s},\n", extra ? extra : "");
+}
+
+/* One trace event line; `extra` is appended inside the object. */
+static void trace_event(struct rt_ctx *c, const char *ph, const char *name,
+			const char *cat, uint64_t ts_ps, const char *extra)
+{
+	trace_event_open(c, ph, name, cat, ts_ps);
+	rt_buf_printf(&c->trace, "%s},\n", extra ? extra : "");
 }
 
 /* A message is drawn as a zero-length slice at each end joined by a flow
@@ -126,20 +133,17 @@ static void trace_flow(struct rt_ctx *c, bool start, const Kb__Payload *msg,
 enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name, const char *cat,
 			   uint64_t start_ps, uint64_t end_ps, const char *args_json)
 {
-	struct rt_buf extra;
-	enum rt_err err;
+	struct rt_buf *b = &ctx->trace;
 
 	if (!tracing(ctx))
 		return RT_EOK;
-	rt_buf_init(&extra);
-	rt_buf_printf(&extra, ",\"dur\":");
-	rt_buf_ps_as_us(&extra, end_ps - start_ps);
+	trace_event_open(ctx, "X", name, cat, start_ps);
+	rt_buf_printf(b, ",\"dur\":");
+	rt_buf_ps_as_us(b, end_ps - start_ps);
 	if (args_json)
-		rt_buf_printf(&extra, ",\"args\":%s", args_json);
-	trace_event(ctx, "X", name, cat, start_ps, extra.data);
-	rt_buf_release(&extra);
-	err = ctx->trace.len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
-	return err;
+		rt_buf_printf(b, ",\"args\":%s", args_json);
+	rt_buf_printf(b, "},\n");
+	return b->len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
 }
 
 void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb__Payload *msg)
@@ -158,8 +162,9 @@ void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb_
 
 /* ---------------------------------------------------------------- sending */
 
+/* Packs `msg` straight into a new envelope for another daemon. */
 static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
-				 uint64_t send_ps, const struct rt_buf *bytes)
+				 uint64_t send_ps, const Kb__Payload *msg, size_t len)
 {
 	Kb__Envelope *e;
 
@@ -172,9 +177,9 @@ static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, 
 		d->outbound = grown;
 		d->cap_out = cap;
 	}
-	e = malloc(sizeof(*e) + bytes->len);
+	e = malloc(sizeof(*e) + len);
 	if (!e)
-		return rt_fail(RT_ENOMEM, "cannot buffer a %zu-byte message", bytes->len);
+		return rt_fail(RT_ENOMEM, "cannot buffer a %zu-byte message", len);
 	kb__envelope__init(e);
 	e->deliver_ps = key->time_ps;
 	e->priority = key->priority;
@@ -182,11 +187,28 @@ static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, 
 	e->seq = key->seq;
 	e->dst = dst;
 	e->send_ps = send_ps;
-	e->payload.len = bytes->len;
+	e->payload.len = len;
 	e->payload.data = (uint8_t *)(e + 1);
-	memcpy(e->payload.data, bytes->data, bytes->len);
+	kb__payload__pack(msg, e->payload.data);
 	d->outbound[d->n_out++] = e;
 	return RT_EOK;
+}
+
+/* Packs `msg` straight into an event for a component of this daemon. */
+static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
+			      uint64_t send_ps, const Kb__Payload *msg, size_t len)
+{
+	struct rt_event ev = { .key = *key, .dst = dst, .send_ps = send_ps };
+	uint8_t *at = rt_event_reserve(&ev, len);
+	enum rt_err err;
+
+	if (!at)
+		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", len);
+	kb__payload__pack(msg, at);
+	err = rt_queue_push(&d->queue, &ev);
+	if (err)
+		rt_event_release(&ev);
+	return err;
 }
 
 void rt_ctx_free_outbound(struct rt_daemon *d)
@@ -202,7 +224,6 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 	struct rt_daemon *d = ctx->daemon;
 	uint64_t latency = rt_topology_latency(d->topo, ctx->id, dst);
 	struct rt_key key;
-	enum rt_err err;
 
 	if (!latency)
 		return rt_fail(RT_EINVAL, "%s has no link to component %u", ctx->desc->name, dst);
@@ -214,22 +235,9 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 	key.priority = priority;
 	key.src = ctx->id;
 	key.seq = ctx->seq++;
-	rt_buf_reset(&d->pack);
-	err = rt_buf_reserve(&d->pack, kb__payload__get_packed_size(msg));
-	if (err)
-		return err;
-	d->pack.len = kb__payload__pack(msg, (uint8_t *)d->pack.data);
 	trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
-	if (d->by_id[dst]) {
-		struct rt_event ev = { .key = key, .dst = dst, .send_ps = send_ps };
-
-		err = rt_event_set_bytes(&ev, d->pack.data, d->pack.len);
-		if (!err)
-			err = rt_queue_push(&d->queue, &ev);
-		if (err)
-			rt_event_release(&ev);
-		return err;
-	}
+	if (d->by_id[dst])
+		return push_local(d, &key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
 	/* conservative lockstep: nothing crossing daemons may land inside the
 	 * window being run (lookahead guarantees it; check anyway) */
 	if (key.time_ps < d->window_end)
@@ -237,7 +245,7 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 			       "%s -> %s: message due at %llu ps falls inside the current window (ends %llu ps)",
 			       ctx->desc->name, d->topo->components[dst].name,
 			       (unsigned long long)key.time_ps, (unsigned long long)d->window_end);
-	return push_outbound(d, &key, dst, send_ps, &d->pack);
+	return push_outbound(d, &key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
 }
 
 enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,

@@ -55,12 +55,13 @@ struct rt_daemon {
 	size_t n_out;
 	size_t cap_out;
 	struct rt_arena arena;   /* payload decoding */
-	struct rt_buf pack;      /* payload encoding */
 	struct rt_buf frame;     /* sync frame encoding */
 	void *zctx;
 	void *sock;
 	bool own_zctx;
 	bool threaded;           /* hosted as a thread of the launcher */
+	char fault_kind[16];     /* KB_FAULT test hook aimed here ("" none) */
+	uint64_t fault_window;   /* ... from this window on */
 	uint8_t *hbm[64];        /* mapped lazily (data mode) */
 	uint8_t *tcm[64 * 64];
 };

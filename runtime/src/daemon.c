@@ -32,7 +32,6 @@ static enum rt_err daemon_init(struct rt_daemon *d, const struct rt_daemon_opts 
 	d->index = o->index;
 	d->label = t->daemons[o->index].label;
 	rt_queue_init(&d->queue);
-	rt_buf_init(&d->pack);
 	rt_buf_init(&d->frame);
 	err = rt_arena_init(&d->arena, ARENA_BYTES);
 	if (err)
@@ -63,7 +62,6 @@ static void daemon_release(struct rt_daemon *d)
 	rt_ctx_free_outbound(d);
 	free(d->outbound);
 	rt_arena_release(&d->arena);
-	rt_buf_release(&d->pack);
 	rt_buf_release(&d->frame);
 	rt_ctx_unmap_memory(d);
 }
@@ -139,25 +137,30 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
 	return RT_EOK;
 }
 
-/* Test hook (docs/testing.md): KB_FAULT="kind@label[:window]" makes the
- * named daemon misbehave at a window, so failure handling is tested with real
- * daemons and sockets. kinds: hang, garbage, truncate, schema, crash, early. */
-static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
+/* Test hook (tests/README.md): KB_FAULT="kind@label[:window]" makes the
+ * named daemon misbehave from that window on (the first one it is granted),
+ * so failure handling is tested with real daemons and sockets. kinds: hang,
+ * garbage, truncate, schema, crash, early. Read once, at start-up. */
+static void arm_fault(struct rt_daemon *d)
 {
 	const char *spec = getenv("KB_FAULT");
-	char want[128];
-	const char *at, *colon;
-	size_t klen = strlen(kind);
+	const char *at = spec ? strchr(spec, '@') : NULL;
+	const char *colon;
+	size_t label_len;
 
-	if (!spec || strncmp(spec, kind, klen) || spec[klen] != '@')
-		return false;
-	at = spec + klen + 1;
-	colon = strchr(at, ':');
-	snprintf(want, sizeof(want), "%.*s", colon ? (int)(colon - at) : (int)strlen(at), at);
-	if (strcmp(want, d->label))
-		return false;
-	/* at the named window or the first one after it this daemon is granted */
-	return window >= (colon ? strtoull(colon + 1, NULL, 10) : 0);
+	if (!at || (size_t)(at - spec) >= sizeof(d->fault_kind))
+		return;
+	colon = strchr(at + 1, ':');
+	label_len = colon ? (size_t)(colon - at - 1) : strlen(at + 1);
+	if (label_len != strlen(d->label) || strncmp(at + 1, d->label, label_len))
+		return;
+	snprintf(d->fault_kind, sizeof(d->fault_kind), "%.*s", (int)(at - spec), spec);
+	d->fault_window = colon ? strtoull(colon + 1, NULL, 10) : 0;
+}
+
+static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
+{
+	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
 }
 
 static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
@@ -467,8 +470,10 @@ enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 	if (!d)
 		return rt_fail(RT_ENOMEM, "cannot allocate a daemon");
 	err = daemon_init(d, o);
-	if (!err)
+	if (!err) {
+		arm_fault(d);
 		err = open_socket(d, o);
+	}
 	if (!err) {
 		err = init_components(d);
 		if (!err)

@@ -101,19 +101,25 @@ const uint8_t *rt_event_bytes(const struct rt_event *ev)
 	return ev->len > RT_EVENT_INLINE ? ev->heap : ev->inline_bytes;
 }
 
+uint8_t *rt_event_reserve(struct rt_event *ev, size_t len)
+{
+	ev->len = (uint32_t)len;
+	ev->heap = len > RT_EVENT_INLINE ? malloc(len) : NULL;
+	if (len > RT_EVENT_INLINE && !ev->heap) {
+		ev->len = 0;
+		return NULL;
+	}
+	return len > RT_EVENT_INLINE ? ev->heap : ev->inline_bytes;
+}
+
 enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes, size_t len)
 {
-	ev->heap = NULL;
-	ev->len = (uint32_t)len;
-	if (len <= RT_EVENT_INLINE) {
-		if (len)
-			memcpy(ev->inline_bytes, bytes, len);
-		return RT_EOK;
-	}
-	ev->heap = malloc(len);
-	if (!ev->heap)
+	uint8_t *at = rt_event_reserve(ev, len);
+
+	if (!at)
 		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", len);
-	memcpy(ev->heap, bytes, len);
+	if (len)
+		memcpy(at, bytes, len);
 	return RT_EOK;
 }
 

@@ -57,6 +57,9 @@ bool rt_queue_pop(struct rt_queue *q, struct rt_event *out);
 
 /* Payload bytes of a message event. */
 const uint8_t *rt_event_bytes(const struct rt_event *ev);
+/* Makes room for a `len`-byte payload (inline or heap) and returns where to
+ * write it; NULL when out of memory. */
+uint8_t *rt_event_reserve(struct rt_event *ev, size_t len);
 /* Copies `len` bytes into the event (inline or heap). */
 enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes,
 			       size_t len);
