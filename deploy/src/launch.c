@@ -401,22 +401,23 @@ static void teardown(struct launch *l, bool failed)
 
 /* ---------------------------------------------------------------- run */
 
+/* Creates OUT/.parts (and every missing parent), after removing parts a
+ * previous run left behind. */
 static enum rt_err make_dirs(const struct rt_job *job)
 {
-	char cmd[RT_PATH_MAX + 64], parts[RT_PATH_MAX + 16];
+	char parts[RT_PATH_MAX + 16];
 
 	snprintf(parts, sizeof(parts), "%s/%s", job->out_dir, RT_PARTS_DIR);
 	kb_outputs_discard(job);
 	for (char *p = parts + 1; *p; p++)
 		if (*p == '/') {
 			*p = '\0';
-			mkdir(parts, 0755);
+			mkdir(parts, 0755); /* an existing parent is fine; the last mkdir reports */
 			*p = '/';
 		}
-	if (mkdir(parts, 0755) && errno != EEXIST) {
-		snprintf(cmd, sizeof(cmd), "%s", strerror(errno));
-		return rt_fail(RT_EIO, "cannot create output directory %s: %s", job->out_dir, cmd);
-	}
+	if (mkdir(parts, 0755) && errno != EEXIST)
+		return rt_fail(RT_EIO, "cannot create output directory %s: %s", job->out_dir,
+			       strerror(errno));
 	return RT_EOK;
 }
 

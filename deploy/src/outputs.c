@@ -205,25 +205,32 @@ static enum rt_err absorb_stats(struct kb_agg *agg, const struct rt_component_de
 {
 	struct kb_stat_set *kind = kind_set(agg, c->ops->name);
 	struct kb_stat_set *kind_max = kind ? &agg->kinds_max[kind - agg->kinds] : NULL;
-	char name[64], how[16];
-	unsigned long long v;
-	int used;
+	char line[160], name[64], how[16], value[32];
 
-	while (sscanf(text, "%63s %15s %llx%n", name, how, &v, &used) == 3) {
+	/* one "name sum|max|hash value" per line; hash values are hex */
+	while (*text) {
+		size_t len = strcspn(text, "\n");
+		unsigned long long v;
+		char *end;
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, text);
+		text += len + (text[len] == '\n');
+		if (!len)
+			continue;
+		if (sscanf(line, "%63s %15s %31s", name, how, value) != 3)
+			return rt_fail(RT_EIO, "corrupt stats part of %s: '%s'", c->name, line);
+		v = strtoull(value, &end, strcmp(how, "hash") ? 10 : 16);
+		if (*end)
+			return rt_fail(RT_EIO, "corrupt stats part of %s: '%s'", c->name, line);
 		if (!strcmp(how, "hash")) {
 			agg->digest = rt_hash_u64(rt_hash_u64(agg->digest, id), v);
-		} else {
-			if (sscanf(text, "%63s %15s %llu", name, how, &v) != 3)
-				return rt_fail(RT_EIO, "corrupt stats part of %s", c->name);
-			stat_merge(&agg->totals, name, !strcmp(how, "max"), v);
-			if (kind) {
-				stat_merge(kind, name, !strcmp(how, "max"), v);
-				stat_merge(kind_max, name, true, v);
-			}
+			continue;
 		}
-		text += used;
-		while (*text == '\n')
-			text++;
+		stat_merge(&agg->totals, name, !strcmp(how, "max"), v);
+		if (kind) {
+			stat_merge(kind, name, !strcmp(how, "max"), v);
+			stat_merge(kind_max, name, true, v);
+		}
 	}
 	return RT_EOK;
 }
