@@ -117,7 +117,6 @@ enum eng_math_class { ENG_MATH_SIMPLE, ENG_MATH_TRANSCENDENTAL,
 
 /* Looks up a MATH op by its op_name; RT_EINVAL naming it if unknown. */
 enum rt_err eng_math_op_parse(const char *name, enum eng_math_op *out);
-const char *eng_math_op_name(enum eng_math_op op);
 enum eng_math_class eng_math_op_class(enum eng_math_op op);
 /* Number of input views the op takes (1, 2 or 3). */
 unsigned eng_math_op_arity(enum eng_math_op op);

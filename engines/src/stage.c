@@ -42,11 +42,6 @@ enum rt_err eng_math_op_parse(const char *name, enum eng_math_op *out)
 		       name);
 }
 
-const char *eng_math_op_name(enum eng_math_op op)
-{
-	return (unsigned)op < ENG_MATH_OP_COUNT ? math_ops[op].name : "?";
-}
-
 enum eng_math_class eng_math_op_class(enum eng_math_op op)
 {
 	return (unsigned)op < ENG_MATH_OP_COUNT ? math_ops[op].cls

@@ -46,8 +46,3 @@ const char *rt_last_error(void)
 {
 	return last_error;
 }
-
-void rt_clear_error(void)
-{
-	last_error[0] = '\0';
-}

@@ -44,7 +44,5 @@ enum rt_err rt_fail(enum rt_err code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* The detail recorded last on this thread ("" when none). */
 const char *rt_last_error(void);
-/* Forget the recorded detail. */
-void rt_clear_error(void);
 
 #endif
