@@ -1,6 +1,8 @@
 /* harness.c — see harness.h. */
 #include "harness.h"
 
+#include <criterion/criterion.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -224,6 +226,18 @@ uint64_t kb_json_u64(const char *json, const char *key)
 	char v[64];
 
 	return kb_json_field(json, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
+}
+
+uint64_t kb_summary_u64(const char *dir, const char *key)
+{
+	char path[1024], v[64], *json;
+
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	json = kb_slurp(path, NULL);
+	cr_assert_not_null(json, "no %s", path);
+	cr_assert(kb_json_field(json, key, v, sizeof(v)), "%s has no \"%s\"", path, key);
+	free(json);
+	return strtoull(v, NULL, 10);
 }
 
 bool kb_same_file(const char *a, const char *b)

@@ -39,6 +39,9 @@ char *kb_slurp_stderr(const char *path);
 bool kb_json_field(const char *json, const char *key, char *out, size_t cap);
 /* The same, as an unsigned integer (0 when absent). */
 uint64_t kb_json_u64(const char *json, const char *key);
+/* The top-level `key` of DIR/summary.json as an integer; the calling test
+ * fails if the file or the key is missing. */
+uint64_t kb_summary_u64(const char *dir, const char *key);
 /* True if the two files exist and are byte-identical. */
 bool kb_same_file(const char *a, const char *b);
 

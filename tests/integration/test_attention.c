@@ -131,20 +131,6 @@ static double attention_error(const char *dir, bool causal)
 	return err;
 }
 
-static uint64_t summary_u64(const char *dir, const char *key)
-{
-	char path[1024], *json;
-	uint64_t v;
-
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	json = kb_slurp(path, NULL);
-	cr_assert_not_null(json, "no %s", path);
-	cr_assert(strstr(json, key), "%s has no %s", path, key);
-	v = kb_json_u64(json, key);
-	free(json);
-	return v;
-}
-
 #define TOL 4e-3
 
 /* ------------------------------------------------------------ numerics */
@@ -259,9 +245,9 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
 	RUN_OK(d3, "gqa_decode_opt3", "--pes", "1", "--colocate", "all",
 	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
-	uint64_t t2 = summary_u64(d2, "tiles"), t3 = summary_u64(d3, "tiles");
-	double c2 = (double)summary_u64(d2, "dispatch_cycles") / (double)t2;
-	double c3 = (double)summary_u64(d3, "dispatch_cycles") / (double)t3;
+	uint64_t t2 = kb_summary_u64(d2, "tiles"), t3 = kb_summary_u64(d3, "tiles");
+	double c2 = (double)kb_summary_u64(d2, "dispatch_cycles") / (double)t2;
+	double c3 = (double)kb_summary_u64(d3, "dispatch_cycles") / (double)t3;
 
 	cr_assert_eq(t2, 64);
 	cr_assert_eq(t3, 64);
@@ -286,9 +272,9 @@ Test(attention, adr0063_t3_long_decode_needs_scopes_and_peak_is_bounded, .timeou
 	kb_tmpdir(dir2, sizeof(dir2), "attn-t3b");
 	RUN_OK(dir2, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
 	       "heads_kv=1", "heads_q=8", "seq_kv=4096");
-	cr_assert_eq(summary_u64(dir, "peak_scratch_bytes"),
-		     summary_u64(dir2, "peak_scratch_bytes"));
-	cr_assert_lt(summary_u64(dir, "peak_scratch_bytes"), 1u << 20);
+	cr_assert_eq(kb_summary_u64(dir, "peak_scratch_bytes"),
+		     kb_summary_u64(dir2, "peak_scratch_bytes"));
+	cr_assert_lt(kb_summary_u64(dir, "peak_scratch_bytes"), 1u << 20);
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -377,7 +363,7 @@ Test(attention, golden_latencies_are_pinned, .timeout = 120)
 
 		kb_runv(&r, argv);
 		cr_assert_eq(r.status, 0, "golden run %s failed: %s", line, r.err);
-		cr_assert_eq(summary_u64(dir, "latency_ps"), want,
+		cr_assert_eq(kb_summary_u64(dir, "latency_ps"), want,
 			     "%s: latency changed (make golden if intended)", line);
 		n++;
 	}

@@ -26,25 +26,6 @@ static int run_kernel(const char *dir, const char *args)
 	return system(cmd);
 }
 
-/* The first "key": N in DIR/summary.json (the top-level value). */
-static uint64_t summary_u64(const char *dir, const char *key)
-{
-	struct rt_buf b;
-	char path[1024], pat[128];
-	const char *p;
-	uint64_t v;
-
-	rt_buf_init(&b);
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	cr_assert_eq(rt_buf_read_file(&b, path), RT_EOK, "no %s", path);
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(b.data, pat);
-	cr_assert_not_null(p, "%s has no %s", path, key);
-	v = strtoull(p + strlen(pat), NULL, 10);
-	rt_buf_release(&b);
-	return v;
-}
-
 /* Loads DIR/FILE as doubles (caller frees); *rows, *cols from its shape. */
 static double *npy_doubles(const char *dir, const char *file, uint64_t *rows,
 			   uint64_t *cols)
@@ -97,10 +78,10 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 		snprintf(dir, sizeof(dir), "/tmp/kbt_overlap_%s", parts[i]);
 		snprintf(args, sizeof(args), "test_overlap --pes 1 --arg part=%s", parts[i]);
 		cr_assert_eq(run_kernel(dir, args), 0);
-		lat[i] = summary_u64(dir, "latency_ps");
+		lat[i] = kb_summary_u64(dir, "latency_ps");
 	}
 	cr_assert_eq(run_kernel("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg serial=1"), 0);
-	lat[4] = summary_u64("/tmp/kbt_overlap_serial", "latency_ps");
+	lat[4] = kb_summary_u64("/tmp/kbt_overlap_serial", "latency_ps");
 	uint64_t load = lat[1] - lat[0], gemm = lat[2] - lat[0];
 	uint64_t serial_sum = lat[0] + load + gemm;
 	uint64_t ideal = lat[0] + (load > gemm ? load : gemm);
@@ -136,7 +117,7 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 	cr_expect_eq(max_abs_diff(x1, y1, n), 0.0, "async load bytes differ");
 	cr_expect_gt(max_abs_diff(x0, x1, n), 0.0, "inputs are not independent");
 	/* exactly one dma_read per load (3 loads) */
-	cr_expect_eq(summary_u64(dir, "dma_read_count"), 3);
+	cr_expect_eq(kb_summary_u64(dir, "dma_read_count"), 3);
 	free(x0), free(x1), free(y0), free(y1), free(y2);
 }
 
@@ -233,17 +214,17 @@ Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeo
 			     "test_flash --pes 1 --arg opt=3 --arg scoped=0 --arg tiles=256"), 0);
 	cr_assert_eq(run_kernel("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
 	cr_assert_eq(run_kernel("/tmp/kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
-	cr_expect_eq(summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"),
-		     summary_u64("/tmp/kbt_short_s", "peak_scratch_bytes"));
-	cr_expect_lt(summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"), 1u << 20);
+	cr_expect_eq(kb_summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"),
+		     kb_summary_u64("/tmp/kbt_short_s", "peak_scratch_bytes"));
+	cr_expect_lt(kb_summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"), 1u << 20);
 }
 
 Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 {
 	cr_assert_eq(run_kernel("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
 	cr_assert_eq(run_kernel("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
-	uint64_t c2 = summary_u64("/tmp/kbt_disp2", "dispatch_cycles");
-	uint64_t c3 = summary_u64("/tmp/kbt_disp3", "dispatch_cycles");
+	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "dispatch_cycles");
+	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "dispatch_cycles");
 
 	cr_log_info("dispatch cycles: opt2 %llu, opt3 %llu (x%.2f)", (unsigned long long)c2,
 		    (unsigned long long)c3, (double)c3 / (double)c2);
@@ -402,8 +383,8 @@ Test(tl_integ, kernel_from_shared_object_behaves_like_the_builtin, .timeout = 60
 		rt_buf_release(&a);
 		rt_buf_release(&b);
 	}
-	cr_expect_eq(summary_u64("/tmp/kbt_so", "latency_ps"),
-		     summary_u64("/tmp/kbt_builtin", "latency_ps"));
+	cr_expect_eq(kb_summary_u64("/tmp/kbt_so", "latency_ps"),
+		     kb_summary_u64("/tmp/kbt_builtin", "latency_ps"));
 }
 
 Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
@@ -417,6 +398,6 @@ Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 	cr_expect_eq(r0[0], 2.0);
 	cr_expect_eq(r1[0], 1.0);
 	cr_expect_eq(r0[r * c - 1], 2.0);
-	cr_expect_eq(summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
+	cr_expect_eq(kb_summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
 	free(r0), free(r1);
 }
