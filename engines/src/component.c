@@ -90,15 +90,6 @@ static void channel_release(struct channel *ch)
 
 /* ---------------------------------------------------------------- engine */
 
-/* Prefixes the recorded error detail with this component's name. */
-static enum rt_err engine_fail(struct rt_ctx *ctx, enum rt_err err)
-{
-	char detail[1024];
-
-	snprintf(detail, sizeof(detail), "%s", rt_last_error());
-	return rt_fail(err, "%s: %s", rt_self_desc(ctx)->name, detail);
-}
-
 /* Memory of this PE: mapped in data mode; sizes only in timing mode. */
 static void engine_memory(struct rt_ctx *ctx, const struct engine *e,
 			  struct eng_memory *mem)
@@ -144,7 +135,7 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 	e->ch[1].name = "dma_write";
 	err = eng_model_init(&e->model, cls, model_name(cfg, cls), cfg);
 	if (err)
-		return engine_fail(ctx, err);
+		return err; /* the daemon names this component */
 	return RT_EOK;
 }
 
@@ -158,7 +149,7 @@ static enum rt_err channel_start(struct rt_ctx *ctx, struct engine *e,
 					    &cycles);
 
 	if (err)
-		return engine_fail(ctx, err);
+		return err; /* the daemon names this component */
 	ch->start_ps = now > ch->free_ps ? now : ch->free_ps;
 	ch->end_ps = ch->start_ps
 		     + eng_mul_sat(cycles, rt_config_cycle_ps(rt_cfg(ctx)));
@@ -183,11 +174,10 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	engine_memory(ctx, e, &mem);
 	err = eng_stage_check(s, e->cls, &mem);
 	if (err)
-		return engine_fail(ctx, err);
+		return err; /* the daemon names this component */
 	copy = stage_copy(s);
 	if (!copy)
-		return rt_fail(RT_ENOMEM, "%s: no memory to queue a stage",
-			       rt_self_desc(ctx)->name);
+		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
 	ch = &e->ch[channel_of(s)];
 	err = channel_push(ch, copy);
 	if (err) {
@@ -257,15 +247,15 @@ static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 	enum rt_err err = RT_EOK;
 
 	if (tag >= e->n_channels || !e->ch[tag].busy)
-		return rt_fail(RT_EINVAL, "%s: timer %llu matches no running stage",
-			       rt_self_desc(ctx)->name, (unsigned long long)tag);
+		return rt_fail(RT_EINVAL, "timer %llu matches no running stage",
+			       (unsigned long long)tag);
 	ch = &e->ch[tag];
 	s = channel_front(ch);
 	if (rt_job(ctx)->mode == RT_MODE_DATA) {
 		engine_memory(ctx, e, &mem);
 		err = eng_model_execute(&e->model, s, &mem);
 		if (err)
-			return engine_fail(ctx, err);
+			return err; /* the daemon names this component */
 	}
 	err = record(ctx, ch, s);
 	if (!err)
@@ -287,8 +277,8 @@ static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
 		return channel_finish(ctx, e, d->tag);
 	if (!d->msg || d->msg->body_case != KB__PAYLOAD__BODY_STAGE)
 		return rt_fail(RT_EPROTOCOL,
-			       "%s: expected a Stage message from component %u, got payload body %d",
-			       rt_self_desc(ctx)->name, d->src,
+			       "expected a Stage message from component %u, got payload body %d",
+			       d->src,
 			       d->msg ? (int)d->msg->body_case : -1);
 	return engine_accept(ctx, e, d->msg->stage);
 }

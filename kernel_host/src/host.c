@@ -122,9 +122,8 @@ static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
 		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps);
 	default:
 		return rt_fail(RT_EPROTOCOL,
-			       "kernel host %s: unexpected message (body %d) from component %u",
-			       rt_self_desc(ctx)->name, (int)d->msg->body_case,
-			       d->src);
+			       "unexpected message (body %d) from component %u",
+			       (int)d->msg->body_case, d->src);
 	}
 }
 

@@ -95,7 +95,8 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 	}
 	c->last_ps = d->now;
 	err = c->desc->ops->handle(c, c->state, &del);
-	if (err && !strstr(rt_last_error(), c->desc->name))
+	/* components report what went wrong; the daemon says where and when */
+	if (err)
 		return rt_fail(err, "%s at %llu ps: %s", c->desc->name,
 			       (unsigned long long)d->now, rt_last_error());
 	return err;
@@ -454,10 +455,8 @@ static enum rt_err init_components(struct rt_daemon *d)
 		enum rt_err err = c->desc->ops->init ? c->desc->ops->init(c, c->state) : RT_EOK;
 
 		d->n_inited = i + 1; /* a failed init may hold resources too */
-		if (err && !strstr(rt_last_error(), c->desc->name))
-			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
 		if (err)
-			return err;
+			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
 	}
 	return RT_EOK;
 }
