@@ -225,6 +225,7 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	tl->n_cmds++;
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
+	tl->cmds[id].at = at;
 	tl->pending[tl->n_pending++] = id;
 	return id;
 }
@@ -289,6 +290,7 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		return;
 	while (!tl->cmds[id].done) {
 		tl->waiting_for = id;
+		tl->wait_site = at;
 		tl->state = TL_WAITING;
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;

@@ -353,3 +353,172 @@ int kb_leftover_socket_dirs(pid_t pid)
 		closedir(d);
 	return n;
 }
+
+void kb_build_kernel(const char *dir, const char *name, const char *source, char *so,
+		     size_t cap)
+{
+	const char *root = getenv("KB_ROOT");
+	char src[600], cmd[2400];
+	FILE *f;
+
+	cr_assert(root, "KB_ROOT is set by `make integration`");
+	snprintf(src, sizeof(src), "%s/%s.c", dir, name);
+	snprintf(so, cap, "%s/%s.so", dir, name);
+	f = fopen(src, "w");
+	cr_assert_not_null(f, "cannot write %s", src);
+	fputs(source, f);
+	fclose(f);
+	/* what a kernel author does: the public headers, nothing else */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -std=c17 -O1 -Wall -Wextra -Werror -fPIC -shared "
+		 "-I%s/kernel_host/include -o %s %s.c",
+		 dir, root, so, name);
+	cr_assert_eq(system(cmd), 0, "could not compile the kernel: %s", cmd);
+}
+
+int kb_count_lines(const char *text)
+{
+	int n = 0;
+
+	for (const char *p = text; *p; p++)
+		n += *p == '\n' || (!p[1]);
+	return n;
+}
+
+/* ---------------------------------------------------------------- JSON check */
+
+/* A small recursive-descent JSON checker, independent of the writer it
+ * checks (runtime/src/json.c). */
+struct jcheck {
+	const char *p;
+	int depth;
+};
+
+static bool jvalue(struct jcheck *j);
+
+static void jspace(struct jcheck *j)
+{
+	while (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r')
+		j->p++;
+}
+
+static bool jstring(struct jcheck *j)
+{
+	if (*j->p++ != '"')
+		return false;
+	while (*j->p != '"') {
+		unsigned char c = (unsigned char)*j->p;
+
+		if (c < 0x20)
+			return false; /* includes the terminating NUL */
+		if (c == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", j->p[i]) || !j->p[i])
+						return false;
+				j->p += 4;
+			} else if (!*j->p || !strchr("\"\\/bfnrt", *j->p)) {
+				return false;
+			}
+		}
+		j->p++;
+	}
+	j->p++;
+	return true;
+}
+
+static bool jnumber(struct jcheck *j)
+{
+	const char *start = j->p;
+
+	if (*j->p == '-')
+		j->p++;
+	if (*j->p == '0')
+		j->p++;
+	else if (*j->p >= '1' && *j->p <= '9')
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	else
+		return false;
+	if (*j->p == '.') {
+		j->p++;
+		if (*j->p < '0' || *j->p > '9')
+			return false;
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		if (*j->p < '0' || *j->p > '9')
+			return false;
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	return j->p > start;
+}
+
+static bool jcontainer(struct jcheck *j, char close, bool object)
+{
+	j->p++;
+	jspace(j);
+	if (*j->p == close) {
+		j->p++;
+		return true;
+	}
+	for (;;) {
+		jspace(j);
+		if (object) {
+			if (!jstring(j))
+				return false;
+			jspace(j);
+			if (*j->p++ != ':')
+				return false;
+		}
+		if (!jvalue(j))
+			return false;
+		jspace(j);
+		if (*j->p == close) {
+			j->p++;
+			return true;
+		}
+		if (*j->p++ != ',')
+			return false;
+	}
+}
+
+static bool jvalue(struct jcheck *j)
+{
+	bool ok;
+
+	jspace(j);
+	if (++j->depth > 64)
+		return false;
+	switch (*j->p) {
+	case '{': ok = jcontainer(j, '}', true); break;
+	case '[': ok = jcontainer(j, ']', false); break;
+	case '"': ok = jstring(j); break;
+	case 't': ok = !strncmp(j->p, "true", 4) && (j->p += 4); break;
+	case 'f': ok = !strncmp(j->p, "false", 5) && (j->p += 5); break;
+	case 'n': ok = !strncmp(j->p, "null", 4) && (j->p += 4); break;
+	default: ok = jnumber(j); break;
+	}
+	j->depth--;
+	return ok;
+}
+
+bool kb_json_valid(const char *text, size_t *bad_at)
+{
+	struct jcheck j = { .p = text };
+	bool ok = text && jvalue(&j);
+
+	if (ok) {
+		jspace(&j);
+		ok = *j.p == '\0';
+	}
+	if (!ok && bad_at)
+		*bad_at = text ? (size_t)(j.p - text) : 0;
+	return ok;
+}

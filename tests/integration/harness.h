@@ -45,6 +45,17 @@ uint64_t kb_summary_u64(const char *dir, const char *key);
 /* True if the two files exist and are byte-identical. */
 bool kb_same_file(const char *a, const char *b);
 
+/* Writes `source` (a kernel against the public headers) to DIR/NAME.c,
+ * compiles it as DIR/NAME.so (path into `so`); the test fails if it does
+ * not compile. */
+void kb_build_kernel(const char *dir, const char *name, const char *source, char *so,
+		     size_t cap);
+/* True if `text` is one well-formed JSON value (RFC 8259, strings checked
+ * for escapes and control bytes); else false with the offset in *bad_at. */
+bool kb_json_valid(const char *text, size_t *bad_at);
+/* Number of lines in `text` (a last line without '\n' counts). */
+int kb_count_lines(const char *text);
+
 /* Makes this process adopt orphans, so daemons a launcher failed to reap
  * would become our children and be seen by kb_leftover_daemons. */
 void kb_adopt_orphans(void);
