@@ -107,12 +107,8 @@ static enum rt_err host_init(struct rt_ctx *ctx, void *state)
 	return rt_timer(ctx, 0, 0);
 }
 
-static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
-			       const struct rt_delivery *d)
+static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *d)
 {
-	struct host_state *h = state;
-
-	h->ctx = ctx;
 	if (d->is_timer)
 		return tl_start(h->tl, d->time_ps);
 	switch (d->msg->body_case) {
@@ -126,6 +122,19 @@ static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
 			       "unexpected message (body %d) from component %u",
 			       (int)d->msg->body_case, d->src);
 	}
+}
+
+static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
+			       const struct rt_delivery *d)
+{
+	struct host_state *h = state;
+	enum rt_err rc;
+
+	h->ctx = ctx;
+	rc = host_deliver(h, d);
+	/* an error happened at the kernel's clock, not at the event's time */
+	rt_note_clock(ctx, tl_now_ps(h->tl));
+	return rc;
 }
 
 /* "k.c:12", or what stands for a call site the kernel did not make. */

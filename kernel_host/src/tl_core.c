@@ -381,7 +381,9 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended",
+			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
+			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
 	tl_abort(tl, at, RT_EKERNEL, "%s is not a live tensor handle", what);
 }

@@ -63,6 +63,11 @@ const struct rt_component_desc *rt_self_desc(const struct rt_ctx *ctx)
 	return ctx->desc;
 }
 
+void rt_note_clock(struct rt_ctx *ctx, uint64_t clock_ps)
+{
+	ctx->clock_ps = clock_ps;
+}
+
 const struct rt_topology *rt_topo(const struct rt_ctx *ctx)
 {
 	return ctx->daemon->topo;

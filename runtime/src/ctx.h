@@ -27,6 +27,7 @@ struct rt_ctx {
 	uint64_t delivered;      /* messages delivered to it */
 	uint64_t digest;         /* hash over its deliveries */
 	uint64_t last_ps;        /* time of its last event */
+	uint64_t clock_ps;       /* its own clock, if ahead (rt_note_clock) */
 	uint64_t oplog_seq;      /* op log records written */
 	struct rt_stat *stats;
 	size_t n_stats;

@@ -94,13 +94,16 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 		rt_ctx_note_delivery(c, ev, msg);
 	}
 	c->last_ps = d->now;
+	c->clock_ps = 0;
 	err = c->desc->ops->handle(c, c->state, &del);
 	if (!err)
 		err = rt_ctx_stat_error(c);
-	/* components report what went wrong; the daemon says where and when */
+	/* components report what went wrong; the daemon says where and when
+	 * (a kernel host's own clock may be far past the event's time) */
 	if (err)
 		return rt_fail(err, "%s at %llu ps: %s", c->desc->name,
-			       (unsigned long long)d->now, rt_last_error());
+			       (unsigned long long)(c->clock_ps > d->now ? c->clock_ps : d->now),
+			       rt_last_error());
 	return err;
 }
 

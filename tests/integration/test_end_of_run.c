@@ -51,6 +51,23 @@ static const char kernels[] =
 	"012345678901234567890123456789012345678901234567890123456789012345678901"
 	"23456789\", 1);\n"                                                     /* 37 */
 	"\treturn 0;\n"                                                         /* 38 */
+	"}\n"                                                                   /* 39 */
+	"int late_fail(struct tl *tl, const struct tl_args *args)\n"           /* 40 */
+	"{\n"                                                                   /* 41 */
+	"\t(void)args;\n"                                                       /* 42 */
+	"\tfor (int i = 0; i < 20; i++)\n"                                      /* 43 */
+	"\t\ttl_full(tl, 16, 16, TL_F16, 1.0);\n"                               /* 44 */
+	"\ttl_fail(tl, \"clock %llu\", (unsigned long long)tl_now_ps(tl));\n"  /* 45 */
+	"}\n"                                                                   /* 46 */
+	"int after_scope(struct tl *tl, const struct tl_args *args)\n"         /* 47 */
+	"{\n"                                                                   /* 48 */
+	"\ttl_tensor t;\n"                                                      /* 49 */
+	"\t(void)args;\n"                                                       /* 50 */
+	"\ttl_scratch_scope_begin(tl);\n"                                       /* 51 */
+	"\tt = tl_full(tl, 4, 4, TL_F16, 1.0);\n"                               /* 52 */
+	"\ttl_scratch_scope_end(tl);\n"                                         /* 53 */
+	"\ttl_scale(tl, t, 2.0);\n"                                             /* 54 */
+	"\treturn 0;\n"                                                         /* 55 */
 	"}\n";
 
 
@@ -234,4 +251,47 @@ Test(end_of_run, statistic_name_with_a_newline_fails_at_the_call_site, .timeout 
 Test(end_of_run, overlong_statistic_name_fails_at_the_call_site, .timeout = 60)
 {
 	expect_bad_stat("long", 37, "is longer than 128 bytes");
+}
+
+/* ---------------------------------------------------------------- error lines */
+
+/* An error names the time on the kernel's clock (which runs ahead of the
+ * host's event time with every dispatch), not the event that resumed it. */
+Test(end_of_run, kernel_error_names_the_kernel_clock, .timeout = 60)
+{
+	char dir[256], so[600], want[64];
+	unsigned long long named = 0, clock = 0;
+	struct kb_result r;
+	const char *at;
+
+	build(dir, sizeof(dir), so, sizeof(so));
+	run_kernel(&r, so, "late_fail", dir, "1", NULL, NULL);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	at_line(want, sizeof(want), 45);
+	cr_expect(strstr(r.err, want), "no %s in: %s", want, r.err);
+	at = strstr(r.err, "r0.pe0.host at ");
+	cr_assert_not_null(at, "%s", r.err);
+	cr_assert_eq(sscanf(at, "r0.pe0.host at %llu ps", &named), 1, "%s", r.err);
+	at = strstr(r.err, ": clock ");
+	cr_assert_not_null(at, "%s", r.err);
+	cr_assert_eq(sscanf(at, ": clock %llu", &clock), 1, "%s", r.err);
+	cr_expect_gt(clock, 0, "20 dispatches cost time: %s", r.err);
+	cr_expect_eq(named, clock, "the line names %llu ps, the kernel's clock is %llu ps", named,
+		     clock);
+}
+
+Test(end_of_run, use_after_scope_says_how_to_fix_it, .timeout = 60)
+{
+	char dir[256], so[600], want[64];
+	struct kb_result r;
+
+	build(dir, sizeof(dir), so, sizeof(so));
+	run_kernel(&r, so, "after_scope", dir, "1", NULL, NULL);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	at_line(want, sizeof(want), 54);
+	cr_expect(strstr(r.err, want), "no %s in: %s", want, r.err);
+	cr_expect(strstr(r.err, "used after that scope ended"), "%s", r.err);
+	cr_expect(strstr(r.err, "allocate it before the scope begins to keep it, or tl_copy_to a "
+			  "persistent tensor before tl_scratch_scope_end"), "%s", r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
 }

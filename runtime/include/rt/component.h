@@ -64,6 +64,11 @@ const struct rt_job *rt_job(const struct rt_ctx *ctx);
 /* Shortcut for &rt_job(ctx)->config. */
 const struct rt_config *rt_cfg(const struct rt_ctx *ctx);
 
+/* A component whose own clock runs ahead of its event time (a kernel host:
+ * its PE_CPU clock moves with every dispatch) says where it is, so error
+ * lines name that time rather than the event's. Never earlier than now. */
+void rt_note_clock(struct rt_ctx *ctx, uint64_t clock_ps);
+
 /* ---- messages and timers */
 
 /* Sends `msg` to `dst`, leaving at `send_ps` (>= now; a kernel host may run
