@@ -201,31 +201,110 @@ char *kb_slurp_stderr(const char *path)
 	return text;
 }
 
-bool kb_json_field(const char *json, const char *key, char *out, size_t cap)
+/* Skips a JSON string starting at *p == '"'; returns the char after it. */
+static const char *skip_string(const char *p)
 {
-	char pattern[128];
-	const char *p;
-	size_t n = 0;
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
 
-	if (!json)
+/* Skips one JSON value (any kind); returns the char after it. */
+static const char *skip_value(const char *p)
+{
+	int depth = 0;
+
+	while (*p == ' ' || *p == '\n')
+		p++;
+	do {
+		if (*p == '"')
+			p = skip_string(p);
+		else if (*p == '{' || *p == '[')
+			depth++, p++;
+		else if (*p == '}' || *p == ']')
+			depth--, p++;
+		else if (depth == 0)
+			while (*p && !strchr(",}]\n ", *p))
+				p++;
+		else
+			p++;
+	} while (*p && depth > 0);
+	return p;
+}
+
+/* Value of member `name` (len bytes) of the object at `obj`, or NULL. */
+static const char *member(const char *obj, const char *name, size_t len)
+{
+	const char *p = obj;
+
+	while (*p == ' ' || *p == '\n')
+		p++;
+	if (*p++ != '{')
+		return NULL;
+	for (;;) {
+		const char *key, *end;
+
+		while (*p == ' ' || *p == '\n' || *p == ',')
+			p++;
+		if (*p != '"')
+			return NULL;
+		key = p + 1;
+		end = skip_string(p);
+		p = end;
+		while (*p == ' ' || *p == '\n' || *p == ':')
+			p++;
+		if ((size_t)(end - 1 - key) == len && !memcmp(key, name, len))
+			return p;
+		p = skip_value(p);
+	}
+}
+
+bool kb_json_field(const char *json, const char *path, char *out, size_t cap)
+{
+	const char *v = json, *end;
+	size_t n;
+
+	if (!json || !cap)
 		return false;
-	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
-	p = strstr(json, pattern);
-	if (!p)
+	/* "a.b.c": member c of member b of member a of the top-level object */
+	for (const char *part = path; v;) {
+		const char *dot = strchr(part, '.');
+		size_t len = dot ? (size_t)(dot - part) : strlen(part);
+
+		v = member(v, part, len);
+		if (!dot)
+			break;
+		part = dot + 1;
+	}
+	if (!v)
 		return false;
-	p += strlen(pattern);
-	while (p[n] && p[n] != ',' && p[n] != '\n' && n + 1 < cap)
-		n++;
-	memcpy(out, p, n);
+	end = skip_value(v);
+	n = (size_t)(end - v) < cap - 1 ? (size_t)(end - v) : cap - 1;
+	memcpy(out, v, n);
 	out[n] = '\0';
 	return true;
+}
+
+/* The text as an unsigned integer; the calling test fails otherwise. */
+static uint64_t as_u64(const char *text, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	cr_assert(text[0] >= '0' && text[0] <= '9', "%s is \"%s\", not an unsigned integer", what,
+		  text);
+	v = strtoull(text, &end, 10);
+	cr_assert(*end == '\0', "%s is \"%s\", not an unsigned integer", what, text);
+	return v;
 }
 
 uint64_t kb_json_u64(const char *json, const char *key)
 {
 	char v[64];
 
-	return kb_json_field(json, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
+	cr_assert(kb_json_field(json, key, v, sizeof(v)), "summary has no \"%s\"", key);
+	return as_u64(v, key);
 }
 
 uint64_t kb_summary_u64(const char *dir, const char *key)
@@ -237,7 +316,7 @@ uint64_t kb_summary_u64(const char *dir, const char *key)
 	cr_assert_not_null(json, "no %s", path);
 	cr_assert(kb_json_field(json, key, v, sizeof(v)), "%s has no \"%s\"", path, key);
 	free(json);
-	return strtoull(v, NULL, 10);
+	return as_u64(v, key);
 }
 
 bool kb_same_file(const char *a, const char *b)

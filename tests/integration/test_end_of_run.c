@@ -295,3 +295,27 @@ Test(end_of_run, use_after_scope_says_how_to_fix_it, .timeout = 60)
 			  "persistent tensor before tl_scratch_scope_end"), "%s", r.err);
 	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
 }
+
+/* ---------------------------------------------------------------- harness */
+
+/* The summary reader finds a key at its own level only, and a missing key
+ * is absent (kb_json_u64 / kb_summary_u64 then fail the test, never 0). */
+Test(harness, json_lookup_is_by_level_and_missing_keys_are_absent, .timeout = 5)
+{
+	const char *json = "{\n  \"a\": 1,\n  \"s\": \"x\\\": 9\",\n  \"totals\": {\n"
+			   "    \"x\": 2,\n    \"a\": 3\n  },\n  \"list\": [1, {\"x\": 4}],\n"
+			   "  \"z\": 5\n}\n";
+	char v[32];
+
+	cr_assert(kb_json_valid(json, NULL));
+	cr_expect(kb_json_field(json, "a", v, sizeof(v)) && !strcmp(v, "1"), "%s", v);
+	cr_expect(kb_json_field(json, "totals.a", v, sizeof(v)) && !strcmp(v, "3"), "%s", v);
+	cr_expect(kb_json_field(json, "totals.x", v, sizeof(v)) && !strcmp(v, "2"), "%s", v);
+	cr_expect(kb_json_field(json, "z", v, sizeof(v)) && !strcmp(v, "5"), "%s", v);
+	cr_expect_not(kb_json_field(json, "x", v, sizeof(v)), "x is only nested");
+	cr_expect_not(kb_json_field(json, "missing", v, sizeof(v)));
+	cr_expect_not(kb_json_field(json, "totals.missing", v, sizeof(v)));
+	cr_expect_not(kb_json_valid("{\"a\": 1,}", NULL), "trailing comma");
+	cr_expect_not(kb_json_valid("{\"a\": \"tab\there\"}", NULL), "raw control byte");
+	cr_expect_not(kb_json_valid("{\"a\": \"q\"\"}", NULL), "unescaped quote");
+}

@@ -9,6 +9,7 @@
 
 #include "rt/component.h"
 #include "rt/json.h"
+#include "rt/wire.h"
 #include "sched.h"
 
 static char *escaped(const char *s)
@@ -150,4 +151,40 @@ Test(sched_fini, scheduler_holding_a_command_reports_it_unfinished, .timeout = 5
 	sched_core_init(core, &cfg, 0, 0);
 	cr_expect_eq(sched_ops.fini(NULL, state), RT_EOK, "an idle scheduler finished");
 	free(state);
+}
+
+/* BYE's reports are outside bytes that reach summary.json and the error
+ * line: a statistic name or unfinished line with a control byte is a
+ * decode error. */
+Test(wire_bye, reports_with_bad_names_or_lines_are_rejected, .timeout = 5)
+{
+	Kb__Sync sync = KB__SYNC__INIT, *out = NULL;
+	Kb__Bye bye = KB__BYE__INIT;
+	Kb__ComponentReport report, *reports[1] = { &report };
+	Kb__Stat stat, *stats[1] = { &stat };
+	struct rt_buf b;
+
+	kb__component_report__init(&report);
+	kb__stat__init(&stat);
+	stat.name = (char *)"say \"hi\"";
+	report.n_stats = 1;
+	report.stats = stats;
+	bye.n_reports = 1;
+	bye.reports = reports;
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	rt_buf_init(&b);
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EOK, "%s",
+		     rt_last_error());
+	rt_wire_free_sync(out);
+	stat.name = (char *)"two\nlines";
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "non-printable byte 0x0a"), "%s", rt_last_error());
+	stat.name = (char *)"fine";
+	report.unfinished = (char *)"blocked\nforged line";
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EDECODE);
+	rt_buf_release(&b);
 }
