@@ -401,3 +401,46 @@ Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 	cr_expect_eq(kb_summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
 	free(r0), free(r1);
 }
+
+/* Reductions through real daemons: tl_sum / tl_max of 1xN, Nx1 and MxN
+ * along both axes against fp64 (a 1xN row along axis 0 once came back as
+ * [sum, 0, 0, ...]). */
+Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
+     .timeout = 120)
+{
+	static const uint32_t shapes[][2] = { { 1, 5 }, { 7, 1 }, { 6, 9 } };
+	char dir[64], args[160];
+
+	for (size_t s = 0; s < 3; s++)
+		for (int axis = 0; axis <= 1; axis++)
+			for (int max = 0; max <= 1; max++) {
+				uint64_t R, C, yr, yc;
+
+				snprintf(dir, sizeof(dir), "/tmp/kbt_reduce_%zu_%d_%d", s,
+					 axis, max);
+				snprintf(args, sizeof(args),
+					 "test_reduce --pes 1 --colocate all --mode data --arg rows=%u --arg cols=%u --arg axis=%d --arg max=%d",
+					 shapes[s][0], shapes[s][1], axis, max);
+				cr_assert_eq(run_kernel(dir, args), 0, "%s", args);
+				double *x = npy_doubles(dir, "x.npy", &R, &C);
+				double *y = npy_doubles(dir, "y.npy", &yr, &yc);
+				uint64_t n = axis == 0 ? C : R, len = axis == 0 ? R : C;
+
+				cr_assert(yr * yc == n, "%s: y has %llu values, want %llu",
+					  args, (unsigned long long)(yr * yc),
+					  (unsigned long long)n);
+				for (uint64_t o = 0; o < n; o++) {
+					double ref = max ? -INFINITY : 0.0;
+
+					for (uint64_t i = 0; i < len; i++) {
+						double v = axis == 0 ? x[i * C + o] : x[o * C + i];
+
+						ref = max ? fmax(ref, v) : ref + v;
+					}
+					cr_expect(fabs(y[o] - ref) <= 1e-4 * (1 + fabs(ref)),
+						  "%s: y[%llu] = %g, fp64 %g", args,
+						  (unsigned long long)o, y[o], ref);
+				}
+				free(x), free(y);
+			}
+}

@@ -178,15 +178,15 @@ static uint64_t math_latency(const char *op, uint32_t rows, uint32_t cols,
 	Kb__Extra e = KB__EXTRA__INIT;
 	Kb__Extra *extras[] = { &e };
 	Kb__Stage s = KB__STAGE__INIT;
-	enum eng_math_op kind;
+	const struct rt_isa_op *kind;
 	char name[32];
 
-	cr_assert_eq(eng_math_op_parse(op, &kind), RT_EOK);
+	cr_assert_eq(eng_math_op_find(op, &kind), RT_EOK);
 	s.engine = KB__ENGINE__ENGINE_MATH;
 	s.op_kind = k_math;
 	snprintf(name, sizeof(name), "%s", op);
 	s.op_name = name;
-	s.n_in = eng_math_op_arity(kind);
+	s.n_in = kind->arity;
 	s.in = ins;
 	s.out = &out;
 	e.name = axis >= 0 ? k_axis : k_scale;
@@ -194,7 +194,7 @@ static uint64_t math_latency(const char *op, uint32_t rows, uint32_t cols,
 	e.i = axis >= 0 ? axis : 2;
 	s.n_extras = 1;
 	s.extras = extras;
-	if (kind == ENG_MATH_RMAX || kind == ENG_MATH_RSUM)
+	if (kind->shape == RT_ISA_SHAPE_REDUCE)
 		out = axis == 0 ? view(1, cols, KB__DTYPE__DTYPE_F32, false)
 				: view(rows, 1, KB__DTYPE__DTYPE_F32, false);
 	return latency(ENG_MATH, "simd", &cfg, &s);

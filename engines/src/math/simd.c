@@ -11,7 +11,7 @@
 struct simd_state {
 	uint64_t lanes;
 	uint64_t setup_cycles;
-	uint64_t per_elem[3]; /* by enum eng_math_class */
+	uint64_t per_elem[RT_ISA_LAT_COUNT]; /* by enum rt_isa_lat */
 };
 
 static enum rt_err simd_init(void *state, const struct rt_config *cfg)
@@ -23,9 +23,10 @@ static enum rt_err simd_init(void *state, const struct rt_config *cfg)
 			       "math model 'simd': math.lanes must be at least 1");
 	st->lanes = cfg->math_lanes;
 	st->setup_cycles = cfg->math_setup_cycles;
-	st->per_elem[ENG_MATH_SIMPLE] = cfg->math_cycles_per_elem;
-	st->per_elem[ENG_MATH_TRANSCENDENTAL] = cfg->math_exp_cycles_per_elem;
-	st->per_elem[ENG_MATH_REDUCE] = cfg->math_reduce_cycles_per_elem;
+	st->per_elem[RT_ISA_LAT_SIMPLE] = cfg->math_cycles_per_elem;
+	st->per_elem[RT_ISA_LAT_TRANSCENDENTAL] = cfg->math_exp_cycles_per_elem;
+	st->per_elem[RT_ISA_LAT_REDUCE] = cfg->math_reduce_cycles_per_elem;
+	st->per_elem[RT_ISA_LAT_SOFTMAX] = cfg->math_exp_cycles_per_elem;
 	return RT_EOK;
 }
 
@@ -33,15 +34,15 @@ static enum rt_err simd_latency(const void *state, const Kb__Stage *stage,
 				uint64_t *cycles)
 {
 	const struct simd_state *st = state;
-	enum eng_math_op op;
-	enum rt_err err = eng_math_op_parse(stage->op_name, &op);
+	const struct rt_isa_op *op;
+	enum rt_err err = eng_math_op_find(stage->op_name, &op);
 
 	if (err)
 		return err;
 	*cycles = st->setup_cycles
 		  + eng_mul_sat(eng_ceil_div(eng_stage_elements(stage),
 					     st->lanes),
-				st->per_elem[eng_math_op_class(op)]);
+				st->per_elem[op->lat]);
 	return RT_EOK;
 }
 
