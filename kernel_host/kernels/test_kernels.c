@@ -243,3 +243,18 @@ int test_reduce(struct tl *tl, const struct tl_args *args)
 		    TL_F32);
 	return 0;
 }
+
+/* A DMA-bound sweep: n lazy loads of rows x cols f16, back to back, nothing
+ * else; the kernel ends when the last lands. */
+int test_dma_sweep(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 16);
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 64);
+
+	if (!first_program(tl))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		tl_load(tl, (uint64_t)i * rows * cols * 2, rows, cols, TL_F16);
+	return 0;
+}
