@@ -18,18 +18,21 @@
  * ps = cycles * cycle_ps):
  *
  *   dma  "linear"    setup_cycles + ceil(bytes / dma.bytes_per_cycle)
- *   gemm "systolic"  for logical M x K x N:
- *                    passes = ceil(K / array_rows) * ceil(N / array_cols)
- *                    cycles = setup + passes * (array_rows + M)
- *                    (each pass loads a weight tile — array_rows cycles that
- *                    overlap nothing — then streams the M rows of A)
+ *   gemm "systolic"  for logical M x K x N on an R x C array, T = M:
+ *                    folds = ceil(K / R) * ceil(N / C)
+ *                    cycles = setup + folds * (2R + C + T - 2)
+ *                    (per fold: weight load R, skew R-1, stream T, drain
+ *                    C-1); with gemm.weight_double_buffer = 1 the loads
+ *                    after the first hide behind the previous fold:
+ *                    cycles = setup + R + folds * (R + C + T - 2)
  *   gemm "roofline"  setup + max(ceil(M*N*K / macs_per_cycle),
  *                                ceil(bytes / gemm.bytes_per_cycle))
  *   math "simd"      setup + ceil(elements / lanes) * cycles_per_elem of the
  *                    op's latency class in the instruction set (rt/isa.h):
- *                    simple (math.cycles_per_elem), transcendental and
- *                    softmax (math.exp_cycles_per_elem), reduce
- *                    (math.reduce_cycles_per_elem)
+ *                    simple (math.cycles_per_elem), transcendental
+ *                    (math.exp_cycles_per_elem), reduce
+ *                    (math.reduce_cycles_per_elem); softmax costs its
+ *                    parts (rmax, exp_diff, rsum, div), setup included
  *
  * `bytes` and `elements` follow docs/stages.md (eng_stage_bytes /
  * eng_stage_elements). Products saturate at UINT64_MAX instead of wrapping.

@@ -70,6 +70,12 @@ enum rt_isa_id {
 
 #define RT_ISA_MAX_ARITY 3
 
+/* The fused row softmax costs what its parts cost (docs/stages.md): these
+ * four passes over in0's elements, each with its own setup, exactly as if
+ * the four ops had been issued one by one. */
+#define RT_ISA_SOFTMAX_PARTS \
+	{ RT_ISA_RMAX, RT_ISA_EXP_DIFF, RT_ISA_RSUM, RT_ISA_DIV }
+
 /* One row of the table. */
 struct rt_isa_op {
 	enum rt_isa_id id;
