@@ -45,7 +45,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 			 "tl_send needs a TCM tensor (not a tl_ref or a transposed view)");
 	tl_wait_cmd(tl, at, r->producer);
 	q = &tl->ipcq[dir];
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg, 4 + 24));
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
 	bpc = tl->s.cfg->ipcq_bytes_per_cycle ? tl->s.cfg->ipcq_bytes_per_cycle : 1;
 	ser = (bytes + bpc - 1) / bpc * tl->cycle_ps;
 	start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;

@@ -3,8 +3,6 @@
  * its scopes (ADR-0063). */
 #include "tl_private.h"
 
-#include "sched.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,13 +312,6 @@ void tl_wait_all(struct tl *tl, struct tl_site at)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* The scheduler owns the cost formula; the host charges by it. */
-uint64_t tl_dispatch_cycles(const struct rt_config *cfg,
-			    uint64_t logical_bytes)
-{
-	return sched_dispatch_cycles(cfg, logical_bytes);
-}
-
 void tl_charge(struct tl *tl, uint64_t cycles)
 {
 	tl->clock_ps += cycles * tl->cycle_ps;
@@ -334,7 +325,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	enum rt_err rc;
 
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg,
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
 					 tl_command_logical_bytes(cmd)));
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/isa.h"
 #include "tl_host.h"
 
 /* A tensor as the host tracks it. */
@@ -179,6 +180,18 @@ void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
 void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
 void tl_op_extra_f(struct tl_op *op, const char *name, double v);
+/* The instruction-set entry of MATH op `name` taking `arity` inputs (0:
+ * any); ends the kernel at `at`, naming `api` and the op, when it is
+ * unknown, not a MATH op or takes another number of inputs. */
+const struct rt_isa_op *tl_isa_math(struct tl *tl, struct tl_site at,
+				    const char *name, uint32_t arity,
+				    const char *api);
+/* The output shape of `op` on `in` (logical dims) by the instruction set's
+ * shape rule; ends the kernel at `at` with `code` when it does not hold. */
+void tl_isa_shape(struct tl *tl, struct tl_site at, enum rt_err code,
+		  const struct rt_isa_op *op, uint32_t n_in,
+		  const struct tl_rec *const *in, int64_t axis,
+		  uint32_t *rows, uint32_t *cols);
 /* Checks the logical-bytes cap, records what the composite touches, emits
  * it and returns its command id. */
 uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
