@@ -76,6 +76,13 @@ static const char kernels[] =
 	"\tf = tl_load_async(tl, 0, 16, 16, TL_F16);\n"                         /* 61 */
 	"\ttl_wait(tl, f);\n"                                                   /* 62 */
 	"\treturn 0;\n"                                                         /* 63 */
+	"}\n"                                                                   /* 64 */
+	"int mixed(struct tl *tl, const struct tl_args *args)\n"               /* 65 */
+	"{\n"                                                                   /* 66 */
+	"\t(void)args;\n"                                                       /* 67 */
+	"\ttl_stat_add(tl, \"x\", 1);\n"                                        /* 68 */
+	"\ttl_stat_max(tl, \"x\", 1);\n"                                        /* 69 */
+	"\treturn 0;\n"                                                         /* 70 */
 	"}\n";
 
 
@@ -282,6 +289,22 @@ Test(end_of_run, statistic_name_with_a_newline_fails_at_the_call_site, .timeout 
 {
 	expect_bad_stat("newline", 35, "tl_stat_add: statistic name \"two\\x0alines\" has a "
 			"non-printable byte 0x0a");
+}
+
+/* The runtime's own check (any component): one statistic both summed and
+ * maxed is an error naming the component, not a silently merged value. */
+Test(end_of_run, statistic_both_summed_and_maxed_fails_the_run, .timeout = 60)
+{
+	char dir[256], so[600];
+	struct kb_result r;
+
+	build(dir, sizeof(dir), so, sizeof(so));
+	run_kernel(&r, so, "mixed", dir, "1", NULL, NULL);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "r0.pe0.host at "), "%s", r.err);
+	cr_expect(strstr(r.err, "statistic \"x\" is both summed and maxed"), "%s", r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	expect_no_summary(dir);
 }
 
 Test(end_of_run, overlong_statistic_name_fails_at_the_call_site, .timeout = 60)
