@@ -225,6 +225,10 @@ Test(attention, adr0065_t6_opt2_and_opt3_agree, .timeout = 60)
 	RUN_OK(d3, "gqa_decode_opt3", "--mode", "data", "--pes", "2", SMALL, "seq_kv=128");
 	load3(d2, "o.npy", &o2);
 	load3(d3, "o.npy", &o3);
+	cr_assert(o2.n0 == o3.n0 && o2.n1 == o3.n1 && o2.n2 == o3.n2,
+		  "opt2 o is %llux%llux%llu, opt3 o %llux%llux%llu", (unsigned long long)o2.n0,
+		  (unsigned long long)o2.n1, (unsigned long long)o2.n2, (unsigned long long)o3.n0,
+		  (unsigned long long)o3.n1, (unsigned long long)o3.n2);
 	for (uint64_t i = 0; i < o2.n0 * o2.n1 * o2.n2; i++)
 		diff = fmax(diff, fabs(o2.v[i] - o3.v[i]));
 	cr_assert_leq(diff, 2e-3, "opt2 and opt3 differ by %g", diff);
