@@ -61,15 +61,6 @@ static void store_elem(uint8_t *p, enum tl_dtype dtype, float v)
 	}
 }
 
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v)
-{
-	uint32_t es = tl_dtype_size(dtype);
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		store_elem(dst + i * es, dtype, (float)v);
-}
-
 static void to_floats(const uint8_t *src, enum tl_dtype dtype, size_t n,
 		      float *out)
 {

@@ -258,25 +258,6 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 	rd->producer = id;
 }
 
-/* A fill is a host store into TCM: one dispatch of a one-tensor op in both
- * modes, no command (the MATH engine has no fill op). */
-tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
-		     uint32_t cols, enum tl_dtype dtype, double value)
-{
-	tl_tensor t;
-	struct tl_rec *r;
-	uint8_t *bytes;
-
-	check_dims(tl, at, "tl_full", rows, cols, dtype);
-	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
-	r = &tl->slots[t.slot];
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, rt_isa_logical_bytes(1, 0)));
-	bytes = tl_tcm_bytes(tl, r->addr, tl_rec_bytes(r));
-	if (bytes)
-		tl_fill_bytes(bytes, dtype, (size_t)rows * cols, value);
-	return t;
-}
-
 /* ------------------------------------------------------------ compute */
 
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r)
@@ -365,6 +346,21 @@ static tl_tensor math_single(struct tl *tl, struct tl_site at,
 	low->ops[0].out = tl_tref_of(ro);
 	ro->producer = tl_issue_lowered(tl, at, low);
 	return out;
+}
+
+/* A fill is a MATH `fill` command (no inputs, extra `value`): it pays its
+ * dispatch and PE_MATH time like any other op, and its result is ready when
+ * the command completes (consumers wait for it as for any producer). */
+tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		     uint32_t cols, enum tl_dtype dtype, double value)
+{
+	struct tl_lowered low;
+
+	check_dims(tl, at, "tl_full", rows, cols, dtype);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = rt_isa_get(RT_ISA_FILL)->name;
+	tl_op_extra_f(&low.ops[0], "value", value);
+	return math_single(tl, at, &low, rows, cols, dtype);
 }
 
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,

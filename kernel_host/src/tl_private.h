@@ -209,7 +209,6 @@ uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
 /* ---- data (tl_data.c) */
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
 uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
 
 /* ---- recipes (recipes.c) */
 #define TL_RECIPE_MAX_OPERANDS 6

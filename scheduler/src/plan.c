@@ -284,6 +284,8 @@ static enum rt_err check_math_shapes(const struct builder *bd, size_t pos,
 	}
 	if ((err = tensor_view(bd, op->out, "out", &v)))
 		return err;
+	r = logical_rows(&v); /* stands for an op without inputs */
+	c = logical_cols(&v);
 	if (rt_isa_out_shape(isa, (uint32_t)op->n_operands, rows, cols,
 			     op_axis(op), &r, &c))
 		return rt_fail(RT_EDECODE, "%s %llu: op %zu (%s): %s", bd->what,

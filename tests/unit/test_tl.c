@@ -464,7 +464,8 @@ Test(tl_validate, adding_an_op_is_one_table_row, .timeout = 10)
 		const struct rt_isa_op *op = rt_isa_get((enum rt_isa_id)id);
 
 		cr_assert_eq(rt_isa_find(op->name), op);
-		cr_assert(op->arity >= 1 && op->arity <= RT_ISA_MAX_ARITY);
+		cr_assert(op->arity <= RT_ISA_MAX_ARITY);
+		cr_assert(op->arity > 0 || op->shape == RT_ISA_SHAPE_OUT);
 		cr_assert(strstr(rt_isa_names(), op->name));
 		cr_assert_eq(rt_isa_op_logical_bytes(op),
 			     4 + 12 * (op->arity + 1) + 4 * op->n_extras);
@@ -819,4 +820,57 @@ Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
 		  strstr(r->error, "axis 2"), "%s", r->error);
 	run_release(r);
 	free(r);
+}
+
+/* ---------------------------------------------------------- fills */
+
+/* tl_full is a MATH `fill` command: one dispatch of a one-op composite
+ * (4 + 12 out + 4 extra = 20 logical bytes), PE_MATH time, and the value
+ * lands in TCM when the command completes (data mode, real engine). */
+static int k_fill(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_store(tl, 0x40000, tl_full(tl, 3, 5, TL_F16, -2.5));
+	tl_store(tl, 0x50000, tl_full(tl, 2, 4, TL_F32, 1e30));
+	return 0;
+}
+
+Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+	const Kb__CompositeCmd *c;
+	uint16_t h;
+	float f;
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	r->fake.mem = &mem;
+	run_kernel(r, k_fill, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	/* fill, store, fill, store */
+	cr_assert_eq(r->fake.n, 4);
+	c = r->fake.sent[0]->command->composite;
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_ops, 1);
+	cr_assert_str_eq(c->ops[0]->kind, "fill");
+	cr_assert_eq(c->ops[0]->n_operands, 0);
+	cr_assert_eq(sched_command_logical_bytes(r->fake.sent[0]->command), 20);
+	cr_assert_eq(r->tot.dispatch_cycles,
+		     2 * rt_dispatch_cycles(&r->cfg, 20) +
+		     2 * rt_dispatch_cycles(&r->cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	for (int i = 0; i < 15; i++) {
+		memcpy(&h, mem.hbm + 0x40000 + 2 * i, 2);
+		cr_assert_eq(h, 0xC100, "f16 -2.5 at %d: %#x", i, h); /* -2.5 */
+	}
+	for (int i = 0; i < 8; i++) {
+		memcpy(&f, mem.hbm + 0x50000 + 4 * i, 4);
+		cr_assert_eq(f, 1e30f);
+	}
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
 }
