@@ -51,7 +51,6 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;
 	q->link_free_ps = start + ser;
 	data.dir = (uint32_t)dir;
-	data.seq = q->send_seq++;
 	data.nbytes = bytes;
 	if (tl->s.mode == TL_DATA) {
 		data.data.data = tl_tcm_bytes(tl, r->addr, bytes);
@@ -103,6 +102,7 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	f.t = tl_scratch_tensor(tl, at, rows, cols, dtype);
 	r = &tl->slots[f.t.slot];
 	id = tl_cmd_new(tl, at, TL_CMD_RECV);
+	tl->cmds[id].dir = (uint32_t)dir; /* named if the run ends before it arrives */
 	tl_cmd_touch_tcm(tl, id, r->addr, tl_rec_bytes(r));
 	r->producer = id;
 	r->pinned = true;

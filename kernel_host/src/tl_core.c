@@ -223,6 +223,7 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	tl->n_cmds++;
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
+	tl->cmds[id].at = at;
 	tl->pending[tl->n_pending++] = id;
 	return id;
 }
@@ -287,6 +288,7 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		return;
 	while (!tl->cmds[id].done) {
 		tl->waiting_for = id;
+		tl->wait_site = at;
 		tl->state = TL_WAITING;
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;
@@ -370,7 +372,9 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended",
+			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
+			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
 	tl_abort(tl, at, RT_EKERNEL, "%s is not a live tensor handle", what);
 }

@@ -75,6 +75,8 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	struct tl_site at;       /* where the kernel issued it */
+	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 };
 
 /* A scratch scope save point. */
@@ -97,7 +99,6 @@ struct tl_ipcq_dir {
 	uint32_t n_early, cap_early, head_early;
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
-	uint64_t send_seq;
 	uint64_t link_free_ps;     /* outgoing link busy until */
 };
 
@@ -121,6 +122,7 @@ struct tl {
 	uint64_t start_ps;
 	uint64_t now_ps;      /* event time of the current delivery */
 	uint64_t waiting_for; /* command id the kernel waits on */
+	struct tl_site wait_site; /* ... and where it waits (end-of-run report) */
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;

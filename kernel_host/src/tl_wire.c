@@ -42,7 +42,6 @@ void tl_wire_tref(struct tl_wire_tref *w, const struct tl_tref *t)
 	w->ref.dtype = (Kb__DType)t->dtype;
 	w->ref.pinned = t->pinned;
 	w->ref.trans = t->trans;
-	w->ref.handle = t->handle;
 }
 
 /* Everything one lowered composite needs on the wire, by value. */
@@ -119,7 +118,6 @@ void tl_emit_composite(struct tl *tl, struct tl_site at, uint64_t id,
 	w = tl->wire_buf;
 	w->cmd = init;
 	w->cmd.id = id;
-	w->cmd.data_op = true;
 	for (i = 0; i < low->n_ops; i++) {
 		wire_op(&w->ops[i], &low->ops[i]);
 		w->ops_p[i] = &w->ops[i].spec;

@@ -77,7 +77,6 @@ static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
 
 	if (a->kind == SCHED_COMMAND_DONE) {
 		done.id = a->id;
-		done.issued_ps = a->issued_ps;
 		payload.body_case = KB__PAYLOAD__BODY_COMMAND_DONE;
 		payload.command_done = &done;
 		dst = pe_component_id(pes, sc->rank, sc->pe, PE_HOST);
@@ -143,11 +142,24 @@ static enum rt_err sched_handle(struct rt_ctx *ctx, void *state,
 	return err ? err : flush(ctx, sc);
 }
 
-static void sched_fini(struct rt_ctx *ctx, void *state)
+/* A scheduler still holding commands when the run ends left work undone
+ * (a stage whose StageDone never came, or a command never admitted). */
+static enum rt_err sched_fini(struct rt_ctx *ctx, void *state)
 {
 	struct sched_component *sc = state;
+	enum rt_err undone = RT_EOK;
 
+	if (sc->core.n_cmds) {
+		const struct sched_cmd *c = sc->core.cmds[0];
+
+		undone = rt_fail(RT_EUNFINISHED,
+				 "scheduler did not finish: it holds %u command(s); the oldest, "
+				 "command %llu, is %s with %u of %u stages done",
+				 sc->core.n_cmds, (unsigned long long)c->id,
+				 c->running ? "running" : "queued", c->n_done, c->plan.n_stages);
+	}
 	sched_core_release(&sc->core);
+	return undone;
 }
 
 const struct rt_component_ops sched_ops = {

@@ -56,6 +56,19 @@ static double *npy_doubles(const char *dir, const char *file, uint64_t *rows,
 	return v;
 }
 
+/* Loads DIR/FILE, which must be rows x cols (an output compared element by
+ * element with another must have its shape, not just as many bytes). */
+static double *npy_like(const char *dir, const char *file, uint64_t rows, uint64_t cols)
+{
+	uint64_t r, c;
+	double *v = npy_doubles(dir, file, &r, &c);
+
+	cr_assert(r == rows && c == cols, "%s/%s is %llux%llu, expected %llux%llu", dir, file,
+		  (unsigned long long)r, (unsigned long long)c, (unsigned long long)rows,
+		  (unsigned long long)cols);
+	return v;
+}
+
 static double max_abs_diff(const double *a, const double *b, size_t n)
 {
 	double m = 0;
@@ -110,10 +123,10 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 
 	cr_assert_eq(run_kernel(dir, "test_loads --pes 1 --mode data"), 0);
 	double *x0 = npy_doubles(dir, "x0.npy", &r, &c);
-	double *x1 = npy_doubles(dir, "x1.npy", &r, &c);
-	double *y0 = npy_doubles(dir, "y0.npy", &r, &c);
-	double *y1 = npy_doubles(dir, "y1.npy", &r, &c);
-	double *y2 = npy_doubles(dir, "y2.npy", &r, &c);
+	double *x1 = npy_like(dir, "x1.npy", r, c);
+	double *y0 = npy_like(dir, "y0.npy", r, c);
+	double *y1 = npy_like(dir, "y1.npy", r, c);
+	double *y2 = npy_like(dir, "y2.npy", r, c);
 	size_t n = (size_t)(r * c);
 
 	cr_expect_eq(max_abs_diff(x0, y0, n), 0.0, "lazy load bytes differ");
@@ -173,7 +186,7 @@ Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 1
 	check_flash("/tmp/kbt_flash_u", 1e-2);
 	uint64_t r, c;
 	double *a = npy_doubles("/tmp/kbt_flash_s", "o.npy", &r, &c);
-	double *b = npy_doubles("/tmp/kbt_flash_u", "o.npy", &r, &c);
+	double *b = npy_like("/tmp/kbt_flash_u", "o.npy", r, c);
 	cr_expect_eq(max_abs_diff(a, b, (size_t)(r * c)), 0.0);
 	free(a), free(b);
 }
@@ -227,8 +240,8 @@ Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 {
 	cr_assert_eq(run_kernel("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
 	cr_assert_eq(run_kernel("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
-	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "dispatch_cycles");
-	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "dispatch_cycles");
+	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "totals.dispatch_cycles");
+	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "totals.dispatch_cycles");
 
 	cr_log_info("dispatch cycles: opt2 %llu, opt3 %llu (x%.2f)", (unsigned long long)c2,
 		    (unsigned long long)c3, (double)c3 / (double)c2);
@@ -325,7 +338,7 @@ Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 
 	cr_assert_eq(run_kernel(dir, "test_ops --pes 1 --mode data"), 0);
 	double *a = npy_doubles(dir, "a.npy", &R, &C);
-	double *b = npy_doubles(dir, "b.npy", &R, &C);
+	double *b = npy_like(dir, "b.npy", R, C);
 	double *row = npy_doubles(dir, "row.npy", &r1, &c1);
 	double *w = npy_doubles(dir, "w.npy", &rw, &cw);
 	double *sm = ref_softmax(a, R, C);
@@ -356,7 +369,7 @@ Test(tl_integ, softmax_kernel_matches_fp64, .timeout = 60)
 
 	cr_assert_eq(run_kernel(dir, "softmax --mode data"), 0);
 	double *x = npy_doubles(dir, "x.npy", &r, &c);
-	double *y = npy_doubles(dir, "y.npy", &r, &c);
+	double *y = npy_like(dir, "y.npy", r, c);
 	double *ref = ref_softmax(x, r, c);
 
 	cr_expect_lt(max_abs_diff(y, ref, (size_t)(r * c)), 1e-3); /* f16 output */
@@ -397,7 +410,7 @@ Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 
 	cr_assert_eq(run_kernel("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
 	double *r0 = npy_doubles("/tmp/kbt_ipcq", "recv_0.npy", &r, &c);
-	double *r1 = npy_doubles("/tmp/kbt_ipcq", "recv_1.npy", &r, &c);
+	double *r1 = npy_like("/tmp/kbt_ipcq", "recv_1.npy", r, c);
 	/* rank 0's left neighbour is rank 1 (value 2), and vice versa */
 	cr_expect_eq(r0[0], 2.0);
 	cr_expect_eq(r1[0], 1.0);

@@ -753,11 +753,15 @@ Test(sched_golden, adr0065_t1_legacy_gemm_epilogue_stage_sequence, .timeout = 10
 	cr_assert_eq(sched_plan_dump(&p, &got), RT_EOK);
 	snprintf(path, sizeof(path), "%s/tests/golden/sched_legacy_gemm_epilogue.txt",
 		 root());
-	if (getenv("KB_GOLDEN_UPDATE"))
+	if (getenv("KB_GOLDEN_UPDATE")) {
+		/* update mode writes; comparing the file with what was just
+		 * written would check nothing (the next plain run compares) */
 		cr_assert_eq(rt_buf_write_file(&got, path), RT_EOK);
-	cr_assert_eq(rt_buf_read_file(&want, path), RT_EOK, "%s",
-		     rt_last_error());
-	cr_expect_str_eq(got.data, want.data);
+	} else {
+		cr_assert_eq(rt_buf_read_file(&want, path), RT_EOK, "%s",
+			     rt_last_error());
+		cr_expect_str_eq(got.data, want.data);
+	}
 	rt_buf_release(&got);
 	rt_buf_release(&want);
 	sched_plan_release(&p);
