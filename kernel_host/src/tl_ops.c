@@ -379,7 +379,7 @@ tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	tl_wait_cmd(tl, at, ra->producer);
 	tl_wait_cmd(tl, at, rb->producer);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "gemm";
+	low.ops[0].kind = rt_isa_get(RT_ISA_GEMM)->name;
 	tl_op_operand(&low.ops[0], "a", ra);
 	tl_op_operand(&low.ops[0], "b", rb);
 	tl_op_extra_i(&low.ops[0], "m", m);
@@ -448,7 +448,7 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	struct tl_lowered low;
 
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "scale";
+	low.ops[0].kind = rt_isa_get(RT_ISA_SCALE)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	tl_op_extra_f(&low.ops[0], "scale", s);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
@@ -482,7 +482,7 @@ tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
 
 	check_dims(tl, at, "tl_astype", 1, 1, dtype);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "copy";
+	low.ops[0].kind = rt_isa_get(RT_ISA_COPY)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
 			   dtype);
