@@ -426,15 +426,14 @@ Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
      .timeout = 120)
 {
 	static const uint32_t shapes[][2] = { { 1, 5 }, { 7, 1 }, { 6, 9 } };
-	char dir[64], args[160];
+	char dir[256], args[160];
 
 	for (size_t s = 0; s < 3; s++)
 		for (int axis = 0; axis <= 1; axis++)
 			for (int max = 0; max <= 1; max++) {
 				uint64_t R, C, yr, yc;
 
-				snprintf(dir, sizeof(dir), "/tmp/kbt_reduce_%zu_%d_%d", s,
-					 axis, max);
+				kb_tmpdir(dir, sizeof(dir), "reduce");
 				snprintf(args, sizeof(args),
 					 "test_reduce --pes 1 --colocate all --mode data --arg rows=%u --arg cols=%u --arg axis=%d --arg max=%d",
 					 shapes[s][0], shapes[s][1], axis, max);

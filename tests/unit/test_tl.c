@@ -706,11 +706,14 @@ static struct {
 	const char *op;
 	uint32_t rows, cols;
 	int axis;
+	bool trans; /* reduce the transpose of the stored cols x rows */
 } g_red;
 
 static int k_reduce(struct tl *tl, const struct tl_args *a)
 {
-	tl_tensor x = tl_load(tl, 0, g_red.rows, g_red.cols, TL_F32);
+	tl_tensor x = g_red.trans
+		? tl_trans(tl, tl_load(tl, 0, g_red.cols, g_red.rows, TL_F32))
+		: tl_load(tl, 0, g_red.rows, g_red.cols, TL_F32);
 	tl_tensor y = tl_reduce_at(tl, TL_HERE, g_red.op, x, g_red.axis);
 
 	(void)a;
@@ -740,7 +743,7 @@ static void ref_reduce(bool is_max, const float *x, uint32_t rows,
 }
 
 static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
-			 int axis)
+			 int axis, bool trans)
 {
 	struct run *r = run_new();
 	struct eng_memory mem = { 0 };
@@ -753,13 +756,18 @@ static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
 	mem.hbm = calloc(1, mem.hbm_size);
 	mem.tcm = calloc(1, mem.tcm_size);
 	cr_assert(mem.hbm && mem.tcm && rows * cols <= 4096);
-	x = (float *)mem.hbm;
+	x = malloc((size_t)rows * cols * sizeof(float)); /* logical, row-major */
 	for (uint32_t i = 0; i < rows * cols; i++) /* mixed signs, non-integer */
 		x[i] = (float)((int)(i * 7u % 11u) - 5) * 0.75f + 0.125f * (float)i;
 	if (rows == 1 && cols == 5) { /* the row of the defect report */
 		static const float row[5] = { 1, 2, 3, 4, 5.5f };
 		memcpy(x, row, sizeof(row));
 	}
+	for (uint32_t r0 = 0; r0 < rows; r0++) /* stored: x, or its transpose */
+		for (uint32_t c0 = 0; c0 < cols; c0++)
+			((float *)mem.hbm)[trans ? (size_t)c0 * rows + r0
+						 : (size_t)r0 * cols + c0] =
+				x[(size_t)r0 * cols + c0];
 	got = (float *)(mem.hbm + RED_OUT_ADDR);
 	for (uint32_t i = 0; i < 256; i++) /* poison: unwritten shows as NaN */
 		got[i] = NAN;
@@ -767,17 +775,20 @@ static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
 	g_red.rows = rows;
 	g_red.cols = cols;
 	g_red.axis = axis;
+	g_red.trans = trans;
 	r->fake.mem = &mem;
 	run_kernel(r, k_reduce, NULL, 0);
 	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
 	ref_reduce(strcmp(op, "rmax") == 0, x, rows, cols, axis, want, &n_out);
 	for (uint32_t o = 0; o < n_out; o++)
 		cr_assert(fabs(got[o] - want[o]) <= 1e-5 * (1.0 + fabs(want[o])),
-			  "%s of %ux%u along axis %d: out[%u] = %g, fp64 %g", op,
-			  rows, cols, axis, o, (double)got[o], want[o]);
+			  "%s of %ux%u%s along axis %d: out[%u] = %g, fp64 %g", op,
+			  rows, cols, trans ? " (transposed view)" : "", axis, o,
+			  (double)got[o], want[o]);
 	cr_assert(isnan(got[n_out]), "%s wrote past its %u outputs", op, n_out);
 	run_release(r);
 	free(r);
+	free(x);
 	free(mem.hbm);
 	free(mem.tcm);
 }
@@ -796,14 +807,15 @@ Test(tl_reduce, every_reduction_on_row_column_and_matrix_along_both_axes,
 			continue;
 		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 			for (size_t a = 0; a < sizeof(axes) / sizeof(axes[0]); a++)
-				check_reduce(op->name, shapes[s][0],
-					     shapes[s][1], axes[a]);
+				for (int t = 0; t <= 1; t++)
+					check_reduce(op->name, shapes[s][0],
+						     shapes[s][1], axes[a], t);
 	}
 }
 
 Test(tl_reduce, sum_of_the_reported_row_along_axis_0_is_the_row, .timeout = 10)
 {
-	check_reduce("rsum", 1, 5, 0); /* [1 2 3 4 5.5], not [15.5 0 0 0 0] */
+	check_reduce("rsum", 1, 5, 0, false); /* [1 2 3 4 5.5], not [15.5 0 0 0 0] */
 }
 
 Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
@@ -814,6 +826,7 @@ Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
 	g_red.rows = 4;
 	g_red.cols = 4;
 	g_red.axis = 2;
+	g_red.trans = false;
 	run_kernel(r, k_reduce, NULL, 0);
 	cr_assert_eq(r->rc, RT_EKERNEL);
 	cr_assert(strstr(r->error, "test_tl.c:") &&
