@@ -887,3 +887,77 @@ Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
 	free(mem.hbm);
 	free(mem.tcm);
 }
+
+/* ---------------------------------------------------------- epilogues */
+
+/* A row (1 x N) or column (M x 1) epilogue operand broadcasts over a GEMM
+ * that the scheduler tiles: each output tile must see the matching slice
+ * of it (a whole 1 x 256 row against a 128-wide tile does not broadcast). */
+#define EPI_M 200u
+#define EPI_K 48u
+#define EPI_N 160u
+
+static bool g_epi_column;
+
+static int k_gemm_bias(struct tl *tl, const struct tl_args *a)
+{
+	tl_tensor A = tl_load(tl, 0, EPI_M, EPI_K, TL_F32);
+	tl_tensor B = tl_load(tl, 0x10000, EPI_K, EPI_N, TL_F32);
+	tl_tensor bias = g_epi_column ? tl_load(tl, 0x20000, EPI_M, 1, TL_F32)
+				      : tl_load(tl, 0x20000, 1, EPI_N, TL_F32);
+	tl_future f = tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = B,
+		.epilogue = { { .op = "add", .other = bias } } });
+
+	(void)a;
+	tl_store(tl, 0x40000, tl_wait(tl, f));
+	return 0;
+}
+
+static void check_gemm_bias(bool column)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+	float *hbm, *got;
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	hbm = (float *)mem.hbm;
+	for (uint32_t i = 0; i < EPI_M * EPI_K; i++)
+		hbm[i] = (float)((int)(i % 13u) - 6) * 0.25f;
+	for (uint32_t i = 0; i < EPI_K * EPI_N; i++)
+		hbm[0x10000 / 4 + i] = (float)((int)(i % 7u) - 3) * 0.5f;
+	for (uint32_t i = 0; i < (column ? EPI_M : EPI_N); i++)
+		hbm[0x20000 / 4 + i] = 100.0f + (float)i;
+	g_epi_column = column;
+	r->cfg.gemm_tile_m = r->cfg.gemm_tile_n = r->cfg.gemm_tile_k = 64;
+	r->fake.mem = &mem;
+	run_kernel(r, k_gemm_bias, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	got = hbm + 0x40000 / 4;
+	for (uint32_t i = 0; i < EPI_M; i++)
+		for (uint32_t j = 0; j < EPI_N; j++) {
+			double want = hbm[0x20000 / 4 + (column ? i : j)];
+
+			for (uint32_t p = 0; p < EPI_K; p++)
+				want += (double)hbm[i * EPI_K + p] *
+					hbm[0x10000 / 4 + p * EPI_N + j];
+			cr_assert(fabs(got[i * EPI_N + j] - want) < 1e-3,
+				  "%s bias: C[%u,%u] = %g, fp64 %g",
+				  column ? "column" : "row", i, j,
+				  (double)got[i * EPI_N + j], want);
+		}
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
+Test(tl_epilogue, row_and_column_operands_are_sliced_to_each_gemm_tile,
+     .timeout = 30)
+{
+	check_gemm_bias(false);
+	check_gemm_bias(true);
+}
