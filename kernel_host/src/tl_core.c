@@ -354,7 +354,6 @@ tl_tensor tl_rec_new(struct tl *tl, struct tl_site at, struct tl_rec **out)
 	memset(r, 0, sizeof(*r));
 	r->gen = gen;
 	r->scope = tl->n_saves ? tl->saves[tl->n_saves - 1].serial : 0;
-	r->id = ++tl->next_handle_id;
 	t.slot = slot;
 	t.gen = gen;
 	t.scope = r->scope;
@@ -399,7 +398,7 @@ struct tl_tref tl_tref_of(const struct tl_rec *r)
 	struct tl_tref t = {
 		.tcm = r->tcm, .pinned = r->pinned, .trans = r->trans,
 		.addr = r->addr, .rows = r->rows, .cols = r->cols,
-		.dtype = r->dtype, .handle = r->id,
+		.dtype = r->dtype,
 	};
 	return t;
 }

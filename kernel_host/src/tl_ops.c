@@ -394,12 +394,10 @@ tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t)
 	struct tl_rec copy = *r;
 	tl_tensor view = tl_rec_new(tl, at, &v);
 	uint32_t gen = v->gen, scope = v->scope;
-	uint64_t id = v->id;
 
 	*v = copy;
 	v->gen = gen;
 	v->scope = scope;
-	v->id = id;
 	v->trans = !copy.trans;
 	return view;
 }

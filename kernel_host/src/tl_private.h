@@ -21,7 +21,6 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
-	uint64_t id;        /* unique handle id for TensorRef.handle */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -30,7 +29,6 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
-	uint64_t handle;
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -126,7 +124,6 @@ struct tl {
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;
-	uint64_t next_handle_id;
 
 	struct tl_cmd *cmds;  /* index = command id; 0 unused */
 	uint64_t n_cmds, cap_cmds;
