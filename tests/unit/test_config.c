@@ -410,6 +410,6 @@ Test(config_doc, renders_one_row_per_field, .timeout = 10)
 	for (size_t i = 0; i < b.len; i++)
 		lines += b.data[i] == '\n';
 	cr_assert_eq(lines, rt_config_field_count + 2);
-	cr_assert(strstr(b.data, "| `links.ipcq_cycles` | `500` | cycles |"));
+	cr_assert(strstr(b.data, "| `links.ipcq_cycles` | `500` | 1 to 1000000000 | cycles |"));
 	rt_buf_release(&b);
 }
