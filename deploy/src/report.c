@@ -10,6 +10,7 @@
 #include "report.h"
 #include "rt/buf.h"
 #include "rt/component.h"
+#include "rt/config_doc.h"
 
 static void json_set(struct rt_buf *b, const struct kb_stat_set *set, const char *indent)
 {
@@ -104,6 +105,64 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	kernel_metrics(agg, m);
 }
 
+/* What the run ran: the kernel arguments with their resolved values, the
+ * whole configuration and the model names (all deterministic, so above
+ * "transport"), plus counts of non-finite numbers. */
+static void provenance_json(const struct rt_job *job, const struct kb_run_facts *f,
+			    const struct kb_agg *agg, struct rt_buf *b)
+{
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
+	const struct rt_config *cfg = &job->config;
+	struct rt_buf conf;
+	bool first = true;
+
+	rt_buf_printf(b, "  \"nonfinite_inputs\": %llu,\n  \"nonfinite_outputs\": %llu,\n",
+		      (unsigned long long)kb_stat_get(host, "nonfinite_inputs"),
+		      (unsigned long long)kb_stat_get(host, "nonfinite_outputs"));
+	rt_buf_printf(b, "  \"args\": {");
+	for (const char *p = f->args; p && *p; p = strchr(p, '\n') + 1) {
+		char name[64], value[256];
+		size_t nlen = strcspn(p, "\t"), rest;
+		const char *v = p + nlen + 1;
+
+		v += strcspn(v, "\t") + 1;
+		rest = strcspn(v, "\n");
+		snprintf(name, sizeof(name), "%.*s", (int)nlen, p);
+		snprintf(value, sizeof(value), "%.*s", (int)rest, v);
+		rt_buf_printf(b, "%s\n    ", first ? "" : ",");
+		rt_buf_json_str(b, name);
+		rt_buf_printf(b, ": ");
+		rt_buf_json_str(b, value);
+		first = false;
+	}
+	rt_buf_printf(b, "%s},\n  \"models\": {\"dma\": ", first ? "" : "\n  ");
+	rt_buf_json_str(b, cfg->dma_model);
+	rt_buf_printf(b, ", \"gemm\": ");
+	rt_buf_json_str(b, cfg->gemm_model);
+	rt_buf_printf(b, ", \"math\": ");
+	rt_buf_json_str(b, cfg->math_model);
+	rt_buf_printf(b, "},\n  \"config\": ");
+	rt_buf_init(&conf);
+	rt_config_emit(cfg, RT_CONFIG_JSON, &conf);
+	for (const char *p = conf.data; p && *p; p++) /* indent one level */
+		rt_buf_printf(b, p[0] == '\n' && p[1] ? "\n  " : "%c", *p == '\n' && !p[1] ? ',' : *p);
+	rt_buf_printf(b, "\n");
+	rt_buf_release(&conf);
+}
+
+/* The build and the command line: how this run was asked for. */
+static void invocation_json(const struct kb_run_facts *f, struct rt_buf *b)
+{
+	rt_buf_printf(b, "  \"version\": ");
+	rt_buf_json_str(b, kb_version());
+	rt_buf_printf(b, ",\n  \"command\": [\"kernbench\"");
+	for (int i = 0; i < f->argc; i++) {
+		rt_buf_printf(b, ", ");
+		rt_buf_json_str(b, f->argv[i]);
+	}
+	rt_buf_printf(b, "],\n");
+}
+
 static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 			 const struct kb_agg *agg, const struct pe_metrics *m, struct rt_buf *b)
 {
@@ -139,6 +198,7 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 		else
 			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": null,\n");
 	}
+	provenance_json(job, f, agg, b);
 	rt_buf_printf(b, "  \"totals\": ");
 	json_set(b, &agg->totals, "  ");
 	rt_buf_printf(b, ",\n  \"by_kind\": {");
@@ -146,11 +206,14 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 		rt_buf_printf(b, "%s\n    \"%s\": ", i ? "," : "", agg->kinds[i].kind);
 		json_set(b, &agg->kinds[i], "    ");
 	}
-	rt_buf_printf(b, "\n  },\n  \"transport\": \"%s\",\n  \"colocate\": \"%s\",\n"
+	rt_buf_printf(b, "\n  },\n");
+	rt_buf_printf(b, "  \"transport\": \"%s\",\n", rt_transport_name(job->transport));
+	invocation_json(f, b);
+	rt_buf_printf(b, "  \"colocate\": \"%s\",\n"
 		      "  \"daemons\": %u,\n  \"lookahead_ps\": %llu,\n  \"windows\": %llu,\n"
 		      "  \"grants\": %llu,\n"
 		      "  \"routed_messages\": %llu,\n  \"windows_wall_s\": %.6f,\n  \"wall_s\": %.3f\n}\n",
-		      rt_transport_name(job->transport), rt_colocate_name(job->colocate), f->daemons,
+		      rt_colocate_name(job->colocate), f->daemons,
 		      (unsigned long long)(f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps),
 		      (unsigned long long)f->coord.windows, (unsigned long long)f->coord.grants,
 		      (unsigned long long)f->coord.routed, f->coord.windows_wall_s, f->wall_s);
@@ -193,24 +256,21 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
 	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
 	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->out_dir,
+	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->result_dir,
 	       job->trace_off ? "" : ", trace.json");
 }
 
-/* A kernel argument no program read is most likely a typo: say so. */
-static void warn_unread_args(const struct rt_job *job, const struct kb_agg *agg)
+/* NaN or infinity in an input or an output: the numbers cannot be trusted. */
+static void warn_nonfinite(const struct kb_agg *agg)
 {
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
-	char name[96];
+	uint64_t in = kb_stat_get(host, "nonfinite_inputs");
+	uint64_t out = kb_stat_get(host, "nonfinite_outputs");
 
-	if (!host->n)
-		return;
-	for (uint32_t i = 0; i < job->n_args; i++) {
-		snprintf(name, sizeof(name), "arg_used:%s", job->args[i].name);
-		if (!kb_stat_get(host, name))
-			fprintf(stderr, "kernbench: warning: --arg %s=%s was not read by kernel %s "
-				"(misspelt?)\n", job->args[i].name, job->args[i].value, job->workload);
-	}
+	if (in || out)
+		fprintf(stderr, "kernbench: warning: %llu non-finite (NaN or infinite) input "
+			"elements and %llu in the outputs; see nonfinite_* in summary.json\n",
+			(unsigned long long)in, (unsigned long long)out);
 }
 
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
@@ -223,7 +283,7 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 
 	(void)topo;
 	pe_metrics(job, agg, &m);
-	warn_unread_args(job, agg);
+	warn_nonfinite(agg);
 	rt_buf_init(&b);
 	summary_json(job, facts, agg, &m, &b);
 	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);
