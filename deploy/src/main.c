@@ -20,7 +20,16 @@ const char *kb_version(void)
 static int cmd_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
-	enum rt_err err = kb_cli_parse_run(argc, argv, &job);
+	static char *given[256];  /* argv as typed: getopt permutes argv */
+	enum rt_err err;
+
+	if (argc >= (int)(sizeof(given) / sizeof(given[0]))) {
+		fprintf(stderr, "kernbench: error: more than %zu arguments\n",
+			sizeof(given) / sizeof(given[0]) - 1);
+		return 2;
+	}
+	memcpy(given, argv, (size_t)argc * sizeof(*argv));
+	err = kb_cli_parse_run(argc, argv, &job);
 
 	if (err == RT_EINTERRUPTED) {
 		kb_cli_run_usage(stdout);
@@ -30,7 +39,7 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		return 2;
 	}
-	return kb_launch(&job, argc, argv);
+	return kb_launch(&job, argc, given);
 }
 
 static int cmd_config(int argc, char **argv)

@@ -394,6 +394,7 @@ static void o_file_rows(struct tl *tl, const struct attn *a, uint64_t row,
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
+	tl_stat_add(tl, "nonfinite_outputs", rt_npy_nonfinite(RT_NPY_F16, bits, n * a->d));
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,

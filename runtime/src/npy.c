@@ -329,7 +329,7 @@ enum rt_err rt_npy_parse(const uint8_t *bytes, size_t len, struct rt_npy *out)
 
 /* Checks the header against the file size before the data is read, so a
  * file whose header and size disagree costs no allocation of its size. */
-static enum rt_err check_head(int fd, size_t size, const char *path)
+static enum rt_err check_head(int fd, size_t size, size_t max_data_bytes, const char *path)
 {
 	uint8_t *head;
 	size_t n = size < NPY_HEAD_MAX ? size : NPY_HEAD_MAX, start = 0, hlen = 0;
@@ -352,6 +352,9 @@ static enum rt_err check_head(int fd, size_t size, const char *path)
 	}
 	if (!err)
 		err = check_payload(&h, size - start - hlen, path, &probe);
+	if (!err && size - start - hlen > max_data_bytes)
+		err = rt_fail(RT_EIO, "npy %s: %zu data bytes, more than the %zu expected", path,
+			      size - start - hlen, max_data_bytes);
 	free(head);
 	return err;
 }
@@ -367,7 +370,7 @@ enum rt_err rt_npy_read_max(const char *path, size_t max_data_bytes, struct rt_n
 	memset(out, 0, sizeof(*out));
 	if (fd < 0)
 		return RT_EIO;
-	err = check_head(fd, size, path);
+	err = check_head(fd, size, max_data_bytes, path);
 	if (!err && !(bytes = malloc(size ? size : 1)))
 		err = rt_fail(RT_ENOMEM, "npy %s: out of memory for %zu bytes", path, size);
 	if (!err && pread(fd, bytes, size, 0) != (ssize_t)size)
