@@ -448,6 +448,8 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
 	if (!err)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
+	if (!err)
+		rt_coord_take_reports(l->coord, &facts->reports);
 	return err;
 }
 
@@ -486,6 +488,7 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	if (!err)
 		err = kb_outputs_commit(job);
 	rt_topology_release(&l.topo);
+	rt_end_reports_release(&facts.reports);
 	if (err) {
 		char line[1200];
 

@@ -24,6 +24,7 @@
 #include "rt/config_doc.h"
 #include "rt/infile.h"
 #include "rt/job.h"
+#include "rt/json.h"
 
 #define FIELD(k, t, member, def, unit, doc, lo, hi)                         \
 	{ k, t, offsetof(struct rt_config, member),                         \
@@ -71,6 +72,8 @@ const struct rt_config_field rt_config_fields[] = {
 	    "systolic array columns (N produced per pass)"),
 	U64("gemm.setup_cycles", gemm_setup_cycles, "16", "cycles", 0, GIGA,
 	    "fixed cost of one GEMM stage"),
+	U32("gemm.weight_double_buffer", gemm_weight_double_buffer, "0", "0 or 1", 0, 1,
+	    "systolic model: 1 loads the next fold's weights behind the current fold (docs/stages.md)"),
 	U64("gemm.macs_per_cycle", gemm_macs_per_cycle, "16384", "MACs/cycle", 1, 4 * GI,
 	    "roofline model: peak compute"),
 	U64("gemm.bytes_per_cycle", gemm_bytes_per_cycle, "256", "bytes/cycle", 1, MI,
@@ -785,25 +788,39 @@ static enum rt_err emit_yaml(const struct rt_config *cfg, struct rt_buf *out)
 	return err;
 }
 
-static enum rt_err emit_json(const struct rt_config *cfg, struct rt_buf *out)
+void rt_config_json(struct rt_json *j, const char *key, const struct rt_config *cfg)
 {
-	enum rt_err err = rt_buf_printf(out, "{");
+	char section[SECTION_NAME_MAX] = "";
 
-	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
+	rt_json_object(j, key, RT_JSON_LINES);
+	for (size_t i = 0; i < FIELD_COUNT; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		size_t plen = strcspn(f->key, ".");
-		bool first = !i || strncmp(rt_config_fields[i - 1].key, f->key, plen + 1);
 
-		if (first)
-			err = rt_buf_printf(out, "%s\n  \"%.*s\": {", i ? "\n  }," : "", (int)plen,
-					    f->key);
-		if (!err)
-			err = rt_buf_printf(out, "%s\n    \"%s\": ", first ? "" : ",",
-					    f->key + plen + 1);
-		if (!err)
-			err = emit_value(cfg, f, out);
+		if (strlen(section) != plen || strncmp(section, f->key, plen)) {
+			if (section[0])
+				rt_json_close(j);
+			snprintf(section, sizeof(section), "%.*s", (int)plen, f->key);
+			rt_json_object(j, section, RT_JSON_LINES);
+		}
+		if (f->type == RT_CFG_STR)
+			rt_json_str(j, f->key + plen + 1, (const char *)cfg + f->offset);
+		else
+			rt_json_u64(j, f->key + plen + 1, field_u64(cfg, f));
 	}
-	return err ? err : rt_buf_printf(out, "\n  }\n}\n");
+	if (section[0])
+		rt_json_close(j);
+	rt_json_close(j);
+}
+
+static enum rt_err emit_json(const struct rt_config *cfg, struct rt_buf *out)
+{
+	struct rt_json j;
+
+	rt_json_init(&j, out);
+	rt_config_json(&j, NULL, cfg);
+	rt_buf_append(out, "\n", 1);
+	return rt_json_finish(&j);
 }
 
 enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,

@@ -20,4 +20,9 @@ enum rt_config_format { RT_CONFIG_YAML, RT_CONFIG_JSON };
 enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
 			   struct rt_buf *out);
 
+struct rt_json;
+/* Writes `cfg` as member `key` (NULL: a value) of `j`: one object per
+ * section, as rt_config_emit's JSON. */
+void rt_config_json(struct rt_json *j, const char *key, const struct rt_config *cfg);
+
 #endif
