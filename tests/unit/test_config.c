@@ -571,3 +571,27 @@ Test(config_load, devices_and_writerless_fifos_are_refused, .timeout = 10)
 	*strrchr(fifo, '/') = '\0';
 	rmdir(fifo);
 }
+
+/* deploy/configs/default.yaml is `kernbench config` at the defaults (below
+ * its own header comment), so its ranges and units cannot drift. */
+Test(config_yaml, default_yaml_is_the_emitted_defaults, .timeout = 10)
+{
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	struct rt_config cfg;
+	struct rt_buf want, file;
+	char path[4096];
+	const char *body;
+
+	rt_config_defaults(&cfg);
+	rt_buf_init(&want);
+	rt_buf_init(&file);
+	cr_assert_eq(rt_config_emit(&cfg, RT_CONFIG_YAML, &want), RT_EOK);
+	snprintf(path, sizeof(path), "%s/deploy/configs/default.yaml", root);
+	cr_assert_eq(rt_buf_read_file(&file, path), RT_EOK);
+	body = strstr(file.data, "\nmachine:");
+	cr_assert_not_null(body);
+	cr_assert_str_eq(body + 1, strchr(want.data, '\n') + 1,
+			 "default.yaml differs from `kernbench config` (regenerate its body)");
+	rt_buf_release(&want);
+	rt_buf_release(&file);
+}
