@@ -75,8 +75,13 @@ enum tl_mode tl_mode(const struct tl *tl);
  * command would be issued. */
 uint64_t tl_now_ps(const struct tl *tl);
 
-/* --arg name=value lookup: `def` when absent; a value that is not an
- * unsigned integer ends the run with a line naming the argument. */
+/* --arg name=value lookup: `def` when absent. Values are decimal digits
+ * only (no sign, 0x or leading zero); one that is not a number, overflows
+ * or lies outside [min, max] ends the run with one line naming the
+ * argument and its range. An --arg that no lookup asked for fails the run
+ * (exit 2) with the list of names the kernel asked for. */
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max);
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/buf.h"
 #include "rt/isa.h"
 #include "tl_host.h"
 
@@ -111,7 +112,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
-	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
+	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */
