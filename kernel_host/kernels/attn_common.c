@@ -189,7 +189,7 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 	const struct rt_npy *n = &s->file;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (rt_npy_read(path, &s->file) != RT_EOK)
+	if (rt_npy_read_max(path, 2 * s->shape[0] * s->shape[1] * s->shape[2], &s->file) != RT_EOK)
 		tl_fail(tl, "input %s: %s", path, rt_last_error());
 	s->loaded = true;
 	if (n->type != RT_NPY_F16 || n->ndim != 3 || n->shape[0] != s->shape[0] ||
@@ -201,6 +201,8 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 			n->ndim, (unsigned long long)n->shape[0],
 			(unsigned long long)(n->ndim > 1 ? n->shape[1] : 0),
 			(unsigned long long)(n->ndim > 2 ? n->shape[2] : 0));
+	if (tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads the same file */
+		tl_stat_add(tl, "nonfinite_inputs", rt_npy_nonfinite(n->type, n->data, n->count));
 }
 
 /* Generates rows [r0, r0+nr) of every head (the whole tensor when nr is
@@ -392,6 +394,7 @@ static void o_file_rows(struct tl *tl, const struct attn *a, uint64_t row,
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
+	tl_stat_add(tl, "nonfinite_outputs", rt_npy_nonfinite(RT_NPY_F16, bits, n * a->d));
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/buf.h"
 #include "rt/isa.h"
 #include "tl_host.h"
 
@@ -111,7 +112,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
-	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
+	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */
@@ -208,7 +209,6 @@ uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
 /* ---- data (tl_data.c) */
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
 uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
 
 /* ---- recipes (recipes.c) */
 #define TL_RECIPE_MAX_OPERANDS 6

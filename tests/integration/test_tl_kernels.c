@@ -440,15 +440,14 @@ Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
      .timeout = 120)
 {
 	static const uint32_t shapes[][2] = { { 1, 5 }, { 7, 1 }, { 6, 9 } };
-	char dir[64], args[160];
+	char dir[256], args[160];
 
 	for (size_t s = 0; s < 3; s++)
 		for (int axis = 0; axis <= 1; axis++)
 			for (int max = 0; max <= 1; max++) {
 				uint64_t R, C, yr, yc;
 
-				snprintf(dir, sizeof(dir), "kbt_reduce_%zu_%d_%d", s,
-					 axis, max);
+				kb_tmpdir(dir, sizeof(dir), "reduce");
 				snprintf(args, sizeof(args),
 					 "test_reduce --pes 1 --colocate all --mode data --arg rows=%u --arg cols=%u --arg axis=%d --arg max=%d",
 					 shapes[s][0], shapes[s][1], axis, max);
@@ -530,4 +529,93 @@ Test(tl_integ, dma_sweep_latency_follows_the_dma_and_dispatch_formulas,
 	check_sweep(16, 32, 64, 64, 64, 40, 64, 1, 1);   /* DMA-bound */
 	check_sweep(9, 24, 40, 10, 16, 20, 512, 3, 2);   /* DMA-bound, odd sizes */
 	check_sweep(12, 1, 8, 4, 64, 40, 64, 1, 1);      /* dispatch-bound */
+}
+
+/* GEMM stage cycles through real daemons equal the systolic fold count,
+ * computed here: 300 x 200 x 130 in 128-tiles gives stages with T = 128 or
+ * 44 rows, K = 128 or 72, N = 128 or 2 (none a multiple of the 128 x 128
+ * array but the full tiles); each stage's duration in op_log.jsonl must be
+ * setup + folds * (2R + C + T - 2) cycles, or with double-buffered weights
+ * setup + R + folds * (R + C + T - 2). The stage's (T, K, N) is recovered
+ * from its MAC count, unique for these tiles. */
+/* `"key":N` of one compact op_log.jsonl line; the test fails if absent. */
+static uint64_t oplog_u64(const char *line, const char *key)
+{
+	char pat[64];
+	const char *at;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	at = strstr(line, pat);
+	cr_assert_not_null(at, "op_log line lacks %s: %s", key, line);
+	return strtoull(at + strlen(pat), NULL, 10);
+}
+
+static void check_gemm_stage_cycles(bool db)
+{
+	static const uint64_t Ts[] = { 128, 44 }, Ks[] = { 128, 72 },
+			      Ns[] = { 128, 2 };
+	const uint64_t R = 128, C = 128, setup = 16, cyc = 1000;
+	char dir[256], *log, *line;
+	uint32_t seen = 0;
+
+	kb_tmpdir(dir, sizeof(dir), "gemm_folds");
+	{
+		struct kb_result r;
+
+		kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set",
+		       "machine.clock_mhz=1000", "--set", "gemm.model=systolic",
+		       "--set", "gemm.array_rows=128", "--set", "gemm.array_cols=128",
+		       "--set", "gemm.setup_cycles=16", "--set",
+		       db ? "gemm.weight_double_buffer=1" : "gemm.weight_double_buffer=0",
+		       "--arg", "m=300", "--arg", "k=200", "--arg", "n=130", NULL);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+	}
+	{
+		char path[300];
+
+		snprintf(path, sizeof(path), "%s/op_log.jsonl", dir);
+		log = kb_slurp(path, NULL);
+		cr_assert_not_null(log);
+	}
+	for (line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+		uint64_t start, end, macs;
+		bool found = false;
+
+		if (!strstr(line, "\"op_name\":\"gemm\""))
+			continue;
+		start = oplog_u64(line, "start_ps");
+		end = oplog_u64(line, "end_ps");
+		macs = oplog_u64(line, "elements");
+		for (int t = 0; t < 2; t++)
+			for (int k = 0; k < 2; k++)
+				for (int n = 0; n < 2; n++) {
+					uint64_t folds = ((Ks[k] + R - 1) / R) *
+							 ((Ns[n] + C - 1) / C);
+					uint64_t want = db ? setup + R + folds * (R + C + Ts[t] - 2)
+							   : setup + folds * (2 * R + C + Ts[t] - 2);
+
+					if (Ts[t] * Ks[k] * Ns[n] != macs)
+						continue;
+					found = true;
+					cr_expect_eq(end - start, want * cyc,
+						     "T=%llu K=%llu N=%llu: %llu ps, formula %llu cycles",
+						     (unsigned long long)Ts[t],
+						     (unsigned long long)Ks[k],
+						     (unsigned long long)Ns[n],
+						     (unsigned long long)(end - start),
+						     (unsigned long long)want);
+				}
+		cr_expect(found, "gemm stage of %llu MACs is not a tile of 300x200x130",
+			  (unsigned long long)macs);
+		seen++;
+	}
+	/* 3 M tiles x 2 N tiles x 2 K tiles */
+	cr_expect_eq(seen, 12);
+	free(log);
+}
+
+Test(tl_integ, gemm_stage_cycles_equal_the_systolic_fold_formula, .timeout = 120)
+{
+	check_gemm_stage_cycles(false);
+	check_gemm_stage_cycles(true);
 }
