@@ -12,6 +12,7 @@ const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(softmax, "row softmax with lazy prefetching loads: --arg rows=64 cols=128 block=16"),
 	TL_KERNEL(test_overlap, "test: lazy load vs independent GEMM: --arg part=load|gemm|both serial=0|1"),
 	TL_KERNEL(test_loads, "test: lazy, async and blocking loads return the same bytes (data mode)"),
+	TL_KERNEL(test_load_into, "test: tl_load_async_into hazards, tl_hbm_write after a lazy load (data mode)"),
 	TL_KERNEL(test_flash, "test: flash-decode sweep: --arg tiles= opt=2|3 scoped=0|1 g= tile= d="),
 	TL_KERNEL(test_ops, "test: every tl op on seeded inputs, results as .npy (data mode)"),
 	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
