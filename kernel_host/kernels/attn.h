@@ -48,6 +48,7 @@ struct attn {
 	bool causal, scopes, pass_q;
 	bool zigzag;          /* ring: rank i holds chunks i and 2R-1-i */
 	bool merge_chain;     /* ring pass=q: the serial chain (else tree) */
+	bool vstream;         /* sweep: V streamed by the fold (else loaded ahead) */
 	enum attn_opt opt;
 	double scale;         /* 1 / sqrt(d) */
 	uint64_t p0;          /* absolute position of query 0 */

@@ -44,6 +44,7 @@ void attn_init_heads(struct tl *tl, const struct tl_args *args,
 	a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
 	a->depth = tl_arg_u32(args, "depth", a->depth, 1, ATTN_MAX_GROUP);
 	a->opt = tl_arg_u32(args, "opt", 2, 2, 3) == 3 ? ATTN_OPT3 : ATTN_OPT2;
+	a->vstream = tl_arg_u32(args, "vstream", 0, 0, 1) != 0;
 	if (a->hq % a->hkv)
 		tl_fail(tl, "heads_q=%u is not a multiple of heads_kv=%u", a->hq, a->hkv);
 	a->g = a->hq / a->hkv;

@@ -110,29 +110,46 @@ static tl_tensor issue_scores(struct tl *tl, const struct attn *a,
 	return attn_scores(tl, a, b, k, TL_NONE);
 }
 
-/* Tiles [j0, j1) in one scratch scope. Q·Kᵀ runs `depth` tiles ahead of
- * the fold (within the group), so the next K tiles' DMA overlaps this
- * tile's softmax and P·V. The scores are allocated at the top of scratch
- * when issued: the host orders commands by the TCM span each touches, and
- * a fresh buffer above every earlier allocation overlaps no pending
- * command, so issuing ahead never waits for the fold in flight. */
+/* Tile j's V: a lazy load into TCM (a standalone DMA the scheduler admits
+ * at once), or, vstream=1, a tl_ref the fold's composite streams. */
+static tl_tensor issue_v(struct tl *tl, const struct attn *a,
+			 const struct attn_kv *kv, uint32_t j)
+{
+	uint32_t w = attn_tile_rows(a, kv->len, j);
+
+	if (a->vstream)
+		return tl_ref(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
+	return tl_load(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
+}
+
+/* Tiles [j0, j1) in one scratch scope. Q·Kᵀ and V's load run `depth`
+ * tiles ahead of the fold (within the group), so the next tiles' DMA
+ * overlaps this tile's softmax and P·V. Both are issued before the fold
+ * they overlap: the scheduler admits in order and a fold waits for the
+ * previous fold (they share m, l, O), so a DMA issued behind a fold would
+ * wait for it too; V loaded ahead keeps the read channel busy while the
+ * folds run. The scores are allocated at the top of scratch when issued:
+ * the host orders commands by the TCM span each touches, and a fresh
+ * buffer above every earlier allocation overlaps no pending command, so
+ * issuing ahead never waits for the fold in flight. */
 static void sweep_group(struct tl *tl, const struct attn *a,
 			const struct attn_block *b, const struct attn_kv *kv,
 			uint32_t j0, uint32_t j1)
 {
-	tl_tensor s[ATTN_MAX_GROUP];
+	tl_tensor s[ATTN_MAX_GROUP], v[ATTN_MAX_GROUP];
 	uint32_t depth = a->depth, j;
 
-	for (j = j0; j < j1 && j < j0 + depth; j++)
+	for (j = j0; j < j1 && j < j0 + depth; j++) {
 		s[j - j0] = issue_scores(tl, a, b, kv, j);
+		v[j - j0] = issue_v(tl, a, kv, j);
+	}
 	for (j = j0; j < j1; j++) {
-		uint32_t w = attn_tile_rows(a, kv->len, j);
-
-		if (j + depth < j1)
+		if (j + depth < j1) {
 			s[j + depth - j0] = issue_scores(tl, a, b, kv, j + depth);
-		tl_tensor v = tl_ref(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
-		attn_fold(tl, a, b, s[j - j0], v, kv->kpos0 + (uint64_t)j * a->tile,
-			  w, a->opt);
+			v[j + depth - j0] = issue_v(tl, a, kv, j + depth);
+		}
+		attn_fold(tl, a, b, s[j - j0], v[j - j0], kv->kpos0 + (uint64_t)j * a->tile,
+			  attn_tile_rows(a, kv->len, j), a->opt);
 	}
 }
 

@@ -518,7 +518,8 @@ Test(attention, paged_decode_8x8k_runs_at_bound_util_0_8_and_balances, .timeout 
 	kb_tmpdir(dir, sizeof(dir), "attn-pg-bal");
 	RUN_OK(dir, "gqa_decode_paged", "--pes", "2", "--colocate", "all", "heads_q=8",
 	       "heads_kv=1", "lens=4096,512,512,512,512,512,512,512", "page=128");
-	uint64_t busy = kb_summary_u64(dir, "kernel_ps"), end = kb_summary_u64(dir, "kernel_end_ps");
+	uint64_t busy = kb_summary_u64(dir, "totals.kernel_ps"),
+		 end = kb_summary_u64(dir, "totals.kernel_end_ps");
 
 	cr_assert_lt((double)end, 0.6 * (double)busy, "kernel end %llu of %llu summed",
 		     (unsigned long long)end, (unsigned long long)busy);
@@ -629,8 +630,8 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	RUN_OK(d3, "gqa_decode_opt3", "--pes", "1", "--colocate", "all",
 	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
 	uint64_t t2 = kb_summary_u64(d2, "tiles"), t3 = kb_summary_u64(d3, "tiles");
-	double c2 = (double)kb_summary_u64(d2, "dispatch_cycles") / (double)t2;
-	double c3 = (double)kb_summary_u64(d3, "dispatch_cycles") / (double)t3;
+	double c2 = (double)kb_summary_u64(d2, "totals.dispatch_cycles") / (double)t2;
+	double c3 = (double)kb_summary_u64(d3, "totals.dispatch_cycles") / (double)t3;
 
 	cr_assert_eq(t2, 64);
 	cr_assert_eq(t3, 64);
