@@ -161,6 +161,8 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 			(unsigned long long)a->ranks * a->skv);
 	a->qblock = tl_arg_u32(args, "qblock", default_qblock(a, longest_q_run(a), decode),
 			       1, ATTN_MAX_DIM);
+	if (a->qblock > a->g * a->sq) /* a block never spans two KV heads */
+		a->qblock = a->g * a->sq;
 	a->p0 = (uint64_t)a->ranks * a->skv - (a->causal ? a->sq : 0);
 	layout(a);
 }

@@ -247,11 +247,11 @@ Test(npy, every_truncation_of_a_valid_file_is_rejected, .timeout = 10)
 
 Test(npy, read_error_names_the_file, .timeout = 10)
 {
-	const int32_t v[2] = { 1, 2 };
+	const int64_t v[2] = { 1, 2 };
 	struct rt_npy n;
 	char path[64];
 	size_t len;
-	uint8_t *b = make_npy(1, "{'descr': '<i4', 'fortran_order': False, "
+	uint8_t *b = make_npy(1, "{'descr': '<i8', 'fortran_order': False, "
 			      "'shape': (2,)}", v, sizeof(v), &len);
 	FILE *f;
 
@@ -264,7 +264,7 @@ Test(npy, read_error_names_the_file, .timeout = 10)
 	cr_assert_eq(rt_npy_read(path, &n), RT_EDECODE);
 	unlink(path);
 	cr_assert(strstr(rt_last_error(), path), "%s", rt_last_error());
-	cr_assert(strstr(rt_last_error(), "dtype '<i4' not supported"));
+	cr_assert(strstr(rt_last_error(), "dtype '<i8' not supported"));
 	cr_assert_null(n.owned);
 	cr_assert_eq(rt_npy_read("/nonexistent/q.npy", &n), RT_EIO);
 	cr_assert(strstr(rt_last_error(), "npy /nonexistent/q.npy:"));
