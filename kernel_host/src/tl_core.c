@@ -238,22 +238,34 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	return id;
 }
 
+/* Grows the bounding span [*lo, *hi) (empty when lo == hi) by
+ * [addr, addr + bytes). */
+static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr,
+		     uint64_t bytes)
+{
+	if (bytes == 0)
+		return;
+	if (*lo == *hi) {
+		*lo = addr;
+		*hi = addr + bytes;
+		return;
+	}
+	if (addr < *lo)
+		*lo = addr;
+	if (addr + bytes > *hi)
+		*hi = addr + bytes;
+}
+
 void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes)
 {
-	struct tl_cmd *c = &tl->cmds[id];
+	span_add(&tl->cmds[id].tcm_lo, &tl->cmds[id].tcm_hi, addr, bytes);
+}
 
-	if (bytes == 0)
-		return;
-	if (c->tcm_lo == c->tcm_hi) {
-		c->tcm_lo = addr;
-		c->tcm_hi = addr + bytes;
-		return;
-	}
-	if (addr < c->tcm_lo)
-		c->tcm_lo = addr;
-	if (addr + bytes > c->tcm_hi)
-		c->tcm_hi = addr + bytes;
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes)
+{
+	span_add(&tl->cmds[id].hbm_rlo, &tl->cmds[id].hbm_rhi, addr, bytes);
 }
 
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps)
@@ -599,4 +611,35 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 
 	arg_note(args, name, v != NULL, v ? v : def ? def : "");
 	return v ? v : def;
+}
+
+/* Strict decimal: digits only, no sign, base prefix or overflow. */
+static bool parse_decimal_u64(const char *v, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!*v)
+		return false;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || x > (UINT64_MAX - (uint64_t)(*v - '0')) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*v - '0');
+	}
+	*out = x;
+	return true;
+}
+
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max)
+{
+	const char *v = arg_find(args, name);
+	uint64_t x;
+
+	if (!v)
+		return def;
+	if (!parse_decimal_u64(v, &x) || x < min || x > max)
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "--arg %s=%s: expected a decimal integer from %u to %u",
+			 name, v, min, max);
+	return (uint32_t)x;
 }
