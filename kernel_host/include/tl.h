@@ -86,11 +86,6 @@ uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,
 		       const char *def);
-/* The same for a 32-bit value in [min, max]: decimal digits only; a value
- * that is not one, overflows or is out of range ends the run with one line
- * naming the argument and its range. `def` is returned as is. */
-uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
-		    uint32_t def, uint32_t min, uint32_t max);
 
 /* ------------------------------------------------------------ memory */
 

@@ -468,7 +468,7 @@ static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
-	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * a->d));
+	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * shape[2]));
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,

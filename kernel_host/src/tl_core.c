@@ -612,34 +612,3 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 	arg_note(args, name, v != NULL, v ? v : def ? def : "");
 	return v ? v : def;
 }
-
-/* Strict decimal: digits only, no sign, base prefix or overflow. */
-static bool parse_decimal_u64(const char *v, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (!*v)
-		return false;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9' || x > (UINT64_MAX - (uint64_t)(*v - '0')) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(*v - '0');
-	}
-	*out = x;
-	return true;
-}
-
-uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
-		    uint32_t def, uint32_t min, uint32_t max)
-{
-	const char *v = arg_find(args, name);
-	uint64_t x;
-
-	if (!v)
-		return def;
-	if (!parse_decimal_u64(v, &x) || x < min || x > max)
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
-			 "--arg %s=%s: expected a decimal integer from %u to %u",
-			 name, v, min, max);
-	return (uint32_t)x;
-}
