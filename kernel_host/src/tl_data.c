@@ -109,6 +109,10 @@ bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
 	uint8_t *bytes;
 	size_t i;
 
+	/* never under a pending command: a lazy load issued earlier must see
+	 * the old bytes, as a blocking load would (both modes, so timing
+	 * mode keeps data mode's clock) */
+	tl_wait_hbm_range(tl, at, addr, addr + (uint64_t)n * es);
 	if (tl->s.mode != TL_DATA)
 		return false;
 	bytes = tl_hbm_bytes(tl, addr, (uint64_t)n * es);

@@ -74,6 +74,7 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 };
@@ -175,6 +176,12 @@ uint32_t tl_rec_lcols(const struct tl_rec *r);
 /* ---- ops (tl_ops.c) */
 void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 		       uint64_t hi);
+/* Waits for every pending command reading or writing HBM [lo, hi). */
+void tl_wait_hbm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi);
+/* Records that command `id` reads HBM [addr, addr + bytes). */
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes);
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
 void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
 void tl_op_extra_f(struct tl_op *op, const char *name, double v);

@@ -152,6 +152,33 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 	free(x0), free(x1), free(y0), free(y1), free(y2);
 }
 
+/* tl_load_async_into: a reload waits for the reader of the buffer, the
+ * buffer outlives the scope it was loaded in; tl_hbm_write is ordered
+ * after an in-flight lazy load of the same bytes (issue 9 defect 7). */
+Test(tl_integ, load_into_orders_hazards_and_hbm_write_waits_for_a_lazy_load,
+     .timeout = 60)
+{
+	char dir[256];
+	uint64_t r, c;
+
+	kb_tmpdir(dir, sizeof(dir), "tl-load-into");
+	cr_assert_eq(run_kernel(dir, "test_load_into --pes 1 --mode data"), 0);
+	double *x0 = npy_doubles(dir, "x0.npy", &r, &c);
+	double *x1 = npy_doubles(dir, "x1.npy", &r, &c);
+	double *xn = npy_doubles(dir, "x0new.npy", &r, &c);
+	double *y0 = npy_doubles(dir, "y0.npy", &r, &c);
+	double *y1 = npy_doubles(dir, "y1.npy", &r, &c);
+	double *y2 = npy_doubles(dir, "y2.npy", &r, &c);
+	size_t n = (size_t)(r * c);
+
+	cr_expect_eq(max_abs_diff(x0, y0, n), 0.0, "the reader saw the reload's bytes");
+	cr_expect_eq(max_abs_diff(x1, y1, n), 0.0, "the buffer lost its bytes at scope end");
+	cr_expect_eq(max_abs_diff(x0, y2, n), 0.0, "the lazy load returned bytes written after it");
+	cr_expect_gt(max_abs_diff(x0, xn, n), 0.0, "the host write did not change x0");
+	cr_expect_gt(max_abs_diff(x0, x1, n), 0.0, "inputs are not independent");
+	free(x0), free(x1), free(xn), free(y0), free(y1), free(y2);
+}
+
 /* ---------------------------------------------------------- ADR-0063/65 */
 
 /* fp64 reference of the flash sweep: O = softmax(S) V unnormalised by the
