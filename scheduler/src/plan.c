@@ -338,7 +338,7 @@ static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 static enum rt_err check_composite(const struct builder *bd,
 				   const Kb__CompositeCmd *c, int64_t *g)
 {
-	uint64_t bytes = sched_composite_logical_bytes(c);
+	uint64_t bytes = rt_composite_logical_bytes(c);
 	uint64_t cap = bd->cfg->max_composite_logical_bytes;
 	enum rt_err err;
 
