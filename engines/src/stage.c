@@ -46,7 +46,7 @@ bool eng_extra_i(const Kb__Stage *stage, const char *name, int64_t *out)
 
 	if (!e || e->value_case == KB__EXTRA__VALUE__NOT_SET)
 		return false;
-	*out = e->value_case == KB__EXTRA__VALUE_I ? e->i : (int64_t)e->f;
+	*out = rt_isa_extra_int(e);
 	return true;
 }
 

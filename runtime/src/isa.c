@@ -42,6 +42,18 @@ const char *rt_isa_names(void)
 	return isa_names + 2;
 }
 
+int64_t rt_isa_extra_int(const Kb__Extra *e)
+{
+	if (e->value_case == KB__EXTRA__VALUE_I)
+		return e->i;
+	/* 2^63 is exact in a double; NaN fails both comparisons */
+	if (e->f >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (!(e->f > -9223372036854775808.0))
+		return INT64_MIN;
+	return (int64_t)e->f;
+}
+
 bool rt_isa_reduces_rows(int64_t axis)
 {
 	return axis == 0;

@@ -680,6 +680,15 @@ Test(sched_plan, math_ops_obey_the_isa_shape_rules_and_extras, .timeout = 10)
 	o->extras[0]->i = 3;
 	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
 	cr_expect(strstr(rt_last_error(), "axis 3"), "%s", rt_last_error());
+	/* a huge float axis from the wire saturates, never converts as UB */
+	o->extras[0]->value_case = KB__EXTRA__VALUE_F;
+	o->extras[0]->f = 2e161;
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "axis 9223372036854775807"), "%s",
+		  rt_last_error());
+	o->extras[0]->f = 0.0; /* an integral float reads as that integer */
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EOK, "%s",
+		     rt_last_error());
 	sched_plan_release(&p);
 	free(b);
 }

@@ -108,6 +108,10 @@ enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,
 			     const uint32_t *rows, const uint32_t *cols,
 			     int64_t axis, uint32_t *out_rows,
 			     uint32_t *out_cols);
+/* The integer value of a set extra (an f extra truncated toward zero;
+ * beyond int64 or NaN saturates to INT64_MAX / INT64_MIN, so a garbage
+ * float from the wire reads as an out-of-range value, never as UB). */
+int64_t rt_isa_extra_int(const Kb__Extra *e);
 /* Whether a reduction along `axis` reduces over rows (axis 0: each output
  * element is a column's reduction) rather than over columns (-1 or 1). */
 bool rt_isa_reduces_rows(int64_t axis);
