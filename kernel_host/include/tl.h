@@ -75,8 +75,13 @@ enum tl_mode tl_mode(const struct tl *tl);
  * command would be issued. */
 uint64_t tl_now_ps(const struct tl *tl);
 
-/* --arg name=value lookup: `def` when absent; a value that is not an
- * unsigned integer ends the run with a line naming the argument. */
+/* --arg name=value lookup: `def` when absent. Values are decimal digits
+ * only (no sign, 0x or leading zero); one that is not a number, overflows
+ * or lies outside [min, max] ends the run with one line naming the
+ * argument and its range. An --arg that no lookup asked for fails the run
+ * (exit 2) with the list of names the kernel asked for. */
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max);
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,
@@ -97,6 +102,21 @@ tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 			   enum tl_dtype dtype);
 #define tl_load_async(tl, addr, rows, cols, dtype) \
 	tl_load_async_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
+
+/* Prefetch into a buffer that outlives the current scratch scope (the load
+ * proposal's D4 double buffer across per-tile scopes, ADR-0063: prefetch
+ * buffers belong to the persistent arena). Loads dst's shape and dtype
+ * from hbm_addr into dst, a TCM tensor allocated outside the current scope
+ * (persistent, or an enclosing scope's), and returns at once; the future
+ * resolves to dst. Hazards are the runtime's: the load is issued after
+ * every earlier command still reading or writing dst's bytes has finished
+ * (the kernel waits at this call if one is pending), and later consumers
+ * of dst wait for the load (auto-wait at first use). A scope's end does
+ * not wait for it unless dst lies inside the recycled region. */
+tl_future tl_load_async_into_at(struct tl *tl, struct tl_site at,
+				tl_tensor dst, uint64_t hbm_addr);
+#define tl_load_async_into(tl, dst, addr) \
+	tl_load_async_into_at((tl), TL_HERE, (dst), (addr))
 
 /* Waits until the future's producer (load, IPCQ receive, composite) has
  * completed; returns its tensor. Also accepts any handle's future. */
@@ -262,7 +282,11 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 bool tl_read_at(struct tl *tl, struct tl_site at, tl_tensor t, float *out,
 		size_t n);
 #define tl_read(tl, t, out, n) tl_read_at((tl), TL_HERE, (t), (out), (n))
-/* Writes n floats into HBM at addr, converted to dtype. */
+/* Writes n floats into HBM at addr, converted to dtype. Ordered after
+ * this program's pending commands that read or write those HBM bytes (an
+ * in-flight lazy tl_load, a composite streaming a tl_ref, a tl_store): it
+ * waits for them first, so a load issued before the write returns the old
+ * bytes, as a blocking load would. */
 bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
 		     enum tl_dtype dtype, const float *src, size_t n);
 #define tl_hbm_write(tl, addr, dtype, src, n) \
