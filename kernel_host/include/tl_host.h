@@ -115,10 +115,6 @@ struct tl_totals {
 };
 void tl_totals(const struct tl *tl, struct tl_totals *out);
 
-/* Logical bytes of a command by the rule of rt/isa.h (the PE_CPU dispatch
- * cost is rt_dispatch_cycles of it). */
-uint64_t tl_command_logical_bytes(const Kb__Command *cmd);
-
 /* ------------------------------------------------------------ component */
 
 /* The kernel host, one per PE (component name "host"): runs the job's

@@ -348,7 +348,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	enum rt_err rc;
 
 	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
-					 tl_command_logical_bytes(cmd)));
+					 rt_command_logical_bytes(cmd)));
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
 	msg.command = cmd;

@@ -1,8 +1,6 @@
 /* sched.h — PE_SCHEDULER: turns host commands into engine stages.
  *
- * Four parts, each usable on its own:
- *   - dispatch cost (ADR-0064 rev. 2): the logical size of a command, which
- *     the kernel host also uses to charge PE_CPU;
+ * Three parts, each usable on its own:
  *   - the plan builder (ADR-0065 D3/D4): a pure function from one Command to
  *     an ordered list of stages with dependencies;
  *   - the hazard tracker (ADR-0065 D6.3): read/write byte ranges per command;
@@ -26,15 +24,6 @@
 #include "rt/err.h"
 #include "rt/isa.h"
 #include "rt/wire.h"
-
-/* ------------------------------------------------------------ dispatch cost
- *
- * Logical bytes of a wire command by the one rule in rt/isa.h (the kernel
- * host charges PE_CPU by it: rt_dispatch_cycles). */
-uint64_t sched_op_logical_bytes(const Kb__OpSpec *op);
-uint64_t sched_composite_logical_bytes(const Kb__CompositeCmd *c);
-/* 0 for a command with no body. */
-uint64_t sched_command_logical_bytes(const Kb__Command *c);
 
 /* ------------------------------------------------------------ plans */
 

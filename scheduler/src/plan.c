@@ -248,9 +248,9 @@ static int64_t op_axis(const Kb__OpSpec *op)
 	for (size_t i = 0; i < op->n_extras; i++) {
 		const Kb__Extra *e = op->extras[i];
 
-		if (e && strcmp(e->name, "axis") == 0)
-			return e->value_case == KB__EXTRA__VALUE_I
-				       ? e->i : (int64_t)e->f;
+		if (e && strcmp(e->name, "axis") == 0 &&
+		    e->value_case != KB__EXTRA__VALUE__NOT_SET)
+			return rt_isa_extra_int(e);
 	}
 	return -1;
 }
@@ -338,7 +338,7 @@ static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 static enum rt_err check_composite(const struct builder *bd,
 				   const Kb__CompositeCmd *c, int64_t *g)
 {
-	uint64_t bytes = sched_composite_logical_bytes(c);
+	uint64_t bytes = rt_composite_logical_bytes(c);
 	uint64_t cap = bd->cfg->max_composite_logical_bytes;
 	enum rt_err err;
 

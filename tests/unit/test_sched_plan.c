@@ -232,20 +232,20 @@ Test(sched_cost, logical_bytes_follow_the_documented_rule, .timeout = 10)
 	Kb__Command dc = KB__COMMAND__INIT;
 
 	extra_i(b, o, "axis", 1);
-	cr_expect_eq(sched_op_logical_bytes(o), 4 + 3 * 12 + 4);
+	cr_expect_eq(rt_opspec_logical_bytes(o), 4 + 3 * 12 + 4);
 	rw(b, y);
-	cr_expect_eq(sched_composite_logical_bytes(&b->comp), 44 + 12);
-	cr_expect_eq(sched_command_logical_bytes(&b->cmd), 56);
+	cr_expect_eq(rt_composite_logical_bytes(&b->comp), 44 + 12);
+	cr_expect_eq(rt_command_logical_bytes(&b->cmd), 56);
 	dc.body_case = KB__COMMAND__BODY_DMA;
 	dc.dma = &dma;
-	cr_expect_eq(sched_command_logical_bytes(&dc), 28);
+	cr_expect_eq(rt_command_logical_bytes(&dc), 28);
 	free(b);
 }
 
 Test(sched_cost, adr0065_t9_opt2_second_composite_is_under_1024_bytes, .timeout = 10)
 {
 	struct tb *b = opt2_second(128);
-	uint64_t bytes = sched_command_logical_bytes(&b->cmd);
+	uint64_t bytes = rt_command_logical_bytes(&b->cmd);
 
 	/* 8 micro-ops 304 + gemm 52 + add 40 + 3 rw_handles 36 */
 	cr_expect_eq(b->comp.n_ops, 10);
@@ -680,6 +680,15 @@ Test(sched_plan, math_ops_obey_the_isa_shape_rules_and_extras, .timeout = 10)
 	o->extras[0]->i = 3;
 	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
 	cr_expect(strstr(rt_last_error(), "axis 3"), "%s", rt_last_error());
+	/* a huge float axis from the wire saturates, never converts as UB */
+	o->extras[0]->value_case = KB__EXTRA__VALUE_F;
+	o->extras[0]->f = 2e161;
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "axis 9223372036854775807"), "%s",
+		  rt_last_error());
+	o->extras[0]->f = 0.0; /* an integral float reads as that integer */
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EOK, "%s",
+		     rt_last_error());
 	sched_plan_release(&p);
 	free(b);
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernbench.pb-c.h"
 #include "rt/config.h"
 #include "rt/err.h"
 
@@ -107,6 +108,10 @@ enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,
 			     const uint32_t *rows, const uint32_t *cols,
 			     int64_t axis, uint32_t *out_rows,
 			     uint32_t *out_cols);
+/* The integer value of a set extra (an f extra truncated toward zero;
+ * beyond int64 or NaN saturates to INT64_MAX / INT64_MIN, so a garbage
+ * float from the wire reads as an out-of-range value, never as UB). */
+int64_t rt_isa_extra_int(const Kb__Extra *e);
 /* Whether a reduction along `axis` reduces over rows (axis 0: each output
  * element is a column's reduction) rather than over columns (-1 or 1). */
 bool rt_isa_reduces_rows(int64_t axis);
@@ -130,6 +135,12 @@ bool rt_isa_reduces_rows(int64_t axis);
 uint64_t rt_isa_logical_bytes(uint64_t tensors, uint64_t extras);
 /* Logical bytes of `op` as the kernel host emits it (arity + out). */
 uint64_t rt_isa_op_logical_bytes(const struct rt_isa_op *op);
+/* The same rule on the wire forms: one OpSpec (its operands, out and
+ * extras as they are), a composite (its ops + its rw_handles), any command
+ * (0 for one with no body). */
+uint64_t rt_opspec_logical_bytes(const Kb__OpSpec *op);
+uint64_t rt_composite_logical_bytes(const Kb__CompositeCmd *c);
+uint64_t rt_command_logical_bytes(const Kb__Command *c);
 /* The PE_CPU cycles to dispatch a command of `logical_bytes`: the one
  * place this formula lives. */
 uint64_t rt_dispatch_cycles(const struct rt_config *cfg,
