@@ -599,7 +599,7 @@ uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
 		return def;
 	if (!parse_decimal_u64(v, &x) || x < min || x > max)
 		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
-			 "--arg %s=%s: expected a decimal integer from %u to %u",
+			 "--arg %s=%s: expected an unsigned integer from %u to %u (decimal digits only)",
 			 name, v, min, max);
 	return (uint32_t)x;
 }

@@ -343,7 +343,7 @@ Test(attention, bad_argument_is_one_line_naming_it_and_its_range, .timeout = 30)
 		run_kernel(&r, dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
 			   bad[i], NULL);
 		cr_assert_neq(r.status, 0, "%s accepted", bad[i]);
-		cr_assert(strstr(r.err, "expected a decimal integer from"), "%s: %s", bad[i], r.err);
+		cr_assert(strstr(r.err, "expected an unsigned integer from"), "%s: %s", bad[i], r.err);
 		cr_assert(strchr(r.err, '\n') == strrchr(r.err, '\n'), "more than one line: %s", r.err);
 	}
 }
