@@ -75,17 +75,17 @@ enum tl_mode tl_mode(const struct tl *tl);
  * command would be issued. */
 uint64_t tl_now_ps(const struct tl *tl);
 
-/* --arg name=value lookup: `def` when absent; a value that is not an
- * unsigned integer ends the run with a line naming the argument. */
+/* --arg name=value lookup: `def` when absent. Values are decimal digits
+ * only (no sign, 0x or leading zero); one that is not a number, overflows
+ * or lies outside [min, max] ends the run with one line naming the
+ * argument and its range. An --arg that no lookup asked for fails the run
+ * (exit 2) with the list of names the kernel asked for. */
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max);
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,
 		       const char *def);
-/* The same for a 32-bit value in [min, max]: decimal digits only; a value
- * that is not one, overflows or is out of range ends the run with one line
- * naming the argument and its range. `def` is returned as is. */
-uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
-		    uint32_t def, uint32_t min, uint32_t max);
 
 /* ------------------------------------------------------------ memory */
 
@@ -142,8 +142,9 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 #define tl_copy_to(tl, dst, src) tl_copy_to_at((tl), TL_HERE, (dst), (src))
 
 /* A fresh scratch tensor with every element = value (persistent when
- * allocated outside any scope: use for running accumulators). Costs one
- * dispatch in both modes; the host writes the bytes in data mode. */
+ * allocated outside any scope: use for running accumulators). Issued as a
+ * MATH `fill` command: one dispatch and PE_MATH time, ready when it
+ * completes (consumers wait for it like for a load). */
 tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 		     uint32_t cols, enum tl_dtype dtype, double value);
 #define tl_full(tl, rows, cols, dtype, value) \
@@ -180,7 +181,9 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 #define tl_scale(tl, a, s) tl_scale_at((tl), TL_HERE, (a), (s))
 
 /* Reduction along `axis` (1 or -1: across columns -> rows x 1; 0: across
- * rows -> 1 x cols), keeping dims. op: "rmax" | "rsum". */
+ * rows -> 1 x cols), keeping dims, whatever the shape (a 1 x N row along
+ * axis 0 gives N values). op: "rmax" | "rsum"; anything else, or another
+ * axis, ends the kernel at the call. */
 tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
 		       tl_tensor a, int axis);
 #define tl_max(tl, a, axis) tl_reduce_at((tl), TL_HERE, "rmax", (a), (axis))
@@ -247,7 +250,8 @@ struct tl_composite_desc {
 			      recipe's primary output (auto-bind) */
 	tl_tensor out;     /* write-back handle; TL_NONE: fresh f32 scratch */
 	double scale;      /* head op "scale" */
-	int axis;          /* head reductions */
+	int axis;          /* head reductions, as tl_max / tl_sum (0: over
+			      rows, 1 or -1: over columns) */
 	struct tl_epilogue epilogue[TL_MAX_EPILOGUE];
 };
 

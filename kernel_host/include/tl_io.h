@@ -65,6 +65,15 @@ struct tl_npy {
 void tl_npy_read_at(struct tl *tl, struct tl_site at, const char *path,
 		    struct tl_npy *out);
 #define tl_npy_read(tl, path, out) tl_npy_read_at((tl), TL_HERE, (path), (out))
+/* Like tl_npy_read, refusing a file with more than `max_data_bytes` of
+ * data (what the kernel's shapes allow) before reading it. */
+void tl_npy_read_max_at(struct tl *tl, struct tl_site at, const char *path,
+			uint64_t max_data_bytes, struct tl_npy *out);
+#define tl_npy_read_max(tl, path, max_data_bytes, out) \
+	tl_npy_read_max_at((tl), TL_HERE, (path), (max_data_bytes), (out))
+/* Elements of `data` (`count` of `type`) that are NaN or infinite: what a
+ * kernel reports as the nonfinite_inputs / nonfinite_outputs statistics. */
+uint64_t tl_nonfinite(enum tl_npy_type type, const void *data, uint64_t count);
 void tl_npy_release(struct tl_npy *n);
 /* Element i widened to double (any type). */
 double tl_npy_get(const struct tl_npy *n, uint64_t i);

@@ -248,7 +248,7 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 	const struct tl_npy *n = &s->file;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	tl_npy_read(tl, path, &s->file);
+	tl_npy_read_max(tl, path, 2 * s->shape[0] * s->shape[1] * s->shape[2], &s->file);
 	if (n->type != TL_NPY_F16 || n->ndim != 3 || n->shape[0] != s->shape[0] ||
 	    n->shape[1] != s->shape[1] || n->shape[2] != s->shape[2])
 		tl_fail(tl, "input %s: expected float16 (%llu, %llu, %llu), got %s with %u dims (%llu, %llu, %llu)",
@@ -258,6 +258,8 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 			(unsigned long long)(n->ndim > 0 ? n->shape[0] : 0),
 			(unsigned long long)(n->ndim > 1 ? n->shape[1] : 0),
 			(unsigned long long)(n->ndim > 2 ? n->shape[2] : 0));
+	if (tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads the same file */
+		tl_stat_add(tl, "nonfinite_inputs", tl_nonfinite(n->type, n->data, n->count));
 }
 
 /* Generates the whole tensor `which`. */
@@ -474,6 +476,7 @@ static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
+	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * shape[2]));
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,

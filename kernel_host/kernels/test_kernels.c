@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "tl_io.h"
 
 #define MB (1ull << 20)
 
@@ -13,10 +14,13 @@ static void make(struct tl *tl, uint64_t addr, uint32_t rows, uint32_t cols,
 		 enum tl_dtype dt, uint64_t stream, float scale)
 {
 	size_t n = (size_t)rows * cols;
-	float *v = malloc(n * sizeof(float));
+	float *v;
 
+	if (tl_mode(tl) != TL_DATA)
+		return; /* timing mode moves no bytes */
+	v = malloc(n * sizeof(float));
 	if (!v)
-		return;
+		tl_fail(tl, "out of memory generating a %ux%u input", rows, cols);
 	tl_random_uniform(tl, stream, v, n);
 	for (size_t i = 0; i < n; i++)
 		v[i] *= scale;
@@ -37,9 +41,9 @@ static bool first_program(const struct tl *tl)
 int test_overlap(struct tl *tl, const struct tl_args *args)
 {
 	const char *part = tl_arg_str(args, "part", "both");
-	bool serial = tl_arg_u64(args, "serial", 0);
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
-	uint32_t g = (uint32_t)tl_arg_u64(args, "g", 128);
+	bool serial = tl_arg_u32(args, "serial", 0, 0, 1);
+	uint32_t rows = tl_arg_u32(args, "rows", 32, 1, 4096);
+	uint32_t g = tl_arg_u32(args, "g", 128, 1, 512);
 	bool load = part[0] == 'l' || part[0] == 'b';
 	bool gemm = part[0] == 'g' || part[0] == 'b';
 	tl_tensor x = TL_NONE;
@@ -148,12 +152,12 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
  * state m.npy, l.npy, o.npy (O before the division by l). */
 int test_flash(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t tiles = (uint32_t)tl_arg_u64(args, "tiles", 4);
-	uint32_t G = (uint32_t)tl_arg_u64(args, "g", 8);
-	uint32_t T = (uint32_t)tl_arg_u64(args, "tile", 32);
-	uint32_t D = (uint32_t)tl_arg_u64(args, "d", 64);
-	bool scoped = tl_arg_u64(args, "scoped", 1);
-	bool opt2 = tl_arg_u64(args, "opt", 2) == 2;
+	uint32_t tiles = tl_arg_u32(args, "tiles", 4, 1, 65536);
+	uint32_t G = tl_arg_u32(args, "g", 8, 1, 4096);
+	uint32_t T = tl_arg_u32(args, "tile", 32, 1, 4096);
+	uint32_t D = tl_arg_u32(args, "d", 64, 1, 4096);
+	bool scoped = tl_arg_u32(args, "scoped", 1, 0, 1);
+	bool opt2 = tl_arg_u32(args, "opt", 2, 2, 3) == 2;
 	uint64_t s_addr = 0, v_addr = 64 * MB, o_addr = 128 * MB, l_addr = 129 * MB;
 	uint64_t m_addr = 130 * MB;
 

@@ -92,10 +92,22 @@ _Static_assert((int)TL_NPY_I32 == (int)RT_NPY_I32 &&
 void tl_npy_read_at(struct tl *tl, struct tl_site at, const char *path,
 		    struct tl_npy *out)
 {
+	tl_npy_read_max_at(tl, at, path, UINT64_MAX, out);
+}
+
+uint64_t tl_nonfinite(enum tl_npy_type type, const void *data, uint64_t count)
+{
+	return rt_npy_nonfinite((enum rt_npy_type)type, data, count);
+}
+
+void tl_npy_read_max_at(struct tl *tl, struct tl_site at, const char *path,
+			uint64_t max_data_bytes, struct tl_npy *out)
+{
 	struct rt_npy n;
+	size_t cap = max_data_bytes < SIZE_MAX ? (size_t)max_data_bytes : SIZE_MAX;
 
 	memset(out, 0, sizeof(*out));
-	if (rt_npy_read(path, &n) != RT_EOK)
+	if (rt_npy_read_max(path, cap, &n) != RT_EOK)
 		tl_abort(tl, at, RT_EINVAL, "input %s: %s", path, rt_last_error());
 	out->type = (enum tl_npy_type)n.type;
 	out->ndim = n.ndim;

@@ -308,25 +308,6 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 	rd->producer = id;
 }
 
-/* A fill is a host store into TCM: one dispatch of a one-tensor op in both
- * modes, no command (the MATH engine has no fill op). */
-tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
-		     uint32_t cols, enum tl_dtype dtype, double value)
-{
-	tl_tensor t;
-	struct tl_rec *r;
-	uint8_t *bytes;
-
-	check_dims(tl, at, "tl_full", rows, cols, dtype);
-	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
-	r = &tl->slots[t.slot];
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, rt_isa_logical_bytes(1, 0)));
-	bytes = tl_tcm_bytes(tl, r->addr, tl_rec_bytes(r));
-	if (bytes)
-		tl_fill_bytes(bytes, dtype, (size_t)rows * cols, value);
-	return t;
-}
-
 /* ------------------------------------------------------------ compute */
 
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r)
@@ -420,6 +401,21 @@ static tl_tensor math_single(struct tl *tl, struct tl_site at,
 	return out;
 }
 
+/* A fill is a MATH `fill` command (no inputs, extra `value`): it pays its
+ * dispatch and PE_MATH time like any other op, and its result is ready when
+ * the command completes (consumers wait for it as for any producer). */
+tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		     uint32_t cols, enum tl_dtype dtype, double value)
+{
+	struct tl_lowered low;
+
+	check_dims(tl, at, "tl_full", rows, cols, dtype);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = rt_isa_get(RT_ISA_FILL)->name;
+	tl_op_extra_f(&low.ops[0], "value", value);
+	return math_single(tl, at, &low, rows, cols, dtype);
+}
+
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		    tl_tensor b)
 {
@@ -436,7 +432,7 @@ tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	tl_wait_cmd(tl, at, ra->producer);
 	tl_wait_cmd(tl, at, rb->producer);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "gemm";
+	low.ops[0].kind = rt_isa_get(RT_ISA_GEMM)->name;
 	tl_op_operand(&low.ops[0], "a", ra);
 	tl_op_operand(&low.ops[0], "b", rb);
 	tl_op_extra_i(&low.ops[0], "m", m);
@@ -451,12 +447,10 @@ tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t)
 	struct tl_rec copy = *r;
 	tl_tensor view = tl_rec_new(tl, at, &v);
 	uint32_t gen = v->gen, scope = v->scope;
-	uint64_t id = v->id;
 
 	*v = copy;
 	v->gen = gen;
 	v->scope = scope;
-	v->id = id;
 	v->trans = !copy.trans;
 	return view;
 }
@@ -505,7 +499,7 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	struct tl_lowered low;
 
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "scale";
+	low.ops[0].kind = rt_isa_get(RT_ISA_SCALE)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	tl_op_extra_f(&low.ops[0], "scale", s);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
@@ -539,7 +533,7 @@ tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
 
 	check_dims(tl, at, "tl_astype", 1, 1, dtype);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "copy";
+	low.ops[0].kind = rt_isa_get(RT_ISA_COPY)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
 			   dtype);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/buf.h"
 #include "rt/isa.h"
 #include "tl_host.h"
 
@@ -21,7 +22,6 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
-	uint64_t id;        /* unique handle id for TensorRef.handle */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -30,7 +30,6 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
-	uint64_t handle;
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -114,7 +113,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
-	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
+	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */
@@ -127,7 +126,6 @@ struct tl {
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;
-	uint64_t next_handle_id;
 
 	struct tl_cmd *cmds;  /* index = command id; 0 unused */
 	uint64_t n_cmds, cap_cmds;
@@ -218,7 +216,6 @@ uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
 /* ---- data (tl_data.c) */
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
 uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
 
 /* ---- recipes (recipes.c) */
 #define TL_RECIPE_MAX_OPERANDS 6
