@@ -21,9 +21,9 @@ endif
 
 CC ?= gcc
 PROTOC_C ?= protoc-c
-PKGS := libzmq libprotobuf-c libcyaml
+PKGS := libzmq libprotobuf-c libcyaml zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
-	libprotobuf-c-dev libcriterion-dev libcyaml-dev
+	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
@@ -43,7 +43,7 @@ LDFLAGS := $(SANFLAGS) -rdynamic
 
 # ---------------------------------------------------------------- sources
 GEN_C := $(BUILD)/gen/kernbench.pb-c.c
-GEN_H := $(BUILD)/gen/kernbench.pb-c.h
+GEN_H := $(BUILD)/gen/kernbench.pb-c.h $(BUILD)/gen/perfetto_trace.pb-c.h
 
 RT_SRC := $(wildcard runtime/src/*.c)
 SCHED_SRC := $(wildcard scheduler/src/*.c)
@@ -109,12 +109,12 @@ fuzz-deps:
 	$(call install_missing,$(FUZZ_DEB_PKGS))
 
 # ---------------------------------------------------------------- generated
-$(GEN_C) $(GEN_H) &: proto/kernbench.proto
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h &: proto/%.proto
 	@mkdir -p $(BUILD)/gen
-	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/kernbench.proto
+	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
 
 # generated code is not ours: build it without the developer warning set
-$(BUILD)/obj/gen/kernbench.pb-c.o: $(GEN_C)
+$(BUILD)/obj/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 $(OPT) $(SANFLAGS) -fPIC $(PKG_CFLAGS) -I$(BUILD)/gen -c $< -o $@
 
@@ -135,9 +135,10 @@ $(BUILD)/lib/%.a:
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
-$(KERNBENCH): $(call obj,$(LAUNCH_SRC)) $(ALL_LIBS)
+LAUNCH_OBJ := $(call obj,$(LAUNCH_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o
+$(KERNBENCH): $(LAUNCH_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(LAUNCH_SRC)) $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(ALL_LIBS) $(LDLIBS)
 
 $(BUILD)/plugins/%.so: engines/plugins/%.c $(GEN_H)
 	@mkdir -p $(dir $@)

@@ -10,6 +10,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/trace.h"
 #include "rt/wire.h"
 
 struct rt_stat {
@@ -32,9 +33,9 @@ struct rt_ctx {
 	size_t n_stats;
 	size_t cap_stats;
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
-	struct rt_buf trace;
+	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
+	bool tracing;            /* trace on and this rank wanted */
 	FILE *oplog_file;
-	FILE *trace_file;
 };
 
 struct rt_daemon {
