@@ -77,7 +77,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all deps fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
 	golden clean help
 .DEFAULT_GOAL := all
 
@@ -104,6 +104,11 @@ endef
 
 deps:
 	$(call install_missing,$(DEB_PKGS))
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps-npm
+
+# Debian's node ships npm apart; a node that brings its own npm needs none
+deps-npm:
+	$(call install_missing,npm)
 
 fuzz-deps:
 	$(call install_missing,$(FUZZ_DEB_PKGS))
@@ -153,23 +158,33 @@ $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(ALL_LIBS) -lcriterion $(LDLIBS)
 
-$(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(ALL_LIBS)
+$(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o \
+	  $(ALL_LIBS) -lcriterion $(LDLIBS)
 
 # corpus replay: the harness plus a main() that feeds it every corpus file
 $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS) $(LDLIBS)
 
+# The trace importer test loads traces with Chrome DevTools' trace engine
+# (npm package, installed by name into build/node when absent; run with node).
+TRACE_ENGINE_PKG := @paulirish/trace_engine@0.0.65
+TRACE_ENGINE := build/node/node_modules/@paulirish/trace_engine
+$(TRACE_ENGINE)/package.json:
+	@command -v npm >/dev/null || { echo "npm is missing: run \`make deps\`" >&2; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix build/node $(TRACE_ENGINE_PKG)
+
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins) \
+	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) \
 	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
-integration: $(INTEG_BIN) $(KERNBENCH) $(PLUGINS)
+integration: $(INTEG_BIN) $(KERNBENCH) $(PLUGINS) $(TRACE_ENGINE)/package.json
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
 
 fuzz-replay: $(FUZZ_REPLAY)
