@@ -331,15 +331,100 @@ static void put_str(struct sink *s, const char *str)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void put_head(struct sink *s, const char *ph, const char *name, const char *cat,
+/* Each part's strings, quoted for JSON once (per event only copied):
+ * q[i] the name, m[2i] "send name", m[2i+1] "recv name", c[i] "<component>
+ * name" for counters. */
+struct quoted {
+	char **q, **m, **c;
+	uint32_t n;
+};
+
+static char *quote(const char *a, const char *b)
+{
+	struct rt_buf tmp, both;
+	char *out = NULL;
+
+	rt_buf_init(&tmp);
+	rt_buf_init(&both);
+	if (!rt_buf_printf(&both, "%s%s%s", a, *a && *b ? " " : "", b) &&
+	    !rt_buf_json_str(&tmp, both.data ? both.data : ""))
+		out = strdup(tmp.data);
+	rt_buf_release(&tmp);
+	rt_buf_release(&both);
+	return out;
+}
+
+static void quoted_release(struct quoted *qs, uint32_t n_parts)
+{
+	for (uint32_t p = 0; qs && p < n_parts; p++) {
+		for (uint32_t i = 0; i < qs[p].n; i++) {
+			free(qs[p].q[i]);
+			free(qs[p].c[i]);
+			free(qs[p].m[2 * i]);
+			free(qs[p].m[2 * i + 1]);
+		}
+		free(qs[p].q);
+		free(qs[p].m);
+		free(qs[p].c);
+	}
+	free(qs);
+}
+
+static struct quoted *quoted_new(const struct kb_trace *t, const struct rt_topology *topo)
+{
+	struct quoted *qs = calloc(t->n_parts, sizeof(*qs));
+	bool ok = qs != NULL;
+
+	for (uint32_t p = 0; ok && p < t->n_parts; p++) {
+		const struct rt_trace_part *part = &t->parts[p];
+		const char *comp = p < topo->n_components ? topo->components[p].name : "";
+		uint32_t n = part->n_names;
+
+		qs[p].q = calloc(n + 1, sizeof(char *));
+		qs[p].c = calloc(n + 1, sizeof(char *));
+		qs[p].m = calloc(2 * n + 1, sizeof(char *));
+		ok = qs[p].q && qs[p].c && qs[p].m;
+		for (uint32_t i = 0; ok && i < n; i++, qs[p].n++) {
+			qs[p].q[i] = quote("", part->names[i]);
+			qs[p].c[i] = quote(comp, part->names[i]);
+			qs[p].m[2 * i] = quote("send", part->names[i]);
+			qs[p].m[2 * i + 1] = quote("recv", part->names[i]);
+			ok = qs[p].q[i] && qs[p].c[i] && qs[p].m[2 * i] && qs[p].m[2 * i + 1];
+		}
+	}
+	if (!ok) {
+		quoted_release(qs, t->n_parts);
+		return NULL;
+	}
+	return qs;
+}
+
+struct json_out {
+	struct sink s;
+	const struct kb_trace *t;
+	const struct rt_topology *topo;
+	struct quoted *qs;
+};
+
+static const char *qname(const struct json_out *o, const struct kb_trace_ev *e, uint16_t id)
+{
+	return id == RT_TRACE_NONE ? "\"\"" : o->qs[e->part].q[id];
+}
+
+static void put_q(struct sink *s, const char *quoted)
+{
+	put_lit(s, quoted, strlen(quoted));
+}
+
+static void put_head(struct sink *s, const char *ph, const char *qname_, const char *qcat,
 		     uint32_t pid, uint32_t tid, uint64_t ts_ps)
 {
 	PUT(s, "{\"ph\":\"");
-	put_lit(s, ph, strlen(ph));
+	put_lit(s, ph, 1);
 	PUT(s, "\",\"name\":");
-	put_str(s, name);
+	put_q(s, qname_);
 	PUT(s, ",\"cat\":");
-	put_str(s, cat);
+	put_q(s, qcat);
 	PUT(s, ",\"pid\":");
 	put_u64(s, pid);
 	PUT(s, ",\"tid\":");
@@ -348,14 +433,14 @@ static void put_head(struct sink *s, const char *ph, const char *name, const cha
 	put_us(s, ts_ps);
 }
 
-static void put_slice(struct sink *s, const struct kb_trace *t, const struct kb_trace_ev *e,
-		      uint32_t pid)
+static void put_slice(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
 {
+	struct sink *s = &o->s;
 	const struct rt_trace_rec *r = &e->r;
 	const char *sep = "";
 
-	put_head(s, "X", kb_trace_str(t, e, r->name), kb_trace_str(t, e, r->cat), pid,
-		 kb_trace_tid(e), r->ts_ps);
+	put_head(s, "X", qname(o, e, r->name), qname(o, e, r->cat), pid, kb_trace_tid(e),
+		 r->ts_ps);
 	PUT(s, ",\"dur\":");
 	put_us(s, r->val);
 	if (!(r->flags & (RT_TRACE_F_COMMAND | RT_TRACE_F_STAGE)) && r->site == RT_TRACE_NONE) {
@@ -377,26 +462,25 @@ static void put_slice(struct sink *s, const struct kb_trace *t, const struct kb_
 	if (r->site != RT_TRACE_NONE) {
 		put_lit(s, sep, strlen(sep));
 		PUT(s, "\"site\":");
-		put_str(s, kb_trace_str(t, e, r->site));
+		put_q(s, qname(o, e, r->site));
 	}
 	PUT(s, "}},\n");
 }
 
 /* A message end: a zero-length slice, then (when paired) the flow event
  * bound to it by (ts, pid, tid, cat). */
-static void put_message(struct sink *s, const struct kb_trace *t, const struct kb_trace_ev *e,
-			uint32_t pid)
+static void put_message(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
 {
+	struct sink *s = &o->s;
 	bool send = e->r.kind == RT_TRACE_SEND;
-	char name[80];
+	const char *name = e->r.name == RT_TRACE_NONE ? "\"message\""
+			 : o->qs[e->part].m[2 * e->r.name + !send];
 
-	snprintf(name, sizeof(name), "%s %s", send ? "send" : "recv",
-		 kb_trace_str(t, e, e->r.name));
-	put_head(s, "X", name, "msg", pid, kb_trace_tid(e), e->r.ts_ps);
+	put_head(s, "X", name, "\"msg\"", pid, kb_trace_tid(e), e->r.ts_ps);
 	PUT(s, ",\"dur\":0},\n");
 	if (!e->flow)
 		return;
-	put_head(s, send ? "s" : "f", "message", "msg", pid, kb_trace_tid(e), e->r.ts_ps);
+	put_head(s, send ? "s" : "f", "\"message\"", "\"msg\"", pid, kb_trace_tid(e), e->r.ts_ps);
 	PUT(s, ",\"id\":");
 	put_u64(s, e->flow);
 	if (send)
@@ -405,18 +489,13 @@ static void put_message(struct sink *s, const struct kb_trace *t, const struct k
 		PUT(s, ",\"bp\":\"e\"},\n");
 }
 
-static void put_counter(struct sink *s, const struct kb_trace *t, const struct kb_trace_ev *e,
-			const struct rt_topology *topo, uint32_t pid)
+/* Counters are per process in the JSON format: named per component. */
+static void put_counter(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
 {
-	char name[RT_NAME_MAX + 64];
-	const char *what = kb_trace_str(t, e, e->r.name);
+	struct sink *s = &o->s;
+	const char *name = e->r.name == RT_TRACE_NONE ? "\"counter\"" : o->qs[e->part].c[e->r.name];
 
-	/* counters are per process in the JSON format: name them per PE */
-	if (e->part < topo->n_components)
-		snprintf(name, sizeof(name), "%s %s", topo->components[e->part].name, what);
-	else
-		snprintf(name, sizeof(name), "%s", what);
-	put_head(s, "C", name, "counter", pid, kb_trace_tid(e), e->r.ts_ps);
+	put_head(s, "C", name, "\"counter\"", pid, kb_trace_tid(e), e->r.ts_ps);
 	PUT(s, ",\"args\":{\"value\":");
 	put_u64(s, e->r.val);
 	PUT(s, "}},\n");
@@ -479,30 +558,35 @@ static void put_metadata(struct sink *s, const struct kb_trace *t, const struct 
 static enum rt_err write_json(const struct kb_trace *t, const struct rt_topology *topo,
 			      const struct rt_job *job, const char *path, bool gz)
 {
-	struct sink s;
-	enum rt_err err = sink_open(&s, path, gz);
+	struct json_out o = { .t = t, .topo = topo };
+	enum rt_err err = sink_open(&o.s, path, gz);
 
+	o.qs = err ? NULL : quoted_new(t, topo);
+	if (!err && !o.qs)
+		err = rt_fail(RT_ENOMEM, "no memory for the trace's names");
 	if (err) {
-		rt_buf_release(&s.b);
+		o.s.err = err;
+		sink_close(&o.s, path);
 		return err;
 	}
-	PUT(&s, "{\"traceEvents\":[\n");
-	put_metadata(&s, t, topo, job);
-	for (size_t i = 0; i < t->n && !s.err; i++) {
+	PUT(&o.s, "{\"traceEvents\":[\n");
+	put_metadata(&o.s, t, topo, job);
+	for (size_t i = 0; i < t->n && !o.s.err; i++) {
 		const struct kb_trace_ev *e = &t->ev[i];
 		uint32_t pid = e->part < topo->n_components ? topo->components[e->part].rank : 0;
 
 		if (e->r.kind == RT_TRACE_SLICE)
-			put_slice(&s, t, e, pid);
+			put_slice(&o, e, pid);
 		else if (e->r.kind == RT_TRACE_COUNTER)
-			put_counter(&s, t, e, topo, pid);
+			put_counter(&o, e, pid);
 		else
-			put_message(&s, t, e, pid);
+			put_message(&o, e, pid);
 	}
 	/* a last event without a trailing comma keeps the JSON valid */
-	PUT(&s, "{\"ph\":\"M\",\"name\":\"trace_source\",\"pid\":0,\"tid\":0,"
-		"\"args\":{\"name\":\"kernbench\"}}\n]}\n");
-	return sink_close(&s, path);
+	PUT(&o.s, "{\"ph\":\"M\",\"name\":\"trace_source\",\"pid\":0,\"tid\":0,"
+		  "\"args\":{\"name\":\"kernbench\"}}\n]}\n");
+	quoted_release(o.qs, t->n_parts);
+	return sink_close(&o.s, path);
 }
 
 /* ---------------------------------------------------------------- entry */

@@ -318,6 +318,7 @@ enum rt_err kb_trace_write_perfetto(const struct kb_trace *t, const struct rt_to
 		free(items);
 		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
 	}
+	setvbuf(o.f, NULL, _IOFBF, 1 << 20); /* many small writes per packet */
 	put_tracks(&o, t, topo);
 	put_counter_tracks(&o, t, topo);
 	for (size_t i = 0; i < n && !o.failed; i++)

@@ -3,7 +3,6 @@
  * kernel; CommandDone and IPCQ messages resume it. */
 #include "tl_private.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "rt/pe.h"
@@ -48,17 +47,12 @@ static enum rt_err port_output_path(void *p, const char *file, char *path,
 static void port_trace_slice(void *p, const char *name, const char *file, int line,
 			     uint64_t start_ps, uint64_t end_ps)
 {
-	struct rt_ctx *ctx = ((struct host_state *)p)->ctx;
-	char site[256];
 	struct rt_trace_span span = {
 		.track = 1, .track_name = "kernel", .name = name, .cat = "kernel",
-		.site = site, .start_ps = start_ps, .end_ps = end_ps,
+		.site_file = file, .site_line = line, .start_ps = start_ps, .end_ps = end_ps,
 	};
 
-	if (!rt_tracing(ctx, start_ps, end_ps))
-		return;
-	snprintf(site, sizeof(site), "%s:%d", file, line);
-	rt_trace_slice(ctx, &span); /* an I/O error resurfaces at the final flush */
+	rt_trace_slice(((struct host_state *)p)->ctx, &span); /* an I/O error resurfaces at the final flush */
 }
 
 static void port_trace_counter(void *p, const char *name, uint64_t ts_ps, uint64_t value)

@@ -125,6 +125,23 @@ static void trace_flow(struct rt_ctx *c, bool start, const Kb__Payload *msg,
 	trace_put(c, &r); /* an I/O error resurfaces at the final flush */
 }
 
+/* "file:line" as a string id; a kernel's call sites are few and fixed, so
+ * a small cache by address spares formatting one per slice. */
+static uint16_t site_id(struct rt_ctx *c, const char *file, int line)
+{
+	size_t n = sizeof(c->sites) / sizeof(c->sites[0]);
+	size_t h = ((uintptr_t)file >> 3 ^ (size_t)line * 2654435761u) % n;
+	char site[512];
+
+	if (c->sites[h].file == file && c->sites[h].line == line)
+		return c->sites[h].id;
+	snprintf(site, sizeof(site), "%s:%d", file, line);
+	c->sites[h].file = file;
+	c->sites[h].line = line;
+	c->sites[h].id = rt_trace_intern(&c->trace, site);
+	return c->sites[h].id;
+}
+
 enum rt_err rt_trace_slice(struct rt_ctx *ctx, const struct rt_trace_span *sp)
 {
 	struct rt_trace_rec r = { 0 };
@@ -142,7 +159,7 @@ enum rt_err rt_trace_slice(struct rt_ctx *ctx, const struct rt_trace_span *sp)
 	r.src = sp->stage;
 	r.name = rt_trace_intern(&ctx->trace, sp->name);
 	r.cat = rt_trace_intern(&ctx->trace, sp->cat);
-	r.site = sp->site ? rt_trace_intern(&ctx->trace, sp->site) : RT_TRACE_NONE;
+	r.site = sp->site_file ? site_id(ctx, sp->site_file, sp->site_line) : RT_TRACE_NONE;
 	r.kind = RT_TRACE_SLICE;
 	r.track = (uint8_t)sp->track;
 	r.flags = (sp->has_command ? RT_TRACE_F_COMMAND : 0) | (sp->has_stage ? RT_TRACE_F_STAGE : 0);

@@ -35,6 +35,11 @@ struct rt_ctx {
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
 	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
 	bool tracing;            /* trace on and this rank wanted */
+	struct {                 /* call site -> trace string id, by address */
+		const char *file;
+		int line;
+		uint16_t id;
+	} sites[64];
 	FILE *oplog_file;
 };
 

@@ -108,7 +108,8 @@ struct rt_trace_span {
 	const char *track_name; /* e.g. "dma_read"; shown as "<component> <name>" */
 	const char *name;
 	const char *cat;
-	const char *site;       /* kernel call site "file:line", or NULL */
+	const char *site_file;  /* kernel call site, or NULL; the file name */
+	int site_line;          /* must outlive the run (a __FILE__ literal) */
 	uint64_t start_ps;
 	uint64_t end_ps;
 	bool has_command;       /* `command` (and `stage` if has_stage) are args */
