@@ -9,8 +9,15 @@
 #   make SAN=address,undefined test   the suite under sanitizers
 #   make clean      remove everything make made
 #
-# Each top-level folder builds one library; other folders see only its
-# include/ directory.
+# Each top-level folder builds one library. A library's sources see its own
+# include/ and the include/ of the libraries it depends on, nothing else
+# (INC_* below): runtime <- scheduler, engines <- kernel_host <- workloads
+# <- deploy. Tests, benches and fuzz harnesses see everything.
+#
+# Two binaries: build/bin/kernbench (release) and build/bin/kernbench-test,
+# the same program plus the test hooks (KB_FAULT fault injection, test_*
+# kernels), built from the few files that have them with -DKB_TEST_BUILD.
+# The test suites run kernbench-test.
 
 SAN ?=
 ifeq ($(SAN),)
@@ -26,15 +33,32 @@ DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
 	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
+# Without its dependencies the build would end in a wall of compiler or
+# linker errors: check up front and say what to run instead.
+NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz
+ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
+DEPS_MISSING := $(strip $(shell command -v pkg-config >/dev/null || echo pkg-config; \
+	command -v $(PROTOC_C) >/dev/null || echo $(PROTOC_C); \
+	pkg-config --exists $(PKGS) criterion 2>/dev/null || echo "a library of: $(PKGS) criterion"))
+ifneq ($(DEPS_MISSING),)
+$(error missing build dependencies ($(DEPS_MISSING)): run `make deps` first, which installs the Debian packages listed in DEB_PKGS)
+endif
+endif
+
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Wwrite-strings -Wpointer-arith -fno-common -Wno-unused-parameter
 OPT ?= -O2 -g
-INCLUDES := -iquote runtime/include -iquote $(BUILD)/gen -iquote scheduler/include \
-	-iquote engines/include -iquote kernel_host/include -iquote workloads
+INC_RT := -iquote runtime/include -iquote $(BUILD)/gen
+INC_SCHED := -iquote scheduler/include $(INC_RT)
+INC_ENG := -iquote engines/include $(INC_RT)
+INC_TL := -iquote kernel_host/include $(INC_SCHED)
+INC_WORK := -iquote workloads -iquote kernel_host/include -iquote engines/include $(INC_SCHED)
+INC_LAUNCH := -iquote workloads $(INC_RT)
+INCLUDES = $(INC_WORK)
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
-CFLAGS := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) $(INCLUDES) $(SANFLAGS) \
+CFLAGS := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) \
 	-fPIC -MMD -MP $(EXTRA_CFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -48,7 +72,11 @@ GEN_H := $(BUILD)/gen/kernbench.pb-c.h $(BUILD)/gen/perfetto_trace.pb-c.h
 RT_SRC := $(wildcard runtime/src/*.c)
 SCHED_SRC := $(wildcard scheduler/src/*.c)
 ENG_SRC := $(wildcard engines/src/*.c engines/src/*/*.c)
-TL_SRC := $(wildcard kernel_host/src/*.c kernel_host/kernels/*.c)
+# test hooks: files compiled a second time with -DKB_TEST_BUILD, and files
+# only the test build has
+TEST_ONLY_SRC := kernel_host/kernels/test_kernels.c
+TEST_HOOK_SRC := runtime/src/daemon.c kernel_host/kernels/registry.c
+TL_SRC := $(filter-out $(TEST_ONLY_SRC),$(wildcard kernel_host/src/*.c kernel_host/kernels/*.c))
 WORK_SRC := $(wildcard workloads/*.c)
 LAUNCH_SRC := $(wildcard deploy/src/*.c)
 
@@ -63,6 +91,9 @@ LIB_WORK := $(BUILD)/lib/libkbwork.a
 ALL_LIBS := $(LIB_WORK) $(LIB_TL) $(LIB_SCHED) $(LIB_ENG) $(LIB_RT)
 
 KERNBENCH := $(BUILD)/bin/kernbench
+KERNBENCH_TEST := $(BUILD)/bin/kernbench-test
+# placed before the libraries, these replace the release objects they shadow
+TEST_OBJ := $(patsubst %.c,$(BUILD)/obj-test/%.o,$(TEST_HOOK_SRC) $(TEST_ONLY_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
 INTEG_SRC := $(wildcard tests/integration/*.c)
@@ -81,7 +112,7 @@ PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 	golden clean help
 .DEFAULT_GOAL := all
 
-all: $(KERNBENCH) $(PLUGINS)
+all: $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS)
 
 help:
 	@sed -n '2,13p' Makefile
@@ -123,10 +154,24 @@ $(BUILD)/obj/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 $(OPT) $(SANFLAGS) -fPIC $(PKG_CFLAGS) -I$(BUILD)/gen -c $< -o $@
 
+# which headers each library may use
+$(BUILD)/obj/runtime/%.o $(BUILD)/obj-test/runtime/%.o: INCLUDES = $(INC_RT)
+$(BUILD)/obj/scheduler/%.o: INCLUDES = $(INC_SCHED)
+$(BUILD)/obj/engines/%.o: INCLUDES = $(INC_ENG)
+$(BUILD)/obj/kernel_host/%.o $(BUILD)/obj-test/kernel_host/%.o: INCLUDES = $(INC_TL)
+$(BUILD)/obj/workloads/%.o: INCLUDES = $(INC_WORK)
+$(BUILD)/obj/deploy/%.o: INCLUDES = $(INC_LAUNCH)
+$(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: INCLUDES = $(INC_WORK) -iquote deploy/src
+
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(INCLUDES) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj-test/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC TEST $<"
+	@$(CC) $(CFLAGS) -DKB_TEST_BUILD $(INCLUDES) $(PKG_CFLAGS) -c $< -o $@
 
 # ---------------------------------------------------------------- libraries
 $(LIB_RT): $(call obj,$(RT_SRC)) $(BUILD)/obj/gen/kernbench.pb-c.o
@@ -145,18 +190,23 @@ $(KERNBENCH): $(LAUNCH_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(ALL_LIBS) $(LDLIBS)
 
+$(KERNBENCH_TEST): $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) $(LDLIBS)
+
 $(BUILD)/plugins/%.so: engines/plugins/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -shared -o $@ $<
+	$(CC) $(CFLAGS) $(INC_ENG) $(PKG_CFLAGS) -shared -o $@ $<
 
-$(BUILD)/plugins/%.so: kernel_host/examples/%.c $(GEN_H)
+# a kernel sees tl.h and tl_io.h only
+$(BUILD)/plugins/%.so: kernel_host/examples/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -shared -o $@ $<
+	$(CC) $(CFLAGS) -iquote kernel_host/include -shared -o $@ $<
 
 # ---------------------------------------------------------------- tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(ALL_LIBS)
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS) -lcriterion $(LDLIBS)
 
 $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -176,7 +226,8 @@ $(TRACE_ENGINE)/package.json:
 	@command -v npm >/dev/null || { echo "npm is missing: run \`make deps\`" >&2; exit 1; }
 	npm install --silent --no-audit --no-fund --prefix build/node $(TRACE_ENGINE_PKG)
 
-TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins) \
+TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
+	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
 	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) \
 	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
@@ -184,7 +235,7 @@ TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
-integration: $(INTEG_BIN) $(KERNBENCH) $(PLUGINS) $(TRACE_ENGINE)/package.json
+integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
 
 fuzz-replay: $(FUZZ_REPLAY)
@@ -230,7 +281,7 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(ALL_LIBS) $(LDLIBS)
 
 golden: all
-	KB_BIN=$(abspath $(KERNBENCH)) tests/golden/regenerate.sh
+	KB_BIN=$(abspath $(KERNBENCH_TEST)) tests/golden/regenerate.sh
 
 clean:
 	rm -rf build out

@@ -1,5 +1,6 @@
 /* registry.c — the built-in kernels, one line each (name, function, help).
- * Kernels named test_* exist for the integration tests. */
+ * Kernels named test_* exist for the integration tests: they are compiled
+ * only into the test build (build/bin/kernbench-test, -DKB_TEST_BUILD). */
 #include "kernels.h"
 #include "attn.h"
 
@@ -10,11 +11,13 @@ const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(ring_attention, "ring attention over --ranks R: --arg pass=kv|q seq_q= seq_kv=(per rank) causal=1"),
 	TL_KERNEL(gemm, "C = A·B via a composite with streamed tl_ref operands: --arg m= k= n= (64)"),
 	TL_KERNEL(softmax, "row softmax with lazy prefetching loads: --arg rows=64 cols=128 block=16"),
+#ifdef KB_TEST_BUILD
 	TL_KERNEL(test_overlap, "test: lazy load vs independent GEMM: --arg part=load|gemm|both serial=0|1"),
 	TL_KERNEL(test_loads, "test: lazy, async and blocking loads return the same bytes (data mode)"),
 	TL_KERNEL(test_flash, "test: flash-decode sweep: --arg tiles= opt=2|3 scoped=0|1 g= tile= d="),
 	TL_KERNEL(test_ops, "test: every tl op on seeded inputs, results as .npy (data mode)"),
 	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
+#endif
 };
 const size_t tl_builtin_count =
 	sizeof(tl_builtin_kernels) / sizeof(tl_builtin_kernels[0]);

@@ -141,7 +141,15 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
 /* Test hook (tests/README.md): KB_FAULT="kind@label[:window]" makes the
  * named daemon misbehave from that window on (the first one it is granted),
  * so failure handling is tested with real daemons and sockets. kinds: hang,
- * garbage, truncate, schema, crash, early. Read once, at start-up. */
+ * garbage, truncate, schema, crash, early. Read once, at start-up. Only the
+ * test build (kernbench-test, -DKB_TEST_BUILD) reads it: a release binary
+ * never misbehaves because of its environment. */
+#ifndef KB_TEST_BUILD
+static void arm_fault(struct rt_daemon *d)
+{
+	(void)d;
+}
+#else
 static void arm_fault(struct rt_daemon *d)
 {
 	const char *spec = getenv("KB_FAULT");
@@ -158,6 +166,7 @@ static void arm_fault(struct rt_daemon *d)
 	snprintf(d->fault_kind, sizeof(d->fault_kind), "%.*s", (int)(at - spec), spec);
 	d->fault_window = colon ? strtoull(colon + 1, NULL, 10) : 0;
 }
+#endif
 
 static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
 {
