@@ -1,5 +1,5 @@
 /* attn_decode.c — GQA flash decode on one rank: gqa_decode_opt2 and
- * gqa_decode_opt3 (ADR-0065). Program p takes KV heads p, p+P, ...; for
+ * gqa_decode_opt3 (flat-composite design). Program p takes KV heads p, p+P, ...; for
  * each, the G query heads sharing it form one query block [G*seq_q, d]
  * that sweeps the head's KV tiles (attn_sweep: Q·Kᵀ issued `depth` tiles
  * ahead, per-tile work in a scratch scope, running (m, l, O) persistent).

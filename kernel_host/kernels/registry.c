@@ -5,7 +5,7 @@
 #include "attn.h"
 
 const struct tl_kernel_info tl_builtin_kernels[] = {
-	TL_KERNEL(gqa_decode_opt2, "GQA flash decode, ADR-0065 opt2 (2 composites/tile): --arg heads_q=64 heads_kv=8 head_dim=128 seq_kv=1024 tile=128 depth=2"),
+	TL_KERNEL(gqa_decode_opt2, "GQA flash decode, flat-composite design opt2 (2 composites/tile): --arg heads_q=64 heads_kv=8 head_dim=128 seq_kv=1024 tile=128 depth=2"),
 	TL_KERNEL(gqa_decode_opt3, "GQA flash decode, opt3 (separate ops, pipelined Q·Kᵀ): args as gqa_decode_opt2"),
 	TL_KERNEL(gqa_prefill, "GQA flash prefill, query blocks x KV tiles: --arg seq_q= seq_kv= causal=1 qblock= opt=2|3"),
 	TL_KERNEL(ring_attention, "ring attention over --ranks R: --arg pass=kv|q seq_q= seq_kv=(per rank) causal=1"),
@@ -17,6 +17,8 @@ const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(test_flash, "test: flash-decode sweep: --arg tiles= opt=2|3 scoped=0|1 g= tile= d="),
 	TL_KERNEL(test_ops, "test: every tl op on seeded inputs, results as .npy (data mode)"),
 	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
+	TL_KERNEL(test_reduce, "test: tl_sum / tl_max (max=1) of a seeded rows x cols along axis=0|1, as y.npy (data mode)"),
+	TL_KERNEL(test_dma_sweep, "test: n back-to-back lazy loads of rows x cols f16 (a DMA-bound sweep): --arg n= rows= cols="),
 #endif
 };
 const size_t tl_builtin_count =

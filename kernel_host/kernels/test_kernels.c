@@ -29,7 +29,7 @@ static bool first_program(const struct tl *tl)
 	return tl_rank(tl) == 0 && tl_program_id(tl) == 0;
 }
 
-/* ADR-0062 test 1/5: a load, then an independent GEMM, then the load's
+/* lazy-load design test 1/5: a load, then an independent GEMM, then the load's
  * first use. part=none|load|gemm|both; serial=1 waits for the load at once
  * (the blocking model). The GEMM's operands are staged in TCM first (in
  * every part, so the preamble is common) so the GEMM does not share the
@@ -61,7 +61,7 @@ int test_overlap(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
-/* ADR-0062 tests 2-4 and the load_async proposal's 2-4: lazy, async and
+/* lazy-load design tests 2-4 and the load_async proposal's 2-4: lazy, async and
  * blocking loads of two addresses return the right, independent bytes. */
 int test_loads(struct tl *tl, const struct tl_args *args)
 {
@@ -102,7 +102,7 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 	tl_copy_to(tl, o, o_new);
 }
 
-/* ADR-0063 tests 1-4, ADR-0065 tests 6/7 through daemons: a flash-decode
+/* scratch-scope design tests 1-4, flat-composite design tests 6/7 through daemons: a flash-decode
  * sweep over `tiles` K/V tiles of G x TILE scores. opt=2: one composite
  * per tile (softmax_merge prologue + P·V + add); opt=3: separate ops.
  * scoped=0 leaves every tile's scratch allocated. Writes s.npy (all
@@ -220,5 +220,41 @@ int test_ipcq(struct tl *tl, const struct tl_args *args)
 	tl_store(tl, 0, tl_wait(tl, f));
 	snprintf(file, sizeof(file), "recv_%u.npy", tl_rank(tl));
 	tl_save_npy(tl, file, 0, 4, 8, TL_F32);
+	return 0;
+}
+
+/* Reductions along an axis: seeded x (rows x cols, f16) reduced by tl_sum
+ * (or tl_max with max=1) along axis=0|1; x.npy and y.npy (f32). */
+int test_reduce(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 1);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 5);
+	int axis = (int)tl_arg_u64(args, "axis", 0);
+	bool max = tl_arg_u64(args, "max", 0);
+
+	if (!first_program(tl))
+		return 0;
+	make(tl, 0, rows, cols, TL_F16, 4, 2.0f);
+	tl_tensor x = tl_load(tl, 0, rows, cols, TL_F16);
+	tl_tensor y = max ? tl_max(tl, x, axis) : tl_sum(tl, x, axis);
+	tl_store(tl, MB, y);
+	tl_save_npy(tl, "x.npy", 0, rows, cols, TL_F16);
+	tl_save_npy(tl, "y.npy", MB, axis == 0 ? 1 : rows, axis == 0 ? cols : 1,
+		    TL_F32);
+	return 0;
+}
+
+/* A DMA-bound sweep: n lazy loads of rows x cols f16, back to back, nothing
+ * else; the kernel ends when the last lands. */
+int test_dma_sweep(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 16);
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 64);
+
+	if (!first_program(tl))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		tl_load(tl, (uint64_t)i * rows * cols * 2, rows, cols, TL_F16);
 	return 0;
 }

@@ -39,6 +39,7 @@ struct rt_config {
 	uint32_t gemm_array_rows;      /* systolic array rows (K per pass) */
 	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
 	uint64_t gemm_setup_cycles;
+	uint32_t gemm_weight_double_buffer; /* systolic: 1 hides weight loads */
 	uint64_t gemm_macs_per_cycle;  /* roofline peak */
 	uint64_t gemm_bytes_per_cycle; /* roofline operand bandwidth */
 	uint32_t gemm_tile_m;          /* scheduler tile sizes */
@@ -61,7 +62,7 @@ struct rt_config {
 	uint64_t link_ipcq_cycles;         /* rank-to-rank latency */
 	uint64_t ipcq_bytes_per_cycle;     /* rank-to-rank bandwidth */
 
-	/* dispatch cost (ADR-0064 rev. 2): FIXED + R * logical_bytes cycles */
+	/* dispatch cost (dispatch-cost design): FIXED + R * logical_bytes cycles */
 	uint64_t dispatch_fixed_cycles;
 	uint64_t dispatch_cycles_per_kib;  /* R * 1024 (0.0625 c/B -> 64) */
 	uint64_t max_composite_logical_bytes;
