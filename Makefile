@@ -30,7 +30,8 @@ CC ?= gcc
 PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
-	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs
+	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs \
+	python3-matplotlib
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or

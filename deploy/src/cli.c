@@ -16,6 +16,8 @@ void kb_cli_usage(FILE *out)
 	      "  run WORKLOAD [options]   run a workload (see `kernbench run --help`)\n"
 	      "  list                     list built-in workloads and kernels\n"
 	      "  config                   print every configuration key, default and unit\n"
+	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
+	      "                           --window START:END, --arrows, --format svg)\n"
 	      "  --help                   this text\n"
 	      "\n"
 	      "kernbench simulates NPU processing elements: one daemon per component\n"
