@@ -36,7 +36,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
 # linker errors: check up front and say what to run instead.
-NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz
+NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz install
 ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
 DEPS_MISSING := $(strip $(shell command -v pkg-config >/dev/null || echo pkg-config; \
 	command -v $(PROTOC_C) >/dev/null || echo $(PROTOC_C); \
@@ -109,7 +109,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
 	golden clean help
 .DEFAULT_GOAL := all
 
@@ -229,14 +229,15 @@ $(TRACE_ENGINE)/package.json:
 
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
 	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
-	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) \
+	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) KB_STAGE=$(abspath $(BUILD)/stage) \
 	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
-integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json
+integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json \
+	$(BUILD)/stage/lib/pkgconfig/kernbench.pc
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
 
 fuzz-replay: $(FUZZ_REPLAY)
@@ -280,6 +281,29 @@ fuzz: fuzz-deps
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(ALL_LIBS) $(LDLIBS)
+
+# ---------------------------------------------------------------- install
+# The author kit: the binary, the public headers (a kernel needs tl.h and
+# tl_io.h, an engine plug-in kb_engine_plugin.h; none exposes generated or
+# protobuf-c types), kernbench.pc and the plot script.
+#   make install PREFIX=DIR; cc $$(pkg-config --cflags kernbench) ...
+PREFIX ?= /usr/local
+PUBLIC_HEADERS := kernel_host/include/tl.h kernel_host/include/tl_io.h \
+	engines/include/kb_engine_plugin.h
+
+install: $(KERNBENCH)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kernbench \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench
+	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
+	install -m 644 deploy/plot/kernbench_plot.py deploy/configs/default.yaml \
+	  $(DESTDIR)$(PREFIX)/share/kernbench/
+	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
+
+# what the install test builds against
+$(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in
+	$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage)
 
 golden: all
 	KB_BIN=$(abspath $(KERNBENCH_TEST)) tests/golden/regenerate.sh

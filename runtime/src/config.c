@@ -47,6 +47,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
+	STR("dma.params", dma_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles",
 	    "fixed cost of one DMA transfer"),
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle",
@@ -54,6 +56,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
+	STR("gemm.params", gemm_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows",
 	    "systolic array rows (K consumed per pass)"),
 	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols",
@@ -75,6 +79,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("math.model", math_model, "simd", "name",
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
+	STR("math.params", math_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("math.lanes", math_lanes, "64", "elements/cycle",
 	    "SIMD lanes: elements processed per step"),
 	U64("math.setup_cycles", math_setup_cycles, "8", "cycles",
