@@ -280,37 +280,50 @@ static enum rt_err check_part(const struct rt_trace_part *p, const char *path)
 	return RT_EOK;
 }
 
-enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trace_part *p)
+enum rt_err rt_trace_part_parse(const void *recs, size_t len, const void *names,
+				size_t names_len, const char *what, struct rt_trace_part *p)
 {
-	char path[MAX_PATH];
-	struct rt_buf b;
-	enum rt_err err;
+	struct rt_buf nb = { .data = (char *)names, .len = names_len, .cap = names_len };
+	enum rt_err err = RT_EOK;
 
 	memset(p, 0, sizeof(*p));
 	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
 		p->track_name[t] = RT_TRACE_NONE;
-	rt_buf_init(&b);
+	if (len % sizeof(struct rt_trace_rec))
+		return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: %zu bytes", what, len);
+	if (!len)
+		return RT_EOK;
+	p->n = len / sizeof(struct rt_trace_rec);
+	p->recs = malloc(len);
+	if (!p->recs)
+		return rt_fail(RT_ENOMEM, "no memory to read %s", what);
+	memcpy(p->recs, recs, len);
+	err = split_names(p, &nb, what);
+	if (!err)
+		err = check_part(p, what);
+	return err;
+}
+
+enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trace_part *p)
+{
+	char path[MAX_PATH];
+	struct rt_buf recs, names;
+	enum rt_err err;
+
+	rt_buf_init(&recs);
+	rt_buf_init(&names);
 	snprintf(path, sizeof(path), "%s/%s.trace", dir, stem);
-	err = read_optional(path, &b);
-	if (!err && b.len % sizeof(struct rt_trace_rec))
-		err = rt_fail(RT_EPROTOCOL, "corrupt trace part %s: %zu bytes", path, b.len);
-	if (!err && b.len) {
-		p->n = b.len / sizeof(struct rt_trace_rec);
-		p->recs = malloc(b.len);
-		if (!p->recs)
-			err = rt_fail(RT_ENOMEM, "no memory to read %s", path);
-		else
-			memcpy(p->recs, b.data, b.len);
-	}
-	if (!err && p->n) {
+	err = read_optional(path, &recs);
+	if (!err && recs.len) {
 		snprintf(path, sizeof(path), "%s/%s.tnames", dir, stem);
-		err = read_optional(path, &b);
-		if (!err)
-			err = split_names(p, &b, path);
-		if (!err)
-			err = check_part(p, path);
+		err = read_optional(path, &names);
 	}
-	rt_buf_release(&b);
+	if (!err)
+		err = rt_trace_part_parse(recs.data, recs.len, names.data, names.len, path, p);
+	else
+		memset(p, 0, sizeof(*p));
+	rt_buf_release(&recs);
+	rt_buf_release(&names);
 	return err;
 }
 

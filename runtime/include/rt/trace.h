@@ -103,6 +103,9 @@ struct rt_trace_part {
 /* Reads `<dir>/<stem>.trace` and `.tnames` (missing files: an empty part);
  * RT_EPROTOCOL names the file if a record names a string it lacks. */
 enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trace_part *p);
+/* The same from bytes in memory (`what` names them in errors). */
+enum rt_err rt_trace_part_parse(const void *recs, size_t len, const void *names,
+				size_t names_len, const char *what, struct rt_trace_part *p);
 void rt_trace_part_release(struct rt_trace_part *p);
 /* The string `id` names, "" for RT_TRACE_NONE. */
 const char *rt_trace_part_str(const struct rt_trace_part *p, uint16_t id);
