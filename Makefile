@@ -160,6 +160,11 @@ $(BUILD)/obj/runtime/%.o $(BUILD)/obj-test/runtime/%.o: INCLUDES = $(INC_RT)
 $(BUILD)/obj/scheduler/%.o: INCLUDES = $(INC_SCHED)
 $(BUILD)/obj/engines/%.o: INCLUDES = $(INC_ENG)
 $(BUILD)/obj/kernel_host/%.o $(BUILD)/obj-test/kernel_host/%.o: INCLUDES = $(INC_TL)
+# kernels see the public tl.h and tl_io.h only; the registry table also tl_host.h
+$(BUILD)/obj/kernel_host/kernels/%.o $(BUILD)/obj-test/kernel_host/kernels/%.o: \
+	INCLUDES = -iquote kernel_host/include
+$(BUILD)/obj/kernel_host/kernels/registry.o $(BUILD)/obj-test/kernel_host/kernels/registry.o: \
+	INCLUDES = $(INC_TL)
 $(BUILD)/obj/workloads/%.o: INCLUDES = $(INC_WORK)
 $(BUILD)/obj/deploy/%.o: INCLUDES = $(INC_LAUNCH)
 $(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: INCLUDES = $(INC_WORK) -iquote deploy/src

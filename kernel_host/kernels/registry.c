@@ -1,8 +1,10 @@
 /* registry.c — the built-in kernels, one line each (name, function, help).
  * Kernels named test_* exist for the integration tests: they are compiled
  * only into the test build (build/bin/kernbench-test, -DKB_TEST_BUILD). */
-#include "kernels.h"
+#include "registry.h"
+
 #include "attn.h"
+#include "kernels.h"
 
 const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(gqa_decode_opt2, "GQA flash decode, flat-composite design opt2 (2 composites/tile): --arg heads_q=64 heads_kv=8 head_dim=128 seq_kv=1024 (any length) tile=128 depth=2"),
