@@ -63,6 +63,12 @@ struct tl_port_ops {
 	/* Full path of `file` in the output directory (may be NULL). */
 	enum rt_err (*output_path)(void *ctx, const char *file, char *path,
 				   size_t cap);
+	/* Trace (each may be NULL): a slice of the kernel's own clock
+	 * ("dispatch", "wait") with its call site; a counter of this PE. */
+	void (*trace_slice)(void *ctx, const char *name, const char *file,
+			    int line, uint64_t start_ps, uint64_t end_ps);
+	void (*trace_counter)(void *ctx, const char *name, uint64_t ts_ps,
+			      uint64_t value);
 };
 
 /* One name=value workload argument. */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../kernels/kernels.h"
+#include "../kernels/registry.h"
 
 const struct tl_kernel_info *tl_kernel_builtins(size_t *count)
 {

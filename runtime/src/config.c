@@ -59,6 +59,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
+	STR("dma.params", dma_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
@@ -66,6 +68,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
+	STR("gemm.params", gemm_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows", 1, 65536,
 	    "systolic array rows (K consumed per pass)"),
 	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols", 1, 65536,
@@ -87,6 +91,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("math.model", math_model, "simd", "name",
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
+	STR("math.params", math_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("math.lanes", math_lanes, "64", "elements/cycle", 1, 65536,
 	    "SIMD lanes: elements processed per step"),
 	U64("math.setup_cycles", math_setup_cycles, "8", "cycles", 0, GIGA,
@@ -109,7 +115,7 @@ const struct rt_config_field rt_config_fields[] = {
 	    "rank-to-rank IPCQ bandwidth"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
-	    "PE_CPU cost of dispatching one command, fixed part (ADR-0064)"),
+	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),
 	U64("dispatch.cycles_per_kib", dispatch_cycles_per_kib, "64", "cycles/KiB", 0, MI,
 	    "PE_CPU dispatch cost per KiB of a command's logical bytes"),
 	U64("dispatch.max_composite_logical_bytes", max_composite_logical_bytes, "1024",
