@@ -65,7 +65,7 @@ ALL_LIBS := $(LIB_WORK) $(LIB_TL) $(LIB_SCHED) $(LIB_ENG) $(LIB_RT)
 KERNBENCH := $(BUILD)/bin/kernbench
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
-INTEG_SRC := $(wildcard tests/integration/*.c)
+INTEG_SRC := $(wildcard tests/integration/*.c tests/hostile/*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 PLUGIN_SRC := $(wildcard engines/plugins/*.c kernel_host/examples/*.c)
