@@ -60,11 +60,12 @@ Test(hostile_limits, too_few_descriptors_is_one_line_before_spawning, .timeout =
 	free(err);
 }
 
+/* (64 KiB: at 16 KiB even the dynamic loader may not reach main) */
 Test(hostile_limits, too_small_stack_is_one_line, .timeout = 60)
 {
 	char *err;
 	pid_t pid;
-	int status = run_limited(RLIMIT_STACK, 16 << 10, &err, &pid, NULL);
+	int status = run_limited(RLIMIT_STACK, 64 << 10, &err, &pid, NULL);
 
 	expect_refused(status, err, pid, "stack limit", "ulimit -s");
 	free(err);
@@ -78,7 +79,7 @@ Test(hostile_limits, small_soft_stack_limit_is_raised, .timeout = 60)
 	struct rlimit rl;
 
 	getrlimit(RLIMIT_STACK, &rl);
-	rl.rlim_cur = 16 << 10;
+	rl.rlim_cur = 64 << 10;
 	cr_assert_eq(setrlimit(RLIMIT_STACK, &rl), 0);
 	kb_tmpdir(dir, sizeof(dir), "softstack");
 	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
