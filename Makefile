@@ -123,6 +123,16 @@ $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# the build's commit for `kernbench --version`; rewritten only when it
+# changes, so an unchanged tree does not relink
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@v=$$(git describe --always --dirty 2>/dev/null || echo "not a git checkout"); \
+	  echo "#define KB_BUILD_COMMIT \"$$v\"" > $@.tmp; \
+	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/obj/deploy/src/main.o: $(BUILD)/gen/version.h
+FORCE:
+
 # ---------------------------------------------------------------- libraries
 $(LIB_RT): $(call obj,$(RT_SRC)) $(BUILD)/obj/gen/kernbench.pb-c.o
 $(LIB_SCHED): $(call obj,$(SCHED_SRC))

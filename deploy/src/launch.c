@@ -14,6 +14,7 @@
  * from argv (which `ps` shows to everyone). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,7 +53,8 @@ struct launch {
 	char ipc_dir[64];
 	char endpoint[512];
 	struct rt_buf memfds;     /* "-" or fd list handed to daemons */
-	uint32_t n_memfds;
+	int job_fd;               /* the resolved job, shared with the daemons */
+	int lock_fd;              /* flock on the output folder */
 	int run_argc;
 	char **run_argv;          /* `run WORKLOAD ...` as given, forwarded */
 	char **child_argv;        /* built before forking: no malloc after fork */
@@ -152,23 +154,31 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 /* ---------------------------------------------------------------- endpoint */
 
 /* A launcher that was SIGKILLed could not remove its socket directory; the
- * next one removes every /tmp/kb-<pid>-* whose launcher is gone. */
+ * next one removes every /tmp/kb-<pid>-* whose launcher is gone — only a
+ * real directory of ours (never a link), and in it only our socket. */
 static void sweep_stale_endpoints(void)
 {
 	DIR *d = opendir("/tmp");
 	struct dirent *e;
 
 	while (d && (e = readdir(d))) {
-		char path[300];
-		int pid = 0, used = 0;
+		struct stat st;
+		int pid = 0, used = 0, fd;
 
 		if (sscanf(e->d_name, "kb-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
 		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
-		snprintf(path, sizeof(path), "/tmp/%s/coord", e->d_name);
-		unlink(path);
-		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
-		rmdir(path);
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
+		    st.st_uid == geteuid())
+			unlinkat(fd, "coord", 0);
+		close(fd);
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
 	}
 	if (d)
 		closedir(d);
@@ -258,7 +268,8 @@ static void exit_guard(void)
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
 			who = name;
 		}
-	kb_outputs_discard(l->job);
+	if (l->lock_fd >= 0) /* only a run holding the folder may clear it */
+		kb_outputs_abandon(l->job);
 	fprintf(stderr, "kernbench: error: %s called exit() before the end of the run\n", who);
 	fflush(stderr);
 	_exit(1);
@@ -545,6 +556,10 @@ static void teardown(struct launch *l, bool failed)
 	close_memory(l->job);
 	if (l->sigfd >= 0)
 		close(l->sigfd);
+	if (l->job_fd >= 0) {
+		close(l->job_fd);
+		unsetenv(RT_JOB_FD_ENV);
+	}
 	sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 	free(l->pids);
 	free(l->threads);
@@ -679,24 +694,17 @@ void kb_check_stack(char **argv)
 
 /* ---------------------------------------------------------------- run */
 
-/* Creates OUT/.parts (and every missing parent), after removing parts a
- * previous run left behind. */
-static enum rt_err make_dirs(const struct rt_job *job)
+/* Daemons get the resolved job through an inherited sealed memfd named in
+ * the environment: they never re-read --config or re-parse argv. */
+static enum rt_err share_job(struct launch *l)
 {
-	char parts[RT_PATH_MAX + 16];
+	char fd[16];
+	enum rt_err err = rt_job_share(l->job, &l->job_fd);
 
-	snprintf(parts, sizeof(parts), "%s/%s", job->out_dir, RT_PARTS_DIR);
-	kb_outputs_discard(job);
-	for (char *p = parts + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(parts, 0755); /* an existing parent is fine; the last mkdir reports */
-			*p = '/';
-		}
-	if (mkdir(parts, 0755) && errno != EEXIST)
-		return rt_fail(RT_EIO, "cannot create output directory %s: %s", job->out_dir,
-			       strerror(errno));
-	return RT_EOK;
+	snprintf(fd, sizeof(fd), "%d", l->job_fd);
+	if (!err && setenv(RT_JOB_FD_ENV, fd, 1))
+		err = rt_fail(RT_EIO, "cannot pass the job to the daemons: %s", strerror(errno));
+	return err;
 }
 
 static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
@@ -705,9 +713,11 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 	enum rt_err err = check_limits(l);
 
 	if (!err)
-		err = make_dirs(l->job);
+		err = kb_outputs_prepare(l->job, &l->lock_fd);
 	if (!err)
 		err = make_memory(l);
+	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
+		err = share_job(l);
 	if (!err)
 		err = make_endpoint(l);
 	if (!err) {
@@ -718,13 +728,16 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
 	if (!err)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
+	if (!err)
+		rt_coord_take_reports(l->coord, &facts->reports);
 	return err;
 }
 
 int kb_launch(struct rt_job *job, int argc, char **argv)
 {
-	struct launch l = { .job = job, .sigfd = -1, .run_argc = argc, .run_argv = argv };
-	struct kb_run_facts facts = { 0 };
+	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+			    .run_argc = argc, .run_argv = argv };
+	struct kb_run_facts facts = { .argc = argc, .argv = argv };
 	double start = wall_now();
 	enum rt_err err = kb_job_topology(job, &l.topo);
 
@@ -742,9 +755,12 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 
 		snprintf(line, sizeof(line), "%s", rt_last_error());
 		teardown(&l, true);
-		kb_outputs_discard(job);
+		if (l.lock_fd >= 0) /* only a run holding the folder may clear it */
+			kb_outputs_abandon(job);
 		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
-		return l.signal_seen == SIGINT ? 130 : l.signal_seen ? 128 + l.signal_seen : 1;
+		if (l.signal_seen)
+			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
+		return err == RT_EINVAL || err == RT_ENOTFOUND ? 2 : 1; /* usage : run */
 	}
 	teardown(&l, false);
 	facts.wall_s = wall_now() - start;
@@ -752,10 +768,17 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	err = kb_job_topology(job, &l.topo);
 	if (!err)
 		err = kb_outputs_merge(job, &l.topo, &facts);
+	if (!err)
+		err = kb_outputs_commit(job);
 	rt_topology_release(&l.topo);
+	rt_end_reports_release(&facts.reports);
 	if (err) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
-		return 1;
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s", rt_last_error());
+		kb_outputs_abandon(job);
+		fprintf(stderr, "kernbench: error: %s\n", line);
+		return err == RT_EINVAL ? 2 : 1; /* an --arg nothing read is a usage error */
 	}
 	return 0;
 }
@@ -768,18 +791,20 @@ int kb_daemon_main(int argc, char **argv)
 	struct rt_topology topo;
 	struct rt_daemon_opts opts = { 0 };
 	const char *env = getenv(RT_DAEMON_TOKEN_ENV);
+	const char *job_fd = getenv(RT_JOB_FD_ENV);
 	char token[RT_COORD_TOKEN_MAX];
 	enum rt_err err;
 
-	/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run WORKLOAD [options] */
-	if (!job || argc < 7 || strcmp(argv[5], "run"))
+	/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run ...; the job itself
+	 * comes resolved from the launcher (RT_JOB_FD_ENV), never from argv */
+	if (!job || argc < 6 || !job_fd)
 		return 2;
 	/* the token is ours alone: nothing a kernel starts inherits it */
 	snprintf(token, sizeof(token), "%s", env ? env : "");
 	unsetenv(RT_DAEMON_TOKEN_ENV);
 	prctl(PR_SET_NAME, argv[0]);
 	signal(SIGINT, SIG_IGN); /* the launcher owns Ctrl-C and tells us */
-	err = kb_cli_parse_run(argc - 6, argv + 6, job);
+	err = rt_job_adopt((int)strtol(job_fd, NULL, 10), job);
 	if (!err)
 		err = parse_memfds(job, argv[4]);
 	if (!err)

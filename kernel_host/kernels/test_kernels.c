@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "tl_io.h"
 
 #define MB (1ull << 20)
 
@@ -13,10 +14,13 @@ static void make(struct tl *tl, uint64_t addr, uint32_t rows, uint32_t cols,
 		 enum tl_dtype dt, uint64_t stream, float scale)
 {
 	size_t n = (size_t)rows * cols;
-	float *v = malloc(n * sizeof(float));
+	float *v;
 
+	if (tl_mode(tl) != TL_DATA)
+		return; /* timing mode moves no bytes */
+	v = malloc(n * sizeof(float));
 	if (!v)
-		return;
+		tl_fail(tl, "out of memory generating a %ux%u input", rows, cols);
 	tl_random_uniform(tl, stream, v, n);
 	for (size_t i = 0; i < n; i++)
 		v[i] *= scale;
@@ -37,9 +41,9 @@ static bool first_program(const struct tl *tl)
 int test_overlap(struct tl *tl, const struct tl_args *args)
 {
 	const char *part = tl_arg_str(args, "part", "both");
-	bool serial = tl_arg_u64(args, "serial", 0);
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
-	uint32_t g = (uint32_t)tl_arg_u64(args, "g", 128);
+	bool serial = tl_arg_u32(args, "serial", 0, 0, 1);
+	uint32_t rows = tl_arg_u32(args, "rows", 32, 1, 4096);
+	uint32_t g = tl_arg_u32(args, "g", 128, 1, 512);
 	bool load = part[0] == 'l' || part[0] == 'b';
 	bool gemm = part[0] == 'g' || part[0] == 'b';
 	tl_tensor x = TL_NONE;
@@ -87,6 +91,44 @@ int test_loads(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
+/* tl_load_async_into's hazards, and tl_hbm_write ordered after a lazy
+ * load (issue 9 defect 7). A persistent buffer is loaded inside a scope
+ * with x0, read (y0), reloaded at once with x1 (the load must wait for the
+ * reader) and stored after the scope (y1: x1, the buffer outlived the
+ * scope). Then a lazy load of x0 is followed by a host write of new bytes
+ * to x0: the load returns the old bytes (y2), as a blocking load would. */
+int test_load_into(struct tl *tl, const struct tl_args *args)
+{
+	const uint32_t r = 32, c = 64;
+	const uint64_t x0 = 0, x1 = MB, y0 = 2 * MB, y1 = 3 * MB, y2 = 4 * MB;
+	tl_tensor buf, t;
+
+	(void)args;
+	if (!first_program(tl))
+		return 0;
+	make(tl, x0, r, c, TL_F16, 0, 1.0f);
+	make(tl, x1, r, c, TL_F16, 1, 1.0f);
+	tl_save_npy(tl, "x0.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "x1.npy", x1, r, c, TL_F16);
+	buf = tl_zeros(tl, r, c, TL_F16);
+	TL_SCRATCH_SCOPE(tl) {
+		tl_load_async_into(tl, buf, x0);
+		tl_tensor read = tl_astype(tl, tl_scale(tl, buf, 1.0), TL_F16);
+
+		tl_load_async_into(tl, buf, x1);
+		tl_store(tl, y0, read);
+	}
+	tl_store(tl, y1, buf);
+	t = tl_load(tl, x0, r, c, TL_F16);
+	make(tl, x0, r, c, TL_F16, 2, 1.0f); /* new bytes under the lazy load */
+	tl_store(tl, y2, t);
+	tl_save_npy(tl, "x0new.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "y0.npy", y0, r, c, TL_F16);
+	tl_save_npy(tl, "y1.npy", y1, r, c, TL_F16);
+	tl_save_npy(tl, "y2.npy", y2, r, c, TL_F16);
+	return 0;
+}
+
 /* One flash-decode tile, opt3 style: separate commands. */
 static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 			    tl_tensor m, tl_tensor l, tl_tensor o)
@@ -110,12 +152,12 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
  * state m.npy, l.npy, o.npy (O before the division by l). */
 int test_flash(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t tiles = (uint32_t)tl_arg_u64(args, "tiles", 4);
-	uint32_t G = (uint32_t)tl_arg_u64(args, "g", 8);
-	uint32_t T = (uint32_t)tl_arg_u64(args, "tile", 32);
-	uint32_t D = (uint32_t)tl_arg_u64(args, "d", 64);
-	bool scoped = tl_arg_u64(args, "scoped", 1);
-	bool opt2 = tl_arg_u64(args, "opt", 2) == 2;
+	uint32_t tiles = tl_arg_u32(args, "tiles", 4, 1, 65536);
+	uint32_t G = tl_arg_u32(args, "g", 8, 1, 4096);
+	uint32_t T = tl_arg_u32(args, "tile", 32, 1, 4096);
+	uint32_t D = tl_arg_u32(args, "d", 64, 1, 4096);
+	bool scoped = tl_arg_u32(args, "scoped", 1, 0, 1);
+	bool opt2 = tl_arg_u32(args, "opt", 2, 2, 3) == 2;
 	uint64_t s_addr = 0, v_addr = 64 * MB, o_addr = 128 * MB, l_addr = 129 * MB;
 	uint64_t m_addr = 130 * MB;
 
@@ -220,5 +262,41 @@ int test_ipcq(struct tl *tl, const struct tl_args *args)
 	tl_store(tl, 0, tl_wait(tl, f));
 	snprintf(file, sizeof(file), "recv_%u.npy", tl_rank(tl));
 	tl_save_npy(tl, file, 0, 4, 8, TL_F32);
+	return 0;
+}
+
+/* Reductions along an axis: seeded x (rows x cols, f16) reduced by tl_sum
+ * (or tl_max with max=1) along axis=0|1; x.npy and y.npy (f32). */
+int test_reduce(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 1);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 5);
+	int axis = (int)tl_arg_u64(args, "axis", 0);
+	bool max = tl_arg_u64(args, "max", 0);
+
+	if (!first_program(tl))
+		return 0;
+	make(tl, 0, rows, cols, TL_F16, 4, 2.0f);
+	tl_tensor x = tl_load(tl, 0, rows, cols, TL_F16);
+	tl_tensor y = max ? tl_max(tl, x, axis) : tl_sum(tl, x, axis);
+	tl_store(tl, MB, y);
+	tl_save_npy(tl, "x.npy", 0, rows, cols, TL_F16);
+	tl_save_npy(tl, "y.npy", MB, axis == 0 ? 1 : rows, axis == 0 ? cols : 1,
+		    TL_F32);
+	return 0;
+}
+
+/* A DMA-bound sweep: n lazy loads of rows x cols f16, back to back, nothing
+ * else; the kernel ends when the last lands. */
+int test_dma_sweep(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 16);
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 64);
+
+	if (!first_program(tl))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		tl_load(tl, (uint64_t)i * rows * cols * 2, rows, cols, TL_F16);
 	return 0;
 }

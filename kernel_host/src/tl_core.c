@@ -3,7 +3,7 @@
  * its scopes (ADR-0063). */
 #include "tl_private.h"
 
-#include "sched.h"
+#include "rt/daemon.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -124,21 +124,29 @@ void tl_destroy(struct tl **tl_p)
 	free(tl->saves);
 	free(tl->wire_buf);
 	free(tl->lowering_buf);
+	rt_buf_release(&tl->args_log);
 	free(tl);
 	*tl_p = NULL;
 }
 
-/* Tells the launcher which --arg names this kernel read, so it can warn
- * about one no program read (a typo). */
-static void report_args_used(struct tl *tl)
+/* Leaves the arguments this kernel asked for, with their resolved values,
+ * as a part file the launcher merges: summary.json lists them, and an
+ * --arg no kernel asked for is rejected with this list. */
+static void report_args(struct tl *tl)
 {
-	char name[96];
+	char file[64], path[1200];
+	FILE *f;
 
-	for (uint32_t i = 0; i < tl->args.n && i < 64 && tl->s.port->stat_max; i++)
-		if (tl->args_used >> i & 1) {
-			snprintf(name, sizeof(name), "arg_used:%s", tl->args.items[i].name);
-			tl->s.port->stat_max(tl->s.port_ctx, name, 1);
-		}
+	if (!tl->s.port->output_path)
+		return;
+	snprintf(file, sizeof(file), "%s/args.%u.%u", RT_PARTS_DIR, tl->s.rank, tl->s.pe);
+	if (tl->s.port->output_path(tl->s.port_ctx, file, path, sizeof(path)) != RT_EOK)
+		return;
+	f = fopen(path, "wx"); /* exclusive: the staging folder is fresh */
+	if (!f)
+		return;
+	fwrite(tl->args_log.data ? tl->args_log.data : "", 1, tl->args_log.len, f);
+	fclose(f);
 }
 
 static void report_end(struct tl *tl)
@@ -156,7 +164,7 @@ static void report_end(struct tl *tl)
 			    tl->clock_ps - tl->start_ps);
 		p->stat_add(tl->s.port_ctx, "commands", tl->tot.commands);
 	}
-	report_args_used(tl);
+	report_args(tl);
 }
 
 /* The coroutine body: the kernel, then a drain of its commands. */
@@ -225,26 +233,39 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	tl->n_cmds++;
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
+	tl->cmds[id].at = at;
 	tl->pending[tl->n_pending++] = id;
 	return id;
+}
+
+/* Grows the bounding span [*lo, *hi) (empty when lo == hi) by
+ * [addr, addr + bytes). */
+static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr,
+		     uint64_t bytes)
+{
+	if (bytes == 0)
+		return;
+	if (*lo == *hi) {
+		*lo = addr;
+		*hi = addr + bytes;
+		return;
+	}
+	if (addr < *lo)
+		*lo = addr;
+	if (addr + bytes > *hi)
+		*hi = addr + bytes;
 }
 
 void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes)
 {
-	struct tl_cmd *c = &tl->cmds[id];
+	span_add(&tl->cmds[id].tcm_lo, &tl->cmds[id].tcm_hi, addr, bytes);
+}
 
-	if (bytes == 0)
-		return;
-	if (c->tcm_lo == c->tcm_hi) {
-		c->tcm_lo = addr;
-		c->tcm_hi = addr + bytes;
-		return;
-	}
-	if (addr < c->tcm_lo)
-		c->tcm_lo = addr;
-	if (addr + bytes > c->tcm_hi)
-		c->tcm_hi = addr + bytes;
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes)
+{
+	span_add(&tl->cmds[id].hbm_rlo, &tl->cmds[id].hbm_rhi, addr, bytes);
 }
 
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps)
@@ -289,6 +310,7 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		return;
 	while (!tl->cmds[id].done) {
 		tl->waiting_for = id;
+		tl->wait_site = at;
 		tl->state = TL_WAITING;
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;
@@ -312,13 +334,6 @@ void tl_wait_all(struct tl *tl, struct tl_site at)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* The scheduler owns the cost formula; the host charges by it. */
-uint64_t tl_dispatch_cycles(const struct rt_config *cfg,
-			    uint64_t logical_bytes)
-{
-	return sched_dispatch_cycles(cfg, logical_bytes);
-}
-
 void tl_charge(struct tl *tl, uint64_t cycles)
 {
 	tl->clock_ps += cycles * tl->cycle_ps;
@@ -332,7 +347,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	enum rt_err rc;
 
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg,
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
 					 tl_command_logical_bytes(cmd)));
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
@@ -361,7 +376,6 @@ tl_tensor tl_rec_new(struct tl *tl, struct tl_site at, struct tl_rec **out)
 	memset(r, 0, sizeof(*r));
 	r->gen = gen;
 	r->scope = tl->n_saves ? tl->saves[tl->n_saves - 1].serial : 0;
-	r->id = ++tl->next_handle_id;
 	t.slot = slot;
 	t.gen = gen;
 	t.scope = r->scope;
@@ -379,7 +393,9 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended",
+			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
+			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
 	tl_abort(tl, at, RT_EKERNEL, "%s is not a live tensor handle", what);
 }
@@ -404,7 +420,7 @@ struct tl_tref tl_tref_of(const struct tl_rec *r)
 	struct tl_tref t = {
 		.tcm = r->tcm, .pinned = r->pinned, .trans = r->trans,
 		.addr = r->addr, .rows = r->rows, .cols = r->cols,
-		.dtype = r->dtype, .handle = r->id,
+		.dtype = r->dtype,
 	};
 	return t;
 }
@@ -527,35 +543,65 @@ uint32_t tl_num_ranks(const struct tl *tl) { return tl->s.ranks; }
 enum tl_mode tl_mode(const struct tl *tl) { return tl->s.mode; }
 uint64_t tl_now_ps(const struct tl *tl) { return tl->clock_ps; }
 
+/* Finds the last --arg called `name` (the last one wins). */
 static const char *arg_find(const struct tl_args *args, const char *name)
 {
-	const char *value = NULL;
-	uint32_t i;
+	for (uint32_t i = args->n; i-- > 0;)
+		if (strcmp(args->items[i].name, name) == 0)
+			return args->items[i].value;
+	return NULL;
+}
 
-	for (i = args->n; i-- > 0;) /* the last --arg wins; every match is used */
-		if (strcmp(args->items[i].name, name) == 0) {
-			if (!value)
-				value = args->items[i].value;
-			if (i < 64 && args->owner)
-				args->owner->args_used |= 1ull << i;
-		}
-	return value;
+/* Records that the kernel asked for `name` and what it resolved to (the
+ * first lookup of a name counts; names are short, lookups few). */
+static void arg_note(const struct tl_args *args, const char *name, bool given,
+		     const char *value)
+{
+	struct tl *tl = args->owner;
+	struct rt_buf *log;
+	size_t len = strlen(name);
+
+	if (!tl)
+		return;
+	log = &tl->args_log;
+	for (const char *p = log->data; p && *p; p = strchr(p, '\n') + 1)
+		if (!strncmp(p, name, len) && p[len] == '\t')
+			return;
+	rt_buf_printf(log, "%s\t%s\t", name, given ? "given" : "default");
+	for (; *value; value++) /* one line per name, whatever the value holds */
+		rt_buf_append(log, (unsigned char)*value < 0x20 ? "?" : value, 1);
+	rt_buf_append(log, "\n", 1);
+}
+
+/* The shared decimal parser; a bad value ends the run naming the range. */
+static uint64_t arg_number(const struct tl_args *args, const char *name,
+			   uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *v = arg_find(args, name);
+	char text[24];
+	uint64_t x = def;
+
+	if (v && rt_parse_u64(v, min, max, &x) != RT_PARSE_OK)
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "--arg %s=%.40s%s: expected a decimal whole number "
+			 "from %llu to %llu", name, v,
+			 strlen(v) > 40 ? "..." : "",
+			 (unsigned long long)min, (unsigned long long)max);
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)x);
+	arg_note(args, name, v != NULL, text);
+	return x;
 }
 
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def)
 {
-	const char *v = arg_find(args, name);
-	char *end;
-	unsigned long long x;
+	return arg_number(args, name, def, 0, UINT64_MAX);
+}
 
-	if (!v)
-		return def;
-	x = strtoull(v, &end, 0);
-	if (!*v || *end || *v == '-')
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
-			 "--arg %s=%s: expected an unsigned integer", name, v);
-	return (uint64_t)x;
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max)
+{
+	return (uint32_t)arg_number(args, name, def, min, max);
 }
 
 const char *tl_arg_str(const struct tl_args *args, const char *name,
@@ -563,5 +609,6 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 {
 	const char *v = arg_find(args, name);
 
+	arg_note(args, name, v != NULL, v ? v : def ? def : "");
 	return v ? v : def;
 }

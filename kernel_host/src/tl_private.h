@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/buf.h"
+#include "rt/isa.h"
 #include "tl_host.h"
 
 /* A tensor as the host tracks it. */
@@ -20,7 +22,6 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
-	uint64_t id;        /* unique handle id for TensorRef.handle */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -29,7 +30,6 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
-	uint64_t handle;
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -74,6 +74,9 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
+	struct tl_site at;       /* where the kernel issued it */
+	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 };
 
 /* A scratch scope save point. */
@@ -96,7 +99,6 @@ struct tl_ipcq_dir {
 	uint32_t n_early, cap_early, head_early;
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
-	uint64_t send_seq;
 	uint64_t link_free_ps;     /* outgoing link busy until */
 };
 
@@ -111,7 +113,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
-	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
+	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */
@@ -120,10 +122,10 @@ struct tl {
 	uint64_t start_ps;
 	uint64_t now_ps;      /* event time of the current delivery */
 	uint64_t waiting_for; /* command id the kernel waits on */
+	struct tl_site wait_site; /* ... and where it waits (end-of-run report) */
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;
-	uint64_t next_handle_id;
 
 	struct tl_cmd *cmds;  /* index = command id; 0 unused */
 	uint64_t n_cmds, cap_cmds;
@@ -174,9 +176,27 @@ uint32_t tl_rec_lcols(const struct tl_rec *r);
 /* ---- ops (tl_ops.c) */
 void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 		       uint64_t hi);
+/* Waits for every pending command reading or writing HBM [lo, hi). */
+void tl_wait_hbm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi);
+/* Records that command `id` reads HBM [addr, addr + bytes). */
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes);
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
 void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
 void tl_op_extra_f(struct tl_op *op, const char *name, double v);
+/* The instruction-set entry of MATH op `name` taking `arity` inputs (0:
+ * any); ends the kernel at `at`, naming `api` and the op, when it is
+ * unknown, not a MATH op or takes another number of inputs. */
+const struct rt_isa_op *tl_isa_math(struct tl *tl, struct tl_site at,
+				    const char *name, uint32_t arity,
+				    const char *api);
+/* The output shape of `op` on `in` (logical dims) by the instruction set's
+ * shape rule; ends the kernel at `at` with `code` when it does not hold. */
+void tl_isa_shape(struct tl *tl, struct tl_site at, enum rt_err code,
+		  const struct rt_isa_op *op, uint32_t n_in,
+		  const struct tl_rec *const *in, int64_t axis,
+		  uint32_t *rows, uint32_t *cols);
 /* Checks the logical-bytes cap, records what the composite touches, emits
  * it and returns its command id. */
 uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
@@ -196,7 +216,6 @@ uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
 /* ---- data (tl_data.c) */
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
 uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
 
 /* ---- recipes (recipes.c) */
 #define TL_RECIPE_MAX_OPERANDS 6
