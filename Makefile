@@ -97,7 +97,7 @@ KERNBENCH_TEST := $(BUILD)/bin/kernbench-test
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj-test/%.o,$(TEST_HOOK_SRC) $(TEST_ONLY_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
-INTEG_SRC := $(wildcard tests/integration/*.c)
+INTEG_SRC := $(wildcard tests/integration/*.c tests/hostile/*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 PLUGIN_SRC := $(wildcard engines/plugins/*.c kernel_host/examples/*.c)

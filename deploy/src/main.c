@@ -127,6 +127,7 @@ static int cmd_plot(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	kb_check_stack(argv);
 	if (argc >= 2 && !strcmp(argv[1], "__daemon"))
 		return kb_daemon_main(argc, argv);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

@@ -45,6 +45,11 @@ struct tl_kernel_ref {
  * RT_ENOTFOUND with a line naming it when absent. Release with
  * tl_kernel_ref_release. */
 enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out);
+/* Whether `workload` names a kernel, without loading anything: a built-in,
+ * or path/lib.so:NAME whose file is a readable regular file. The launcher
+ * uses this; only daemons dlopen user code (its constructors run there,
+ * supervised like any daemon). */
+enum rt_err tl_kernel_check(const char *workload);
 void tl_kernel_ref_release(struct tl_kernel_ref *ref);
 /* The built-in table (for `kernbench list`). */
 const struct tl_kernel_info *tl_kernel_builtins(size_t *count);

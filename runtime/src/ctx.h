@@ -70,6 +70,8 @@ struct rt_daemon {
 	void *sock;
 	bool own_zctx;
 	bool threaded;           /* hosted as a thread of the launcher */
+	const char *token;       /* routing id the coordinator gave it */
+	uint64_t beat_ms;        /* last PROGRESS heartbeat (monotonic ms) */
 	char fault_kind[16];     /* KB_FAULT test hook aimed here ("" none) */
 	uint64_t fault_window;   /* ... from this window on */
 	uint8_t *hbm[64];        /* mapped lazily (data mode) */
