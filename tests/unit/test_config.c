@@ -595,3 +595,23 @@ Test(config_yaml, default_yaml_is_the_emitted_defaults, .timeout = 10)
 	rt_buf_release(&want);
 	rt_buf_release(&file);
 }
+
+/* Issue 10 item 4: schema errors name the line libyaml saw the key on. */
+Test(config_yaml, key_errors_name_the_line_of_the_key, .timeout = 10)
+{
+	static const char unknown[] = "machine:\n  pes: 2\n\ndma:\n  setup_cycles: 3\n"
+				      "  bytes_per_cycl: 3\n";
+	static const char type[] = "machine: {pes: 2}\n# c\n\ndma:\n  setup_cycles: fast\n";
+	static const char twice[] = "dma:\n  setup_cycles: 1\n  bytes_per_cycle: 2\n"
+				    "  setup_cycles: 2\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, unknown, strlen(unknown), "u"), RT_ECONFIG);
+	assert_error_has("unknown key 'dma.bytes_per_cycl' (line 6)");
+	cr_assert_eq(rt_config_load_text(&cfg, type, strlen(type), "t"), RT_ECONFIG);
+	assert_error_has("key 'dma.setup_cycles' expects");
+	assert_error_has("(line 5)");
+	cr_assert_eq(rt_config_load_text(&cfg, twice, strlen(twice), "d"), RT_ECONFIG);
+	assert_error_has("appears twice (line 4)");
+}
