@@ -148,6 +148,7 @@ static enum rt_err out_dims(const Kb__Stage *s, const struct rt_isa_op *op,
 	for (size_t i = 0; i < s->n_in && i < RT_ISA_MAX_ARITY; i++)
 		eng_view_dims(s->in[i], &r[i], &c[i]);
 	eng_extra_i(s, "axis", &axis);
+	eng_view_dims(s->out, rows, cols); /* stands for an op without inputs */
 	if (rt_isa_out_shape(op, (uint32_t)s->n_in, r, c, axis, rows, cols))
 		return stage_fail(s, RT_EINVAL, "%s", rt_last_error());
 	return RT_EOK;

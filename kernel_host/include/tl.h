@@ -103,6 +103,21 @@ tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 #define tl_load_async(tl, addr, rows, cols, dtype) \
 	tl_load_async_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
 
+/* Prefetch into a buffer that outlives the current scratch scope (the load
+ * proposal's D4 double buffer across per-tile scopes, ADR-0063: prefetch
+ * buffers belong to the persistent arena). Loads dst's shape and dtype
+ * from hbm_addr into dst, a TCM tensor allocated outside the current scope
+ * (persistent, or an enclosing scope's), and returns at once; the future
+ * resolves to dst. Hazards are the runtime's: the load is issued after
+ * every earlier command still reading or writing dst's bytes has finished
+ * (the kernel waits at this call if one is pending), and later consumers
+ * of dst wait for the load (auto-wait at first use). A scope's end does
+ * not wait for it unless dst lies inside the recycled region. */
+tl_future tl_load_async_into_at(struct tl *tl, struct tl_site at,
+				tl_tensor dst, uint64_t hbm_addr);
+#define tl_load_async_into(tl, dst, addr) \
+	tl_load_async_into_at((tl), TL_HERE, (dst), (addr))
+
 /* Waits until the future's producer (load, IPCQ receive, composite) has
  * completed; returns its tensor. Also accepts any handle's future. */
 tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f);
@@ -127,8 +142,9 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 #define tl_copy_to(tl, dst, src) tl_copy_to_at((tl), TL_HERE, (dst), (src))
 
 /* A fresh scratch tensor with every element = value (persistent when
- * allocated outside any scope: use for running accumulators). Costs one
- * dispatch in both modes; the host writes the bytes in data mode. */
+ * allocated outside any scope: use for running accumulators). Issued as a
+ * MATH `fill` command: one dispatch and PE_MATH time, ready when it
+ * completes (consumers wait for it like for a load). */
 tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 		     uint32_t cols, enum tl_dtype dtype, double value);
 #define tl_full(tl, rows, cols, dtype, value) \
@@ -165,7 +181,9 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 #define tl_scale(tl, a, s) tl_scale_at((tl), TL_HERE, (a), (s))
 
 /* Reduction along `axis` (1 or -1: across columns -> rows x 1; 0: across
- * rows -> 1 x cols), keeping dims. op: "rmax" | "rsum". */
+ * rows -> 1 x cols), keeping dims, whatever the shape (a 1 x N row along
+ * axis 0 gives N values). op: "rmax" | "rsum"; anything else, or another
+ * axis, ends the kernel at the call. */
 tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
 		       tl_tensor a, int axis);
 #define tl_max(tl, a, axis) tl_reduce_at((tl), TL_HERE, "rmax", (a), (axis))
@@ -232,7 +250,8 @@ struct tl_composite_desc {
 			      recipe's primary output (auto-bind) */
 	tl_tensor out;     /* write-back handle; TL_NONE: fresh f32 scratch */
 	double scale;      /* head op "scale" */
-	int axis;          /* head reductions */
+	int axis;          /* head reductions, as tl_max / tl_sum (0: over
+			      rows, 1 or -1: over columns) */
 	struct tl_epilogue epilogue[TL_MAX_EPILOGUE];
 };
 
@@ -263,7 +282,11 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 bool tl_read_at(struct tl *tl, struct tl_site at, tl_tensor t, float *out,
 		size_t n);
 #define tl_read(tl, t, out, n) tl_read_at((tl), TL_HERE, (t), (out), (n))
-/* Writes n floats into HBM at addr, converted to dtype. */
+/* Writes n floats into HBM at addr, converted to dtype. Ordered after
+ * this program's pending commands that read or write those HBM bytes (an
+ * in-flight lazy tl_load, a composite streaming a tl_ref, a tl_store): it
+ * waits for them first, so a load issued before the write returns the old
+ * bytes, as a blocking load would. */
 bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
 		     enum tl_dtype dtype, const float *src, size_t n);
 #define tl_hbm_write(tl, addr, dtype, src, n) \

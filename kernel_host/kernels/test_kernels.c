@@ -91,6 +91,44 @@ int test_loads(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
+/* tl_load_async_into's hazards, and tl_hbm_write ordered after a lazy
+ * load (issue 9 defect 7). A persistent buffer is loaded inside a scope
+ * with x0, read (y0), reloaded at once with x1 (the load must wait for the
+ * reader) and stored after the scope (y1: x1, the buffer outlived the
+ * scope). Then a lazy load of x0 is followed by a host write of new bytes
+ * to x0: the load returns the old bytes (y2), as a blocking load would. */
+int test_load_into(struct tl *tl, const struct tl_args *args)
+{
+	const uint32_t r = 32, c = 64;
+	const uint64_t x0 = 0, x1 = MB, y0 = 2 * MB, y1 = 3 * MB, y2 = 4 * MB;
+	tl_tensor buf, t;
+
+	(void)args;
+	if (!first_program(tl))
+		return 0;
+	make(tl, x0, r, c, TL_F16, 0, 1.0f);
+	make(tl, x1, r, c, TL_F16, 1, 1.0f);
+	tl_save_npy(tl, "x0.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "x1.npy", x1, r, c, TL_F16);
+	buf = tl_zeros(tl, r, c, TL_F16);
+	TL_SCRATCH_SCOPE(tl) {
+		tl_load_async_into(tl, buf, x0);
+		tl_tensor read = tl_astype(tl, tl_scale(tl, buf, 1.0), TL_F16);
+
+		tl_load_async_into(tl, buf, x1);
+		tl_store(tl, y0, read);
+	}
+	tl_store(tl, y1, buf);
+	t = tl_load(tl, x0, r, c, TL_F16);
+	make(tl, x0, r, c, TL_F16, 2, 1.0f); /* new bytes under the lazy load */
+	tl_store(tl, y2, t);
+	tl_save_npy(tl, "x0new.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "y0.npy", y0, r, c, TL_F16);
+	tl_save_npy(tl, "y1.npy", y1, r, c, TL_F16);
+	tl_save_npy(tl, "y2.npy", y2, r, c, TL_F16);
+	return 0;
+}
+
 /* One flash-decode tile, opt3 style: separate commands. */
 static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 			    tl_tensor m, tl_tensor l, tl_tensor o)

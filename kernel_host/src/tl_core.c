@@ -238,22 +238,34 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	return id;
 }
 
+/* Grows the bounding span [*lo, *hi) (empty when lo == hi) by
+ * [addr, addr + bytes). */
+static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr,
+		     uint64_t bytes)
+{
+	if (bytes == 0)
+		return;
+	if (*lo == *hi) {
+		*lo = addr;
+		*hi = addr + bytes;
+		return;
+	}
+	if (addr < *lo)
+		*lo = addr;
+	if (addr + bytes > *hi)
+		*hi = addr + bytes;
+}
+
 void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes)
 {
-	struct tl_cmd *c = &tl->cmds[id];
+	span_add(&tl->cmds[id].tcm_lo, &tl->cmds[id].tcm_hi, addr, bytes);
+}
 
-	if (bytes == 0)
-		return;
-	if (c->tcm_lo == c->tcm_hi) {
-		c->tcm_lo = addr;
-		c->tcm_hi = addr + bytes;
-		return;
-	}
-	if (addr < c->tcm_lo)
-		c->tcm_lo = addr;
-	if (addr + bytes > c->tcm_hi)
-		c->tcm_hi = addr + bytes;
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes)
+{
+	span_add(&tl->cmds[id].hbm_rlo, &tl->cmds[id].hbm_rhi, addr, bytes);
 }
 
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps)
@@ -364,7 +376,6 @@ tl_tensor tl_rec_new(struct tl *tl, struct tl_site at, struct tl_rec **out)
 	memset(r, 0, sizeof(*r));
 	r->gen = gen;
 	r->scope = tl->n_saves ? tl->saves[tl->n_saves - 1].serial : 0;
-	r->id = ++tl->next_handle_id;
 	t.slot = slot;
 	t.gen = gen;
 	t.scope = r->scope;
@@ -409,7 +420,7 @@ struct tl_tref tl_tref_of(const struct tl_rec *r)
 	struct tl_tref t = {
 		.tcm = r->tcm, .pinned = r->pinned, .trans = r->trans,
 		.addr = r->addr, .rows = r->rows, .cols = r->cols,
-		.dtype = r->dtype, .handle = r->id,
+		.dtype = r->dtype,
 	};
 	return t;
 }

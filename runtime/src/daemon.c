@@ -68,6 +68,12 @@ static void daemon_release(struct rt_daemon *d)
 
 /* ---------------------------------------------------------------- events */
 
+/* Is the KB_FAULT test hook (see arm_fault) of `kind` due in `window`? */
+static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
+{
+	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
+}
+
 /* Runs one event on its component. */
 static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 {
@@ -82,6 +88,8 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 	Kb__Payload *msg = NULL;
 	enum rt_err err;
 
+	if (ev->is_timer && fault_due(d, "freeze", d->window))
+		return RT_EOK; /* test hook: work started here never ends */
 	d->now = ev->key.time_ps;
 	d->events++;
 	if (!ev->is_timer) {
@@ -146,7 +154,8 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
 /* Test hook (tests/README.md): KB_FAULT="kind@label[:window]" makes the
  * named daemon misbehave from that window on (the first one it is granted),
  * so failure handling is tested with real daemons and sockets. kinds: hang,
- * garbage, truncate, schema, crash, early. Read once, at start-up. */
+ * garbage, truncate, schema, crash, early, freeze (its timers never fire,
+ * so an engine never finishes a stage). Read once, at start-up. */
 static void arm_fault(struct rt_daemon *d)
 {
 	const char *spec = getenv("KB_FAULT");
@@ -162,11 +171,6 @@ static void arm_fault(struct rt_daemon *d)
 		return;
 	snprintf(d->fault_kind, sizeof(d->fault_kind), "%.*s", (int)(at - spec), spec);
 	d->fault_window = colon ? strtoull(colon + 1, NULL, 10) : 0;
-}
-
-static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
-{
-	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
 }
 
 static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)

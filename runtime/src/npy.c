@@ -32,6 +32,7 @@ static const struct npy_dtype {
 	{ "<f2", RT_NPY_F16, 2 },
 	{ "<f4", RT_NPY_F32, 4 },
 	{ "<f8", RT_NPY_F64, 8 },
+	{ "<i4", RT_NPY_I32, 4 },
 };
 #define NPY_DTYPE_COUNT (sizeof(npy_dtypes) / sizeof(npy_dtypes[0]))
 
@@ -271,7 +272,7 @@ static enum rt_err check_payload(const struct npy_header *h, size_t avail,
 			break;
 	if (i == NPY_DTYPE_COUNT)
 		return rt_fail(RT_EDECODE, "npy %s: dtype '%s' not supported "
-			       "(expected <f2, <f4 or <f8)", origin, h->descr);
+			       "(expected <f2, <f4, <f8 or <i4)", origin, h->descr);
 	if (h->fortran_order)
 		return rt_fail(RT_EDECODE, "npy %s: fortran_order True not "
 			       "supported (write C-order arrays)", origin);

@@ -75,14 +75,15 @@ static void round_trip(enum rt_npy_type type, size_t elem,
 	cr_assert_null(n.owned);
 }
 
-Test(npy, round_trips_f2_f4_f8_in_every_shape, .timeout = 10)
+Test(npy, round_trips_f2_f4_f8_i4_in_every_shape, .timeout = 10)
 {
 	static const uint64_t s3[] = { 3 }, s234[] = { 2, 3, 4 };
 	static const struct { enum rt_npy_type t; size_t size; } types[] = {
 		{ RT_NPY_F16, 2 }, { RT_NPY_F32, 4 }, { RT_NPY_F64, 8 },
+		{ RT_NPY_I32, 4 },
 	};
 
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		round_trip(types[i].t, types[i].size, NULL, 0);
 		round_trip(types[i].t, types[i].size, s3, 1);
 		round_trip(types[i].t, types[i].size, s234, 3);
@@ -159,8 +160,8 @@ static void expect_reject(const char *dict, size_t data_len,
 
 Test(npy, rejects_unsupported_dtype_and_fortran_order, .timeout = 10)
 {
-	expect_reject("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
-		      8, "dtype '<i4' not supported (expected <f2, <f4 or <f8)");
+	expect_reject("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+		      16, "dtype '<i8' not supported (expected <f2, <f4, <f8 or <i4)");
 	expect_reject("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
 		      8, "dtype '>f4' not supported");
 	expect_reject("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
@@ -247,11 +248,11 @@ Test(npy, every_truncation_of_a_valid_file_is_rejected, .timeout = 10)
 
 Test(npy, read_error_names_the_file, .timeout = 10)
 {
-	const int32_t v[2] = { 1, 2 };
+	const int64_t v[2] = { 1, 2 };
 	struct rt_npy n;
 	char path[64];
 	size_t len;
-	uint8_t *b = make_npy(1, "{'descr': '<i4', 'fortran_order': False, "
+	uint8_t *b = make_npy(1, "{'descr': '<i8', 'fortran_order': False, "
 			      "'shape': (2,)}", v, sizeof(v), &len);
 	FILE *f;
 
@@ -264,7 +265,7 @@ Test(npy, read_error_names_the_file, .timeout = 10)
 	cr_assert_eq(rt_npy_read(path, &n), RT_EDECODE);
 	unlink(path);
 	cr_assert(strstr(rt_last_error(), path), "%s", rt_last_error());
-	cr_assert(strstr(rt_last_error(), "dtype '<i4' not supported"));
+	cr_assert(strstr(rt_last_error(), "dtype '<i8' not supported"));
 	cr_assert_null(n.owned);
 	cr_assert_eq(rt_npy_read("/nonexistent/q.npy", &n), RT_EIO);
 	cr_assert(strstr(rt_last_error(), "npy /nonexistent/q.npy:"));

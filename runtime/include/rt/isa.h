@@ -39,6 +39,7 @@ enum rt_isa_shape {
 				0: 1 x cols) */
 	RT_ISA_SHAPE_SAME,   /* shape of in0 (row-wise ops) */
 	RT_ISA_SHAPE_MATMUL, /* in0 M x K, in1 K x N -> M x N */
+	RT_ISA_SHAPE_OUT,    /* no inputs: the out's own shape (fill) */
 };
 
 /* X(ID, name, engine, arity, latency class, shape rule, required extra
@@ -59,6 +60,7 @@ enum rt_isa_shape {
 	X(RMAX, "rmax", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
 	X(RSUM, "rsum", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
 	X(SOFTMAX, "softmax", MATH, 1, SOFTMAX, SAME, NULL, 0)               \
+	X(FILL, "fill", MATH, 0, SIMPLE, OUT, "value", 1)                    \
 	X(GEMM, "gemm", GEMM, 2, MAC, MATMUL, NULL, 3)
 
 enum rt_isa_id {
@@ -68,7 +70,7 @@ enum rt_isa_id {
 	RT_ISA_COUNT
 };
 
-#define RT_ISA_MAX_ARITY 3
+#define RT_ISA_MAX_ARITY 3 /* most inputs of one op (fma); fill has none */
 
 /* The fused row softmax costs what its parts cost (docs/stages.md): these
  * four passes over in0's elements, each with its own setup, exactly as if
@@ -97,7 +99,8 @@ const char *rt_isa_names(void);
 
 /* The output shape of `op` on inputs rows[i] x cols[i] (i < n_in; n_in must
  * equal op->arity) with reduction axis `axis` (-1, 0 or 1; ignored unless
- * the op reduces). RT_EINVAL with a one-line detail (no prefix: the caller
+ * the op reduces). An op without inputs (rule OUT) leaves *out_rows and
+ * *out_cols as the caller set them: the out's own dims. RT_EINVAL with a one-line detail (no prefix: the caller
  * adds where) when the arity is wrong, shapes do not broadcast, inner dims
  * differ or the axis is bad. */
 enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,

@@ -1,6 +1,7 @@
 /* npy.h — NumPy .npy (format 1.0/2.0/3.0) reading and writing.
  *
- * Supported element types: '<f2' (fp16), '<f4', '<f8', C order only. bf16
+ * Supported element types: '<f2' (fp16), '<f4', '<f8', '<i4' (int32, e.g. a
+ * paged KV cache's block table), C order only. bf16
  * tensors are written as '<f4' after widening (NumPy has no bf16). The parser
  * is a decoder of outside bytes: malformed input returns RT_EDECODE with a
  * line saying what is wrong, never asserts (fuzzed: tests/fuzz/fuzz_npy.c). */
@@ -14,7 +15,7 @@
 
 #define RT_NPY_MAX_DIMS 8
 
-enum rt_npy_type { RT_NPY_F16, RT_NPY_F32, RT_NPY_F64 };
+enum rt_npy_type { RT_NPY_F16, RT_NPY_F32, RT_NPY_F64, RT_NPY_I32 };
 
 struct rt_npy {
 	enum rt_npy_type type;
