@@ -14,7 +14,8 @@
 #include "rt/half.h"
 #include "rt/npy.h"
 
-#define SMALL "heads_q=4", "heads_kv=2", "head_dim=32", "tile=32"
+#define SMALL_HEADS "heads_q=4", "heads_kv=2", "head_dim=32"
+#define SMALL SMALL_HEADS, "tile=32"
 #define MAX_ARGS 48
 
 /* Runs `kernbench run KERNEL --out DIR` with extra options (NULL-ended,
@@ -343,7 +344,7 @@ Test(attention, bad_argument_is_one_line_naming_it_and_its_range, .timeout = 30)
 		run_kernel(&r, dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
 			   bad[i], NULL);
 		cr_assert_neq(r.status, 0, "%s accepted", bad[i]);
-		cr_assert(strstr(r.err, "expected a decimal integer from"), "%s: %s", bad[i], r.err);
+		cr_assert(strstr(r.err, "expected a decimal whole number from"), "%s: %s", bad[i], r.err);
 		cr_assert(strchr(r.err, '\n') == strrchr(r.err, '\n'), "more than one line: %s", r.err);
 	}
 }
@@ -412,7 +413,7 @@ Test(attention, paged_decode_matches_fp64_with_shuffled_pages_and_mixed_lengths,
 
 	kb_tmpdir(dir, sizeof(dir), "attn-paged");
 	RUN_OK(dir, "gqa_decode_paged", "--mode", "data", "--pes", "3", "--colocate", "all",
-	       SMALL, "lens=1,7,130,64,33", "page=16");
+	       SMALL_HEADS, "lens=1,7,130,64,33", "page=16");
 	cr_assert_leq(paged_error(dir), TOL);
 	kb_tmpdir(dir, sizeof(dir), "attn-paged2");
 	RUN_OK(dir, "gqa_decode_paged", "--mode", "data", "--pes", "2", "--colocate", "all",
@@ -472,7 +473,7 @@ Test(attention, paged_decode_reads_pages_through_the_block_table, .timeout = 120
 	kb_tmpdir(in, sizeof(in), "attn-pg-in");
 	kb_tmpdir(b, sizeof(b), "attn-pg-b");
 	RUN_OK(a, "gqa_decode_paged", "--mode", "data", "--pes", "2", "--colocate", "all",
-	       SMALL, "lens=9,40,17", "page=8");
+	       SMALL_HEADS, "lens=9,40,17", "page=8");
 	repage(a, in);
 	RUN_OK(b, "gqa_decode_paged", "--mode", "data", "--pes", "3", "--colocate", "all",
 	       "--inputs", in);
