@@ -362,6 +362,25 @@ Test(files_outputs, files_kernbench_did_not_write_are_kept, .timeout = 60)
 	cr_expect(exists(dir, "notes.txt"), "a file kernbench did not write was deleted");
 }
 
+/* kernbench's own bookkeeping names, planted as FIFOs, must not hang a run. */
+Test(files_outputs, planted_fifos_do_not_block_the_folder_setup, .timeout = 60)
+{
+	char dir[256], path[300];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "fifos");
+	snprintf(path, sizeof(path), "%s/.kernbench-results", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	snprintf(path, sizeof(path), "%s/.kernbench.lock", dir);
+	unlink(path);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "not a regular file"), "%s", r.err);
+}
+
 /* ------------------------------------------------------------ item 7 */
 
 Test(files_links, links_in_the_output_folder_are_never_followed, .timeout = 60)
