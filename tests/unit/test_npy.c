@@ -322,3 +322,35 @@ Test(npy, counts_nonfinite_elements_of_every_type, .timeout = 10)
 	cr_assert_eq(rt_npy_nonfinite(RT_NPY_F32, f, 3), 1);
 	cr_assert_eq(rt_npy_nonfinite(RT_NPY_F64, d, 2), 1);
 }
+
+/* Issue 13 item 7: a link planted at the temporary name is not written
+ * through, and a link at the final name is replaced, not followed. */
+Test(npy, write_never_follows_a_link, .timeout = 10)
+{
+	static const float v[2] = { 1, 2 };
+	uint64_t shape[1] = { 2 };
+	char victim[64], path[64], tmp[80];
+	FILE *f;
+	char text[16] = "";
+
+	temp_path(victim);
+	f = fopen(victim, "w");
+	cr_assert(f);
+	fputs("precious", f);
+	fclose(f);
+	temp_path(path);
+	unlink(path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	cr_assert_eq(symlink(victim, tmp), 0);
+	cr_assert_eq(rt_npy_write(path, RT_NPY_F32, shape, 1, v), RT_EIO);
+	unlink(tmp);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_eq(rt_npy_write(path, RT_NPY_F32, shape, 1, v), RT_EOK, "%s", rt_last_error());
+	f = fopen(victim, "r");
+	cr_assert(f);
+	cr_assert(fgets(text, sizeof(text), f));
+	fclose(f);
+	cr_assert_str_eq(text, "precious");
+	unlink(path);
+	unlink(victim);
+}
