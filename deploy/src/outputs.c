@@ -273,7 +273,7 @@ static bool plain_name(const char *name)
 	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
 }
 
-/* Removes `name` in `dirfd` only if it is ours: a regular file (or, with
+/* Removes `name` in folder `at` only if it is ours: a regular file (or, with
  * `dirs`, a folder whose entries are ours) owned by this user. A link is
  * never followed; anything else is left alone. */
 static void remove_owned(int at, const char *name, bool dirs)
@@ -320,15 +320,21 @@ static enum rt_err make_path(const char *path)
 }
 
 /* Takes the folder's lock; a second run into the same folder is told so. */
-static enum rt_err lock_folder(int dirfd, const char *dir, int *lock_fd)
+static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
 {
-	int fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = openat(at, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			0644);
 	char pid[32] = "";
+	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
 		return rt_fail(RT_EIO, "output folder %s: cannot create %s: %s", dir, LOCK_NAME,
 			       strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return rt_fail(RT_EIO, "output folder %s: %s is not a regular file", dir, LOCK_NAME);
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		n = pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
@@ -375,17 +381,20 @@ static enum rt_err write_manifest(int stagefd, int at, const struct rt_buf *list
 /* Removes the files the last good run listed as its results. */
 static void remove_previous_results(int at)
 {
-	int fd = openat(at, MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* non-blocking: a FIFO planted under the manifest's name must not hang */
+	int fd = openat(at, MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	char *text = malloc(MANIFEST_MAX + 1), *line, *save = NULL;
 	struct stat st;
 	ssize_t n = -1;
 
 	if (fd >= 0 && text && !fstat(fd, &st) && S_ISREG(st.st_mode))
 		n = read(fd, text, MANIFEST_MAX);
-	for (text && n > 0 ? text[n] = '\0' : 0, line = n > 0 ? strtok_r(text, "\n", &save) : NULL;
-	     line; line = strtok_r(NULL, "\n", &save))
-		if (plain_name(line))
-			remove_owned(at, line, false);
+	if (n > 0) {
+		text[n] = '\0';
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (plain_name(line))
+				remove_owned(at, line, false);
+	}
 	if (fd >= 0)
 		close(fd);
 	free(text);
