@@ -1,5 +1,5 @@
 /* tl_wire.c — internal command forms to the wire schema, and the logical
- * size of a command that the dispatch cost is charged on (ADR-0064 rev 2). */
+ * size of a command that the dispatch cost is charged on (dispatch-cost design). */
 #include "tl_private.h"
 
 #include <stdlib.h>

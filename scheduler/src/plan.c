@@ -1,5 +1,5 @@
 /* plan.c — the pure plan builder: one Command in, a list of stages with
- * dependencies out (ADR-0065 D3 placement, D4 DMA insertion).
+ * dependencies out (flat-composite design D3 placement, D4 DMA insertion).
  *
  * A composite with a GEMM at position g becomes
  *   prologue   ops[0..g-1], a MATH chain, once;
@@ -369,7 +369,7 @@ static enum rt_err check_composite(const struct builder *bd,
 		if (*g != NONE)
 			return rt_fail(RT_ECOMPOSITE,
 				       "composite %llu has two GEMM ops (positions "
-				       "%lld and %zu); at most one is allowed (ADR-0065 D6.1)",
+				       "%lld and %zu); at most one is allowed (flat-composite design D6.1)",
 				       (unsigned long long)bd->id,
 				       (long long)*g, i);
 		*g = (int64_t)i;

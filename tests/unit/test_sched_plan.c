@@ -1,5 +1,5 @@
 /* test_sched_plan.c — the scheduler's pure parts: dispatch cost, the plan
- * builder (ADR-0065 D3/D4 and test requirements 1, 3, 5, 8, 9) and its
+ * builder (flat-composite design D3/D4 and test requirements 1, 3, 5, 8, 9) and its
  * golden stage sequence. Commands are built by hand, as the host would. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -168,7 +168,7 @@ static bool depends_on(const struct sched_plan *p, uint32_t s, uint32_t on)
 	return false;
 }
 
-/* The ADR-0065 decode opt2 "#2" composite, as the host lowers it: the 8
+/* The flat-composite design decode opt2 "#2" composite, as the host lowers it: the 8
  * softmax_merge MATH micro-ops, gemm(P, V -> O_j), add(O_j, O -> O). The
  * scheduler never sees the recipe name. `v_rows` = KV tile length. */
 static struct tb *opt2_second(uint32_t v_rows)
@@ -738,7 +738,7 @@ static const char *root(void)
 	return r ? r : ".";
 }
 
-/* ADR-0065 test 1: the legacy `tl.composite(op="gemm", a, b,
+/* flat-composite design test 1: the legacy `tl.composite(op="gemm", a, b,
  * epilogue=[add])` lowering [gemm KERNEL, add OUTPUT_TILE] gives exactly the
  * committed stage sequence. KB_GOLDEN_UPDATE=1 rewrites the file. */
 Test(sched_golden, adr0065_t1_legacy_gemm_epilogue_stage_sequence, .timeout = 10)

@@ -193,7 +193,7 @@ static const Kb__CompositeCmd *last_composite(const struct run *r)
 #define TILE 64
 #define D 128
 
-/* decode opt2 #2: softmax_merge prologue + P·V + add (ADR-0065 test 2) */
+/* decode opt2 #2: softmax_merge prologue + P·V + add (flat-composite design test 2) */
 static tl_tensor g_m, g_l, g_o;
 
 static void opt2_tile(struct tl *tl, tl_tensor s, tl_tensor v)

@@ -4,7 +4,7 @@
  * The kernel host validates against it at emit time (so a bad op is an
  * error at the kernel's file:line), the scheduler plans from it, the engines
  * check and time stages from it, and rt_dispatch_cycles is the one place
- * the PE_CPU dispatch cost (ADR-0064 rev. 2) is computed.
+ * the PE_CPU dispatch cost (dispatch-cost design) is computed.
  *
  * Adding an elementwise MATH op is one X() line below, its arithmetic
  * included; a new reduction or row-wise op is one line too when it fits the
@@ -125,7 +125,7 @@ bool rt_isa_reduces_rows(int64_t axis);
 
 /* ------------------------------------------------------------ dispatch
  *
- * Logical bytes (ADR-0064 rev. 2 D2, as built here):
+ * Logical bytes (dispatch-cost design D2, as built here):
  *   op       = 4 (kind + scope) + 12 per tensor (each operand and the out:
  *              8-byte address + 4-byte size) + 4 per extra
  *   composite = sum over its ops + 12 per rw_handle
