@@ -17,10 +17,8 @@ enum rt_err kb_workload_find(const char *name, struct kb_workload *out)
 			*out = builtins[i];
 			return RT_EOK;
 		}
-	struct tl_kernel_ref ref;
-
-	if (tl_kernel_find(name, &ref) == RT_EOK) {
-		tl_kernel_ref_release(&ref);
+	/* checked, not loaded: user code runs only inside daemons */
+	if (tl_kernel_check(name) == RT_EOK) {
 		out->name = name;
 		out->summary = "kernel";
 		out->build = kb_pe_build;

@@ -31,6 +31,11 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 /* Runs a job end to end; returns the process exit code. */
 int kb_launch(struct rt_job *job, int argc, char **argv);
 
+/* Makes sure the stack limit is workable before anything runs: raises a
+ * small soft limit (and restarts, as thread stacks follow the limit at
+ * start-up) or exits with one line saying how much is needed. */
+void kb_check_stack(char **argv);
+
 /* Entry of a re-executed daemon process. */
 int kb_daemon_main(int argc, char **argv);
 

@@ -64,7 +64,7 @@ static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 	tl_copy_to(tl, b->l, tl_add(tl, l_scaled, tl_sum(tl, p, -1)));
 }
 
-/* opt2 (ADR-0065): one composite — softmax_merge prologue on (m, l, O),
+/* opt2 (flat-composite design): one composite — softmax_merge prologue on (m, l, O),
  * P·V with `a` bound to the recipe's P, add epilogue into O. */
 static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		      tl_tensor v)
