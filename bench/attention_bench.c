@@ -4,7 +4,7 @@
  *      and 32K, with dispatch cycles per tile;
  *   2. ring_attention prefill (pass=kv) hidden fraction of the IPCQ
  *      communication, 1 - ipcq_wait_ps / ipcq_transfer_ps, for R = 2, 4, 8;
- *   3. peak scratch at seq_kv 8K and 128K (ADR-0063: independent of length);
+ *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
  *      --colocate pe and --colocate all.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
@@ -121,7 +121,7 @@ static void wall_times(void)
 	}
 }
 
-/* ADR-0063 at scale: with scratch scopes, 128K keys per rank need no more
+/* scratch-scope design at scale: with scratch scopes, 128K keys per rank need no more
  * scratch than 8K (one daemon, so the sweep takes seconds, not minutes). */
 static void long_context(void)
 {

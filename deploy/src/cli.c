@@ -19,6 +19,8 @@ void kb_cli_usage(FILE *out)
 	      "                           print the effective configuration (loads back with\n"
 	      "                           --config); markdown: the reference table\n"
 	      "  --version                release and build commit\n"
+	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
+	      "                           --window START:END, --arrows, --format svg)\n"
 	      "  --help                   this text\n"
 	      "\n"
 	      "kernbench simulates NPU processing elements: one daemon per component\n"
@@ -52,6 +54,12 @@ void kb_cli_run_usage(FILE *out)
 	      "  --trace on|off           write trace.json (default on)\n"
 	      "  --trace-windows          add lockstep window counters to trace.json (their\n"
 	      "                           timing depends on --colocate, so off by default)\n"
+	      "  --trace-window START:END only events in [START, END] simulated us (END may\n"
+	      "                           be empty: to the end)\n"
+	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3\n"
+	      "  --trace-flows on|off     message slices and arrows (default on)\n"
+	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
+	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
 	      "\n"
 	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
@@ -130,6 +138,7 @@ static enum rt_err parse_mode(const char *text, enum rt_mode *out)
 enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
+	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
 	OPT_HELP,
 };
 
@@ -147,6 +156,10 @@ static const struct option run_options[] = {
 	{ "inputs", required_argument, NULL, OPT_INPUTS },
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "trace-windows", no_argument, NULL, OPT_TRACE_WINDOWS },
+	{ "trace-window", required_argument, NULL, OPT_TRACE_WINDOW },
+	{ "trace-ranks", required_argument, NULL, OPT_TRACE_RANKS },
+	{ "trace-flows", required_argument, NULL, OPT_TRACE_FLOWS },
+	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -201,6 +214,14 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 		job->trace_off = !strcmp(val, "off");
 		return RT_EOK;
 	case OPT_TRACE_WINDOWS: job->trace_windows = true; return RT_EOK;
+	case OPT_TRACE_WINDOW: return rt_trace_parse_window(val, &job->trace);
+	case OPT_TRACE_RANKS: return rt_trace_parse_ranks(val, &job->trace);
+	case OPT_TRACE_FORMAT: return rt_trace_parse_format(val, &job->trace);
+	case OPT_TRACE_FLOWS:
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return rt_fail(RT_EINVAL, "--trace-flows '%s': expected on or off", val);
+		job->trace.no_flows = !strcmp(val, "off");
+		return RT_EOK;
 	case OPT_QUIET: job->quiet = true; return RT_EOK;
 	default: return rt_fail(RT_EINVAL, "unknown option (see `kernbench run --help`)");
 	}

@@ -782,6 +782,8 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	struct kb_run_facts facts = { .argc = argc, .argv = argv };
 	double start = wall_now();
 	enum rt_err err = kb_job_topology(job, &l.topo);
+	/* a workload refusing its arguments is a usage error, like the CLI's */
+	bool usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 
 	rt_buf_init(&l.memfds);
 	/* what kernels fork outlives its daemon as our child, to be killed */
@@ -802,7 +804,7 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
 		if (l.signal_seen)
 			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
-		return err == RT_EINVAL || err == RT_ENOTFOUND ? 2 : 1; /* usage : run */
+		return usage ? 2 : 1;
 	}
 	teardown(&l, false);
 	facts.wall_s = wall_now() - start;

@@ -1,6 +1,11 @@
 /* main.c — `kernbench`: the launcher's command line. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <stdbool.h>
 
 #include "launcher.h"
 #include "rt/buf.h"
@@ -69,6 +74,57 @@ static int cmd_config(int argc, char **argv)
 	return err ? 1 : 0;
 }
 
+/* The plot script: installed beside the binary's share/ folder, or in the
+ * source tree the binary was built in (build/bin, build/san/bin). */
+static bool find_plot_script(char *path, size_t cap)
+{
+	static const char *const rel[] = {
+		"../share/kernbench/kernbench_plot.py",
+		"../../deploy/plot/kernbench_plot.py",
+		"../../../deploy/plot/kernbench_plot.py",
+	};
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, cap, "%s/%s", exe, rel[i]);
+		if (!access(path, R_OK))
+			return true;
+	}
+	return false;
+}
+
+/* `kernbench plot OUT_DIR [...]`: pictures drawn by a matplotlib script
+ * run with Debian's python3 (deploy/plot/kernbench_plot.py). */
+static int cmd_plot(int argc, char **argv)
+{
+	char script[PATH_MAX + 64];
+	char *args[64];
+	int n = 0;
+
+	if (!find_plot_script(script, sizeof(script))) {
+		fprintf(stderr, "kernbench: error: plot: kernbench_plot.py not found beside this binary (make install, or run from the build tree)\n");
+		return 1;
+	}
+	args[n++] = (char *)"python3";
+	args[n++] = script;
+	for (int i = 1; i < argc && n < 63; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	execv("/usr/bin/python3", args);
+	fprintf(stderr, "kernbench: error: plot: cannot run /usr/bin/python3: %s (run `make deps`)\n",
+		strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	kb_check_stack(argv);
@@ -92,6 +148,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "config"))
 		return cmd_config(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "plot"))
+		return cmd_plot(argc - 1, argv + 1);
 	fprintf(stderr, "kernbench: error: unknown command '%s' (see `kernbench --help`)\n", argv[1]);
 	return 2;
 }

@@ -5,7 +5,7 @@
  * mention daemons makes the outputs identical whatever the transport or
  * colocation:
  *   op_log.jsonl  all records sorted by (start, end, component, seq)
- *   trace.json    metadata, then each component's events in id order
+ *   trace.json    all records sorted by time (trace_out.c)
  *   summary.json  statistics from the components' end-of-run reports (BYE),
  *                 summed (or maxed) over components, by kind */
 #include <dirent.h>
@@ -20,6 +20,7 @@
 
 #include "launcher.h"
 #include "report.h"
+#include "trace_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/daemon.h"
@@ -109,60 +110,6 @@ static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topolog
 	free(lines);
 	rt_buf_release(&all);
 	rt_buf_release(&out);
-	return err;
-}
-
-/* ---------------------------------------------------------------- trace */
-
-static void trace_metadata(const struct rt_topology *topo, struct rt_buf *b)
-{
-	uint32_t last_rank = UINT32_MAX;
-
-	for (uint32_t id = 0; id < topo->n_components; id++) {
-		const struct rt_component_desc *c = &topo->components[id];
-
-		if (c->rank != last_rank) {
-			rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
-				      "\"args\":{\"name\":\"rank %u\"}},\n", c->rank, c->rank);
-			last_rank = c->rank;
-		}
-		rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
-			      "\"args\":{\"name\":", c->rank, id);
-		rt_buf_json_str(b, c->name);
-		rt_buf_printf(b, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
-			      "\"tid\":%u,\"args\":{\"sort_index\":%u}},\n", c->rank, id, id);
-	}
-}
-
-static enum rt_err write_trace(const struct rt_job *job, const struct rt_topology *topo)
-{
-	struct rt_buf out, part;
-	char name[32], path[RT_PATH_MAX + 32];
-	enum rt_err err = RT_EOK;
-
-	if (job->trace_off)
-		return RT_EOK;
-	rt_buf_init(&out);
-	rt_buf_init(&part);
-	rt_buf_printf(&out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	trace_metadata(topo, &out);
-	for (uint32_t id = 0; !err && id <= topo->n_components; id++) {
-		if (id < topo->n_components)
-			snprintf(name, sizeof(name), "%u.trace", id);
-		else
-			snprintf(name, sizeof(name), "coord.trace");
-		err = read_part(job, name, &part);
-		if (!err && part.len)
-			err = rt_buf_append(&out, part.data, part.len);
-	}
-	/* a closing event without a trailing comma keeps the JSON valid */
-	rt_buf_printf(&out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":0,\"tid\":0,"
-		      "\"args\":{\"sort_index\":0}}\n]}\n");
-	out_path(job, "trace.json", path, sizeof(path));
-	if (!err)
-		err = rt_buf_write_file(&out, path);
-	rt_buf_release(&out);
-	rt_buf_release(&part);
 	return err;
 }
 
@@ -326,7 +273,7 @@ static bool plain_name(const char *name)
 	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
 }
 
-/* Removes `name` in `dirfd` only if it is ours: a regular file (or, with
+/* Removes `name` in folder `at` only if it is ours: a regular file (or, with
  * `dirs`, a folder whose entries are ours) owned by this user. A link is
  * never followed; anything else is left alone. */
 static void remove_owned(int at, const char *name, bool dirs)
@@ -373,15 +320,21 @@ static enum rt_err make_path(const char *path)
 }
 
 /* Takes the folder's lock; a second run into the same folder is told so. */
-static enum rt_err lock_folder(int dirfd, const char *dir, int *lock_fd)
+static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
 {
-	int fd = openat(dirfd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = openat(at, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			0644);
 	char pid[32] = "";
+	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
 		return rt_fail(RT_EIO, "output folder %s: cannot create %s: %s", dir, LOCK_NAME,
 			       strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return rt_fail(RT_EIO, "output folder %s: %s is not a regular file", dir, LOCK_NAME);
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		n = pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
@@ -428,17 +381,20 @@ static enum rt_err write_manifest(int stagefd, int at, const struct rt_buf *list
 /* Removes the files the last good run listed as its results. */
 static void remove_previous_results(int at)
 {
-	int fd = openat(at, MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* non-blocking: a FIFO planted under the manifest's name must not hang */
+	int fd = openat(at, MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	char *text = malloc(MANIFEST_MAX + 1), *line, *save = NULL;
 	struct stat st;
 	ssize_t n = -1;
 
 	if (fd >= 0 && text && !fstat(fd, &st) && S_ISREG(st.st_mode))
 		n = read(fd, text, MANIFEST_MAX);
-	for (text && n > 0 ? text[n] = '\0' : 0, line = n > 0 ? strtok_r(text, "\n", &save) : NULL;
-	     line; line = strtok_r(NULL, "\n", &save))
-		if (plain_name(line))
-			remove_owned(at, line, false);
+	if (n > 0) {
+		text[n] = '\0';
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (plain_name(line))
+				remove_owned(at, line, false);
+	}
 	if (fd >= 0)
 		close(fd);
 	free(text);
@@ -680,7 +636,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	if (!err)
 		err = write_oplog(job, topo);
 	if (!err)
-		err = write_trace(job, topo);
+		err = kb_trace_write(job, topo);
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);

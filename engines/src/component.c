@@ -188,7 +188,7 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 }
 
 /* Op log, trace slice and stats of a finished stage. */
-static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch,
+static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch, unsigned channel,
 			  const Kb__Stage *s)
 {
 	struct rt_oplog_rec rec = {
@@ -202,14 +202,23 @@ static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch,
 		.command = s->command,
 		.stage = s->index,
 	};
-	char args[96], stat[48];
+	struct rt_trace_span span = {
+		.track = 1 + channel, /* channels run concurrently: a track each */
+		.track_name = ch->name,
+		.name = s->op_name,
+		.cat = s->op_kind,
+		.start_ps = ch->start_ps,
+		.end_ps = ch->end_ps,
+		.has_command = true,
+		.has_stage = true,
+		.command = s->command,
+		.stage = s->index,
+	};
+	char stat[48];
 	enum rt_err err = rt_oplog(ctx, &rec);
 
-	snprintf(args, sizeof(args), "{\"command\":%llu,\"stage\":%u}",
-		 (unsigned long long)s->command, s->index);
 	if (!err)
-		err = rt_trace_slice(ctx, s->op_name, s->op_kind, ch->start_ps,
-				     ch->end_ps, args);
+		err = rt_trace_slice(ctx, &span);
 	rt_stat_add(ctx, "busy_ps", ch->end_ps - ch->start_ps);
 	rt_stat_add(ctx, "stages", 1);
 	rt_stat_add(ctx, "bytes", rec.bytes);
@@ -255,7 +264,7 @@ static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 		if (err)
 			return err; /* the daemon names this component */
 	}
-	err = record(ctx, ch, s);
+	err = record(ctx, ch, (unsigned)tag, s);
 	if (!err)
 		err = send_done(ctx, e, ch, s);
 	if (err)

@@ -13,7 +13,7 @@
  * cycles (FIXED + R * logical_bytes) and returns at once: results are
  * handles whose producing command may still be running. The first call
  * that *consumes* a handle waits for its producer (auto-wait at first use,
- * ADR-0062): loads overlap whatever the kernel issues next.
+ * lazy-load design): loads overlap whatever the kernel issues next.
  *
  * Tensors are 2-D, row-major, `rows x cols` (a vector is 1 x n), of dtype
  * f16, bf16 or f32. Handles live in HBM (tl_ref) or in the PE's TCM scratch
@@ -62,7 +62,7 @@ typedef struct tl_future {
 enum tl_dtype { TL_F16 = 0, TL_BF16 = 1, TL_F32 = 2 };
 enum tl_dir { TL_LEFT = 0, TL_RIGHT = 1 };     /* IPCQ ring directions */
 enum tl_mode { TL_TIMING = 0, TL_DATA = 1 };
-/* Placement of an epilogue op in a composite's tile loop (ADR-0065 D3). */
+/* Placement of an epilogue op in a composite's tile loop (flat-composite design D3). */
 enum tl_scope { TL_OUTPUT_TILE = 0, TL_K_TILE = 1, TL_ONCE = 2 };
 
 /* ------------------------------------------------------------ identity */
@@ -90,13 +90,13 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 /* ------------------------------------------------------------ memory */
 
 /* HBM -> TCM load, lazy: posts one DMA read and returns at once; the
- * first consumer waits for it (ADR-0062). The buffer is scratch. */
+ * first consumer waits for it (lazy-load design). The buffer is scratch. */
 tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		     uint32_t rows, uint32_t cols, enum tl_dtype dtype);
 #define tl_load(tl, addr, rows, cols, dtype) \
 	tl_load_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
 
-/* The same load, as an explicit future (the earlier ADR-0062 proposal). */
+/* The same load, as an explicit future (the load_async proposal). */
 tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 			   uint64_t hbm_addr, uint32_t rows, uint32_t cols,
 			   enum tl_dtype dtype);
@@ -104,7 +104,7 @@ tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 	tl_load_async_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
 
 /* Prefetch into a buffer that outlives the current scratch scope (the load
- * proposal's D4 double buffer across per-tile scopes, ADR-0063: prefetch
+ * proposal's D4 double buffer across per-tile scopes, scratch-scope design: prefetch
  * buffers belong to the persistent arena). Loads dst's shape and dtype
  * from hbm_addr into dst, a TCM tensor allocated outside the current scope
  * (persistent, or an enclosing scope's), and returns at once; the future
@@ -136,7 +136,7 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 #define tl_store(tl, addr, t) tl_store_at((tl), TL_HERE, (addr), (t))
 
 /* TCM -> TCM copy of src's bytes into dst (same shape and dtype, both
- * TCM): writes running state into a persistent handle (ADR-0063 D3.1). */
+ * TCM): writes running state into a persistent handle (scratch-scope design D3.1). */
 void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 		   tl_tensor src);
 #define tl_copy_to(tl, dst, src) tl_copy_to_at((tl), TL_HERE, (dst), (src))
@@ -196,7 +196,7 @@ tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
 
 /* ------------------------------------------------------------ scratch
  * TCM scratch is a bump cursor reset at kernel entry. A scope records the
- * cursor and rewinds to it at its end (ADR-0063); scopes nest. Handles
+ * cursor and rewinds to it at its end (scratch-scope design); scopes nest. Handles
  * allocated inside a scope die with it: using one later is an error.
  * At scope end the host first waits for every pending command that reads
  * or writes the recycled region (so an in-flight load is never recycled
@@ -217,7 +217,7 @@ uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
 /* ------------------------------------------------------------ composites
  * One command fusing an optional prologue (named recipes, expanded by the
  * host), a head op ("gemm" or a MATH op) and epilogue ops, lowered to the
- * flat CompositeCmd the scheduler takes (ADR-0065). */
+ * flat CompositeCmd the scheduler takes (flat-composite design). */
 #define TL_MAX_PROLOGUE 2
 #define TL_MAX_RECIPE_ARGS 6
 #define TL_MAX_EPILOGUE 4

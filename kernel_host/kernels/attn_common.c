@@ -144,21 +144,29 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a)
 {
+	uint64_t all_keys;
+
 	memset(a, 0, sizeof(*a));
 	a->depth = decode ? 2 : 1;
 	a->group = decode ? 16 : 1;
 	attn_init_heads(tl, args, a);
 	ring_args(tl, args, a);
 	a->skv = tl_arg_u32(args, "seq_kv", 1024, 1, ATTN_MAX_DIM);
+	all_keys = (uint64_t)a->ranks * a->skv;
+	/* prefill's default: a query per key (capped at the largest length) */
 	a->sq = tl_arg_u32(args, "seq_q",
-			   decode || a->pass_q ? 1 : (uint32_t)((uint64_t)a->ranks * a->skv > ATTN_MAX_DIM ? ATTN_MAX_DIM : (uint64_t)a->ranks * a->skv),
+			   decode || a->pass_q ? 1
+			   : all_keys > ATTN_MAX_DIM ? ATTN_MAX_DIM : (uint32_t)all_keys,
 			   1, ATTN_MAX_DIM);
 	a->tile = tl_arg_u32(args, "tile", 128, 1, 65536);
 	a->causal = tl_arg_u32(args, "causal", 1, 0, 1) != 0;
 	a->qwindow = tl_arg_u32(args, "qwindow", 0, 0, ATTN_MAX_DIM); /* 0: fit ~512 rows */
-	if (a->causal && a->sq > (uint64_t)a->ranks * a->skv)
+	if ((uint64_t)a->g * a->sq > ATTN_MAX_DIM)
+		tl_fail(tl, "a group of %u query heads x seq_q=%u is %llu rows, above %u",
+			a->g, a->sq, (unsigned long long)a->g * a->sq, ATTN_MAX_DIM);
+	if (a->causal && a->sq > all_keys)
 		tl_fail(tl, "causal: seq_q=%u exceeds ranks*seq_kv=%llu", a->sq,
-			(unsigned long long)a->ranks * a->skv);
+			(unsigned long long)all_keys);
 	a->qblock = tl_arg_u32(args, "qblock", default_qblock(a, longest_q_run(a), decode),
 			       1, ATTN_MAX_DIM);
 	if (a->qblock > a->g * a->sq) /* a block never spans two KV heads */

@@ -1,5 +1,5 @@
 /* attn_decode.c — GQA flash decode and prefill on one rank:
- * gqa_decode_opt2, gqa_decode_opt3 (ADR-0065), gqa_prefill, and
+ * gqa_decode_opt2, gqa_decode_opt3 (flat-composite design), gqa_prefill, and
  * gqa_decode_prefetch (the load proposal's D4 double buffer). Program p
  * takes KV heads p, p+P, ...; for each, the rows of the group matrix
  * [G*seq_q, d] are cut into query blocks of qblock rows (the last one may

@@ -64,7 +64,7 @@ static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 	tl_copy_to(tl, b->l, tl_add(tl, l_scaled, tl_sum(tl, p, -1)));
 }
 
-/* opt2 (ADR-0065): one composite — softmax_merge prologue on (m, l, O),
+/* opt2 (flat-composite design): one composite — softmax_merge prologue on (m, l, O),
  * P·V with `a` bound to the recipe's P, add epilogue into O. */
 static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		      tl_tensor v)
@@ -168,16 +168,34 @@ void attn_sweep(struct tl *tl, const struct attn *a,
 	tl_stat_add(tl, "tiles", n);
 }
 
+/* exp(x - m) as one composite (sub head, exp epilogue). */
+static tl_tensor exp_diff(struct tl *tl, tl_tensor x, tl_tensor m)
+{
+	return tl_composite(tl, &(struct tl_composite_desc){
+		.op = "sub", .a = x, .b = m,
+		.epilogue = { { .op = "exp" } } }).t;
+}
+
+/* x = x * c1 + y * c2, written into x (fma head: x*c1 + (y*c2)). */
+static void scale_add_into(struct tl *tl, tl_tensor x, tl_tensor c1,
+			   tl_tensor y, tl_tensor c2)
+{
+	tl_tensor yc = tl_mul(tl, y, c2);
+
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "fma", .a = x, .b = c1, .c = yc, .out = x });
+}
+
+/* Eight commands: on the critical path of every ring hop of pass=q, so
+ * fused where a composite can (exp after sub) and written in place. */
 void attn_merge(struct tl *tl, const struct attn_block *b, tl_tensor m2,
 		tl_tensor l2, tl_tensor o2)
 {
 	tl_tensor m_new = tl_maximum(tl, b->m, m2);
-	tl_tensor c1 = tl_exp(tl, tl_sub(tl, b->m, m_new));
-	tl_tensor c2 = tl_exp(tl, tl_sub(tl, m2, m_new));
-	tl_tensor l_new = tl_add(tl, tl_mul(tl, b->l, c1), tl_mul(tl, l2, c2));
-	tl_tensor o_new = tl_add(tl, tl_mul(tl, b->o, c1), tl_mul(tl, o2, c2));
+	tl_tensor c2 = exp_diff(tl, m2, m_new);
+	tl_tensor c1 = exp_diff(tl, b->m, m_new);
 
+	scale_add_into(tl, b->l, c1, l2, c2);
+	scale_add_into(tl, b->o, c1, o2, c2);
 	tl_copy_to(tl, b->m, m_new);
-	tl_copy_to(tl, b->l, l_new);
-	tl_copy_to(tl, b->o, o_new);
 }

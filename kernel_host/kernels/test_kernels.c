@@ -33,7 +33,7 @@ static bool first_program(const struct tl *tl)
 	return tl_rank(tl) == 0 && tl_program_id(tl) == 0;
 }
 
-/* ADR-0062 test 1/5: a load, then an independent GEMM, then the load's
+/* lazy-load design test 1/5: a load, then an independent GEMM, then the load's
  * first use. part=none|load|gemm|both; serial=1 waits for the load at once
  * (the blocking model). The GEMM's operands are staged in TCM first (in
  * every part, so the preamble is common) so the GEMM does not share the
@@ -65,7 +65,7 @@ int test_overlap(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
-/* ADR-0062 tests 2-4 and the load_async proposal's 2-4: lazy, async and
+/* lazy-load design tests 2-4 and the load_async proposal's 2-4: lazy, async and
  * blocking loads of two addresses return the right, independent bytes. */
 int test_loads(struct tl *tl, const struct tl_args *args)
 {
@@ -144,7 +144,7 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 	tl_copy_to(tl, o, o_new);
 }
 
-/* ADR-0063 tests 1-4, ADR-0065 tests 6/7 through daemons: a flash-decode
+/* scratch-scope design tests 1-4, flat-composite design tests 6/7 through daemons: a flash-decode
  * sweep over `tiles` K/V tiles of G x TILE scores. opt=2: one composite
  * per tile (softmax_merge prologue + P·V + add); opt=3: separate ops.
  * scoped=0 leaves every tile's scratch allocated. Writes s.npy (all

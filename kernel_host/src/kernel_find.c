@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../kernels/kernels.h"
+#include "../kernels/registry.h"
 
 const struct tl_kernel_info *tl_kernel_builtins(size_t *count)
 {

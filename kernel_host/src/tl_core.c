@@ -1,6 +1,6 @@
 /* tl_core.c — the tl runtime's core: lifecycle, the kernel coroutine,
  * handles, commands and waits, the PE_CPU clock and the scratch arena with
- * its scopes (ADR-0063). */
+ * its scopes (scratch-scope design). */
 #include "tl_private.h"
 
 #include "rt/daemon.h"
@@ -303,9 +303,27 @@ enum rt_err tl_resume_for(struct tl *tl, uint64_t id)
 
 /* Suspends the kernel until command `id` is done, then moves the kernel
  * clock past its completion. */
+/* A slice of the kernel's clock on the host's trace. */
+static void trace_kernel(struct tl *tl, const char *what, struct tl_site at,
+			 uint64_t start_ps, uint64_t end_ps)
+{
+	if (tl->s.port->trace_slice)
+		tl->s.port->trace_slice(tl->s.port_ctx, what, at.file, at.line,
+					start_ps, end_ps);
+}
+
+/* The scratch-in-use counter track, at the kernel's clock. */
+static void trace_scratch(struct tl *tl)
+{
+	if (tl->s.port->trace_counter)
+		tl->s.port->trace_counter(tl->s.port_ctx, "scratch_bytes",
+					  tl->clock_ps, tl->cursor);
+}
+
 void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 {
-	(void)at;
+	uint64_t start_ps = tl->clock_ps;
+
 	if (id == 0)
 		return;
 	while (!tl->cmds[id].done) {
@@ -317,6 +335,8 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 	}
 	if (tl->cmds[id].done_ps > tl->clock_ps)
 		tl->clock_ps = tl->cmds[id].done_ps;
+	if (tl->clock_ps > start_ps) /* the kernel stalled here */
+		trace_kernel(tl, "wait", at, start_ps, tl->clock_ps);
 }
 
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t)
@@ -345,10 +365,15 @@ void tl_charge(struct tl *tl, uint64_t cycles)
 void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 {
 	Kb__Payload msg = KB__PAYLOAD__INIT;
+	uint64_t start_ps = tl->clock_ps;
 	enum rt_err rc;
 
 	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
-					 tl_command_logical_bytes(cmd)));
+					 rt_command_logical_bytes(cmd)));
+	trace_kernel(tl, cmd->body_case == KB__COMMAND__BODY_COMPOSITE ? "dispatch composite"
+			 : cmd->body_case == KB__COMMAND__BODY_DMA     ? "dispatch dma"
+								       : "dispatch copy",
+		     at, start_ps, tl->clock_ps);
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
 	msg.command = cmd;
@@ -448,6 +473,7 @@ static uint64_t scratch_alloc(struct tl *tl, struct tl_site at,
 	tl->cursor += aligned;
 	if (tl->cursor > tl->peak)
 		tl->peak = tl->cursor;
+	trace_scratch(tl);
 	return addr;
 }
 
@@ -532,6 +558,7 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at)
 	tl->n_slots = s.n_slots;
 	tl->cursor = s.cursor;
 	tl->n_saves--;
+	trace_scratch(tl);
 }
 
 /* ------------------------------------------------------------ identity */

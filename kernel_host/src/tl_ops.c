@@ -156,7 +156,7 @@ static void emit_dma(struct tl *tl, struct tl_site at, uint64_t id,
 /* ------------------------------------------------------------ memory */
 
 /* One DMA read of r's shape from hbm_addr into r (TCM); r's consumers
- * wait for it (lazy, ADR-0062 D2). */
+ * wait for it (lazy, lazy-load design D2). */
 static void emit_load(struct tl *tl, struct tl_site at, struct tl_rec *r,
 		      uint64_t hbm_addr)
 {
@@ -371,7 +371,7 @@ uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
 	return id;
 }
 
-/* MATH operands are TCM-only (ADR-0065 D6.7). */
+/* MATH operands are TCM-only (flat-composite design D6.7). */
 static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 				 tl_tensor t, const char *op)
 {
@@ -379,7 +379,7 @@ static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (ADR-0065 D6.7)",
+			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (flat-composite design D6.7)",
 			 op);
 	tl_wait_cmd(tl, at, r->producer);
 	return r;

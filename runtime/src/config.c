@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt/buf.h"
@@ -59,6 +60,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
+	STR("dma.params", dma_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
@@ -66,6 +69,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
+	STR("gemm.params", gemm_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows", 1, 65536,
 	    "systolic array rows (K consumed per pass)"),
 	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols", 1, 65536,
@@ -87,6 +92,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	STR("math.model", math_model, "simd", "name",
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
+	STR("math.params", math_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
 	U32("math.lanes", math_lanes, "64", "elements/cycle", 1, 65536,
 	    "SIMD lanes: elements processed per step"),
 	U64("math.setup_cycles", math_setup_cycles, "8", "cycles", 0, GIGA,
@@ -109,7 +116,7 @@ const struct rt_config_field rt_config_fields[] = {
 	    "rank-to-rank IPCQ bandwidth"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
-	    "PE_CPU cost of dispatching one command, fixed part (ADR-0064)"),
+	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),
 	U64("dispatch.cycles_per_kib", dispatch_cycles_per_kib, "64", "cycles/KiB", 0, MI,
 	    "PE_CPU dispatch cost per KiB of a command's logical bytes"),
 	U64("dispatch.max_composite_logical_bytes", max_composite_logical_bytes, "1024",
@@ -517,10 +524,36 @@ static const char *where(const struct cyaml_capture *c, const char *key,
 	return out;
 }
 
+/* Where each key of the document is: "section" and "section.key" with
+ * the line of the key, in document order (from the libyaml pre-pass), so
+ * errors name the line libyaml saw rather than libcyaml's backtrace. */
+#define KEY_LINES_MAX 256
+struct key_lines {
+	char key[KEY_LINES_MAX][SECTION_NAME_MAX + 64];
+	size_t line[KEY_LINES_MAX];
+	size_t n;
+};
+
+/* " (line N)" for the `nth` (0: first) occurrence of `key`, or "". */
+static const char *key_line(const struct key_lines *kl, const char *key, unsigned nth,
+			    char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (size_t i = 0; kl && i < kl->n; i++)
+		if (!strcmp(kl->key[i], key) && nth-- == 0) {
+			snprintf(out, cap, " (line %zu)", kl->line[i]);
+			break;
+		}
+	return out;
+}
+
 /* Turns libcyaml's message into one line naming the origin and the key. */
 static enum rt_err cyaml_failure(const struct cyaml_capture *c,
-				 const char *origin, cyaml_err_t err)
+				 const char *origin, cyaml_err_t err,
+				 const struct key_lines *kl)
 {
+	char at[32];
+
 	static const char unexpected[] = "Unexpected key: ";
 	static const char twice[] = "Mapping field already seen: ";
 	const char *w = c->what;
@@ -528,21 +561,23 @@ static enum rt_err cyaml_failure(const struct cyaml_capture *c,
 
 	if (!strncmp(w, unexpected, sizeof(unexpected) - 1)) {
 		capture_key(c, w + sizeof(unexpected) - 1, key, sizeof(key));
-		return rt_fail(RT_ECONFIG, "config %s: unknown key '%s'%s",
-			       origin, key, hint(key, tip, sizeof(tip)));
+		return rt_fail(RT_ECONFIG, "config %s: unknown key '%s'%s%s",
+			       origin, key, key_line(kl, key, 0, at, sizeof(at)),
+			       hint(key, tip, sizeof(tip)));
 	}
 	capture_key(c, NULL, key, sizeof(key));
 	if (!strncmp(w, twice, sizeof(twice) - 1))
-		return rt_fail(RT_ECONFIG, "config %s: key '%s' appears twice",
-			       origin, key);
+		return rt_fail(RT_ECONFIG, "config %s: key '%s' appears twice%s",
+			       origin, key, key_line(kl, key, 1, at, sizeof(at)));
 	if (!strncmp(w, "Expecting STRING", 16))
 		return rt_fail(RT_ECONFIG, "config %s: key '%s' expects a "
-			       "single value, got %s", origin, key,
-			       event_noun(w + 16));
+			       "single value, got %s%s", origin, key, event_noun(w + 16),
+			       key_line(kl, key, 0, at, sizeof(at)));
 	if (!strncmp(w, "Expecting MAPPING", 17) && key[0])
 		return rt_fail(RT_ECONFIG, "config %s: key '%s' expects a "
-			       "mapping such as '%s: {key: value}', got %s",
-			       origin, key, key, event_noun(w + 17));
+			       "mapping such as '%s: {key: value}', got %s%s",
+			       origin, key, key, event_noun(w + 17),
+			       key_line(kl, key, 0, at, sizeof(at)));
 	if (!strncmp(w, "Expecting MAPPING", 17))
 		return rt_fail(RT_ECONFIG, "config %s: expected a mapping of "
 			       "sections (machine:, memory:, dma:, ...), got %s",
@@ -557,9 +592,9 @@ static enum rt_err cyaml_failure(const struct cyaml_capture *c,
 /* Parses every present value of the loaded document into `cfg`. */
 static enum rt_err apply_document(struct rt_config *cfg,
 				  const struct cfg_schema *s, char ***doc,
-				  const char *origin)
+				  const char *origin, const struct key_lines *kl)
 {
-	char why[160];
+	char why[160], at[32];
 
 	for (size_t n = 0; n < s->nsec; n++) {
 		for (size_t i = 0; doc[n] && i < s->count[n]; i++) {
@@ -568,8 +603,9 @@ static enum rt_err apply_document(struct rt_config *cfg,
 			if (!doc[n][i] ||
 			    field_assign(cfg, f, doc[n][i], why, sizeof(why)))
 				continue;
-			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s",
-				       origin, f->key, why);
+			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s%s",
+				       origin, f->key, why,
+				       key_line(kl, f->key, 0, at, sizeof(at)));
 		}
 	}
 	return RT_EOK;
@@ -594,14 +630,68 @@ static enum rt_err yaml_failure(const yaml_parser_t *p, const char *origin)
 /* Checks the text is well-formed YAML with at most one document, before
  * libcyaml (which reads only the first document and reports syntax errors
  * with a shortened message) sees it. */
-static enum rt_err yaml_precheck(const char *text, size_t len, const char *origin)
+/* Follows the event stream far enough to know which scalars are keys:
+ * mapping depth, key-or-value per depth, and sequences skipped whole. */
+struct key_walk {
+	unsigned depth;            /* open mappings */
+	unsigned seq;              /* open sequences (their scalars are values) */
+	bool want_key[8];          /* per mapping depth: next scalar is a key */
+	char section[SECTION_NAME_MAX];
+};
+
+static void walk_value_done(struct key_walk *w)
 {
+	if (w->depth && w->depth < 8)
+		w->want_key[w->depth] = true;
+}
+
+static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
+{
+	if (ev->type == YAML_SEQUENCE_START_EVENT) {
+		w->seq++;
+	} else if (ev->type == YAML_SEQUENCE_END_EVENT) {
+		if (w->seq && !--w->seq)
+			walk_value_done(w);
+	} else if (w->seq) {
+		return;
+	} else if (ev->type == YAML_MAPPING_START_EVENT) {
+		w->depth++;
+		if (w->depth < 8)
+			w->want_key[w->depth] = true;
+	} else if (ev->type == YAML_MAPPING_END_EVENT) {
+		if (w->depth)
+			w->depth--;
+		walk_value_done(w);
+	} else if (ev->type == YAML_SCALAR_EVENT && w->depth < 8 && w->want_key[w->depth]) {
+		const char *name = (const char *)ev->data.scalar.value;
+
+		w->want_key[w->depth] = false;
+		if (w->depth == 1)
+			snprintf(w->section, sizeof(w->section), "%s", name);
+		if ((w->depth == 1 || w->depth == 2) && kl->n < KEY_LINES_MAX) {
+			snprintf(kl->key[kl->n], sizeof(kl->key[0]), "%s%s%s",
+				 w->depth == 2 ? w->section : "", w->depth == 2 ? "." : "", name);
+			kl->line[kl->n++] = ev->start_mark.line + 1;
+		}
+	} else if (ev->type == YAML_SCALAR_EVENT || ev->type == YAML_ALIAS_EVENT) {
+		walk_value_done(w);
+	}
+}
+
+/* Checks the text is well-formed YAML with at most one document, before
+ * libcyaml (which reads only the first document and reports syntax errors
+ * with a shortened message) sees it; records where each key is. */
+static enum rt_err yaml_precheck(const char *text, size_t len, const char *origin,
+				 struct key_lines *kl)
+{
+	struct key_walk walk = { 0 };
 	yaml_parser_t p;
 	yaml_event_t ev;
 	enum rt_err err = RT_EOK;
 	unsigned docs = 0;
 	bool done = false;
 
+	kl->n = 0;
 	if (!yaml_parser_initialize(&p))
 		return rt_fail(RT_ENOMEM, "config %s: cannot start the YAML parser", origin);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -615,6 +705,7 @@ static enum rt_err yaml_precheck(const char *text, size_t len, const char *origi
 				      "line %zu; a configuration is one document (merge them, or "
 				      "give several --config files)", origin,
 				      ev.start_mark.line + 1);
+		walk_event(&walk, &ev, kl);
 		done = ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
 	}
@@ -657,29 +748,38 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 		.flags = CYAML_CFG_NO_ALIAS,
 	};
 	struct cfg_schema schema;
+	struct key_lines *kl = malloc(sizeof(*kl));
 	struct rt_config next = *cfg;
 	char ***doc = NULL;
 	cyaml_err_t cerr;
 	enum rt_err err;
 
-	if (!len) /* nothing to overlay; also spares libyaml a NULL buffer */
+	if (!len) { /* nothing to overlay; also spares libyaml a NULL buffer */
+		free(kl);
 		return RT_EOK;
-	err = yaml_precheck(text, len, origin);
+	}
+	if (!kl)
+		return rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
+	err = yaml_precheck(text, len, origin, kl);
 	if (err)
-		return err;
+		goto out_free_lines;
 	schema_build(&schema);
 	cerr = cyaml_load_data((const uint8_t *)text, len, &cc, &schema.root,
 			       (cyaml_data_t **)&doc, NULL);
-	if (cerr != CYAML_OK)
-		return cyaml_failure(&capture, origin, cerr);
+	if (cerr != CYAML_OK) {
+		err = cyaml_failure(&capture, origin, cerr, kl);
+		goto out_free_lines;
+	}
 	if (!doc) /* empty document: nothing to overlay */
-		return RT_EOK;
-	err = apply_document(&next, &schema, doc, origin);
+		goto out_free_lines;
+	err = apply_document(&next, &schema, doc, origin, kl);
 	cyaml_free(&cc, &schema.root, doc, 0);
 	if (!err)
 		err = resolve_paths(&next, cfg, base_dir);
 	if (!err)
 		*cfg = next; /* all or nothing */
+out_free_lines:
+	free(kl);
 	return err;
 }
 

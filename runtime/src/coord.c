@@ -14,6 +14,7 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/trace.h"
 #include "rt/wire.h"
 
 struct peer {
@@ -41,7 +42,7 @@ struct rt_coord {
 	Kb__Sync **round;       /* DONE frames of this round: own the envelopes */
 	size_t n_round;
 	struct rt_buf frame;
-	struct rt_buf counters; /* window counter trace events */
+	struct rt_trace_writer counters; /* window counter trace records */
 	uint64_t last_progress_ms;
 	uint64_t fast_recvs;    /* frames taken without polling */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
@@ -130,7 +131,7 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 		c->own_zctx = true;
 	}
 	rt_buf_init(&c->frame);
-	rt_buf_init(&c->counters);
+	rt_trace_writer_init(&c->counters);
 	c->sock = c->zctx ? zmq_socket(c->zctx, ZMQ_ROUTER) : NULL;
 	if (!c->peers || !c->sock) {
 		rt_coord_destroy(&c);
@@ -207,7 +208,7 @@ void rt_coord_destroy(struct rt_coord **cp)
 	if (c->own_zctx && c->zctx)
 		zmq_ctx_term(c->zctx);
 	rt_buf_release(&c->frame);
-	rt_buf_release(&c->counters);
+	rt_trace_writer_release(&c->counters);
 	free(c);
 	*cp = NULL;
 }
@@ -759,21 +760,25 @@ static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final
 
 static void note_window(struct rt_coord *c, uint64_t k, uint64_t t)
 {
-	if (!c->job->trace_windows)
+	struct rt_trace_rec r = { 0 };
+
+	if (!c->job->trace_windows || c->job->trace_off ||
+	    !rt_trace_wanted(&c->job->trace, 0, t, t))
 		return;
-	rt_buf_printf(&c->counters, "{\"ph\":\"C\",\"name\":\"window\",\"pid\":0,\"tid\":0,\"ts\":");
-	rt_buf_ps_as_us(&c->counters, t);
-	rt_buf_printf(&c->counters, ",\"args\":{\"window\":%llu}},\n", (unsigned long long)k);
+	r.ts_ps = t;
+	r.val = k;
+	r.name = rt_trace_intern(&c->counters, "window");
+	r.cat = r.site = RT_TRACE_NONE;
+	r.kind = RT_TRACE_COUNTER;
+	rt_trace_put(&c->counters, &r); /* out of memory: a counter less */
 }
 
 static enum rt_err write_counters(struct rt_coord *c)
 {
-	char path[RT_PATH_MAX + 64];
+	char dir[RT_PATH_MAX + 16];
 
-	if (!c->counters.len)
-		return RT_EOK;
-	snprintf(path, sizeof(path), "%s/%s/coord.trace", c->job->out_dir, RT_PARTS_DIR);
-	return rt_buf_write_file(&c->counters, path);
+	snprintf(dir, sizeof(dir), "%s/%s", c->job->out_dir, RT_PARTS_DIR);
+	return rt_trace_flush(&c->counters, dir, "coord", true);
 }
 
 static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)

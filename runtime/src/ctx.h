@@ -10,6 +10,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/trace.h"
 #include "rt/wire.h"
 
 struct rt_stat {
@@ -36,9 +37,14 @@ struct rt_ctx {
 	char stat_err_line[320]; /* ... and what was wrong */
 	char *unfinished;        /* what fini said is left undone (owned) */
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
-	struct rt_buf trace;
+	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
+	bool tracing;            /* trace on and this rank wanted */
+	struct {                 /* call site -> trace string id, by address */
+		const char *file;
+		int line;
+		uint16_t id;
+	} sites[64];
 	FILE *oplog_file;
-	FILE *trace_file;
 };
 
 struct rt_daemon {

@@ -1,5 +1,5 @@
 /* plan.c — the pure plan builder: one Command in, a list of stages with
- * dependencies out (ADR-0065 D3 placement, D4 DMA insertion).
+ * dependencies out (flat-composite design D3 placement, D4 DMA insertion).
  *
  * A composite with a GEMM at position g becomes
  *   prologue   ops[0..g-1], a MATH chain, once;
@@ -248,9 +248,9 @@ static int64_t op_axis(const Kb__OpSpec *op)
 	for (size_t i = 0; i < op->n_extras; i++) {
 		const Kb__Extra *e = op->extras[i];
 
-		if (e && strcmp(e->name, "axis") == 0)
-			return e->value_case == KB__EXTRA__VALUE_I
-				       ? e->i : (int64_t)e->f;
+		if (e && strcmp(e->name, "axis") == 0 &&
+		    e->value_case != KB__EXTRA__VALUE__NOT_SET)
+			return rt_isa_extra_int(e);
 	}
 	return -1;
 }
@@ -338,7 +338,7 @@ static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 static enum rt_err check_composite(const struct builder *bd,
 				   const Kb__CompositeCmd *c, int64_t *g)
 {
-	uint64_t bytes = sched_composite_logical_bytes(c);
+	uint64_t bytes = rt_composite_logical_bytes(c);
 	uint64_t cap = bd->cfg->max_composite_logical_bytes;
 	enum rt_err err;
 
@@ -369,7 +369,7 @@ static enum rt_err check_composite(const struct builder *bd,
 		if (*g != NONE)
 			return rt_fail(RT_ECOMPOSITE,
 				       "composite %llu has two GEMM ops (positions "
-				       "%lld and %zu); at most one is allowed (ADR-0065 D6.1)",
+				       "%lld and %zu); at most one is allowed (flat-composite design D6.1)",
 				       (unsigned long long)bd->id,
 				       (long long)*g, i);
 		*g = (int64_t)i;

@@ -1,7 +1,7 @@
 /* test_attention.c — the attention kernels (gqa_decode_opt2/opt3,
  * gqa_prefill, ring_attention) through the real binary: numerics against
- * an fp64 reference computed here from the q/k/v the run wrote, ADR-0065
- * tests 6 and 7, ADR-0063 test 3, input files, determinism across
+ * an fp64 reference computed here from the q/k/v the run wrote, flat-composite design
+ * tests 6 and 7, scratch-scope design test 3, input files, determinism across
  * colocation and the golden latencies (tests/golden/attention_*.txt). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -595,7 +595,7 @@ Test(attention, prefetch_sweep_matches_blocking_and_hides_the_loads, .timeout = 
 
 /* ------------------------------------------------------------ ADRs */
 
-/* ADR-0065 test 6: opt2 and opt3 compute the same final state; o is the
+/* flat-composite design test 6: opt2 and opt3 compute the same final state; o is the
  * final O / l, so equal o within fp tolerance means equal (m, l, O) up to
  * the common normalisation. */
 Test(attention, adr0065_t6_opt2_and_opt3_agree, .timeout = 60)
@@ -610,6 +610,10 @@ Test(attention, adr0065_t6_opt2_and_opt3_agree, .timeout = 60)
 	RUN_OK(d3, "gqa_decode_opt3", "--mode", "data", "--pes", "2", SMALL, "seq_kv=128");
 	load3(d2, "o.npy", &o2);
 	load3(d3, "o.npy", &o3);
+	cr_assert(o2.n0 == o3.n0 && o2.n1 == o3.n1 && o2.n2 == o3.n2,
+		  "opt2 o is %llux%llux%llu, opt3 o %llux%llux%llu", (unsigned long long)o2.n0,
+		  (unsigned long long)o2.n1, (unsigned long long)o2.n2, (unsigned long long)o3.n0,
+		  (unsigned long long)o3.n1, (unsigned long long)o3.n2);
 	for (uint64_t i = 0; i < o2.n0 * o2.n1 * o2.n2; i++)
 		diff = fmax(diff, fabs(o2.v[i] - o3.v[i]));
 	cr_assert_leq(diff, 2e-3, "opt2 and opt3 differ by %g", diff);
@@ -619,7 +623,7 @@ Test(attention, adr0065_t6_opt2_and_opt3_agree, .timeout = 60)
 	free(o3.v);
 }
 
-/* ADR-0065 test 7: per-tile PE_CPU dispatch cycles of opt3 > 2 x opt2. */
+/* flat-composite design test 7: per-tile PE_CPU dispatch cycles of opt3 > 2 x opt2. */
 Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60)
 {
 	char d2[256], d3[256];
@@ -639,7 +643,7 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	cr_assert_gt(c3, 2 * c2, "opt3 %.1f vs opt2 %.1f cycles per tile", c3, c2);
 }
 
-/* ADR-0063 test 3 on a real kernel: a decode sweep whose per-tile scratch
+/* scratch-scope design test 3 on a real kernel: a decode sweep whose per-tile scratch
  * overflows 1 MiB without scopes completes with them, with a peak that
  * does not grow with the context. */
 Test(attention, adr0063_t3_long_decode_needs_scopes_and_peak_is_bounded, .timeout = 120)

@@ -218,6 +218,49 @@ Test(files_alloc, timing_mode_allocates_no_tensor_data, .timeout = 120)
 		  "a timing run's process grew past 160 MiB: it built tensors it never moves");
 }
 
+/* Sanitized builds (ASan reserves terabytes of shadow memory, so a data
+ * limit cannot apply to them) fail large allocations through ASan's own
+ * option instead; plain builds through RLIMIT_DATA. */
+extern void __asan_init(void) __attribute__((weak));
+
+/* A kernel whose input allocation fails ends the run with one line; it
+ * used to return early and write all-zero a.npy/c.npy with exit 0. */
+Test(files_alloc, failed_allocation_is_an_error_not_zeros, .timeout = 120)
+{
+	char dir[256];
+	int p[2];
+	pid_t pid;
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "nomem");
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		/* A is 6144 x 8192: 192 MiB of floats while generated, 96 MiB
+		 * as f16 (a.npy's buffer: 128 MiB), so only the generation fails */
+		struct rlimit lim = { 168u << 20, 168u << 20 };
+
+		close(p[0]);
+		if (&__asan_init)
+			setenv("ASAN_OPTIONS", "allocator_may_return_null=1:max_allocation_size_mb=160",
+			       1);
+		else
+			setrlimit(RLIMIT_DATA, &lim);
+		kb_run(&r, "run", "gemm", "--pes", "1", "--mode", "data", "--quiet", "--out", dir,
+		       "--arg", "m=6144", "--arg", "k=8192", "--arg", "n=8", NULL);
+		if (write(p[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
+			_exit(3);
+		_exit(0);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &r, sizeof(r)), (ssize_t)sizeof(r), "the run did not report");
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "out of memory"), "%s", r.err);
+	cr_expect(!exists(dir, "c.npy") && !exists(dir, "a.npy"), "zeros written as results");
+}
+
 /* ------------------------------------------------------------ item 5 */
 
 Test(files_numbers, nonfinite_inputs_and_outputs_are_counted_and_warned, .timeout = 90)
@@ -317,6 +360,25 @@ Test(files_outputs, files_kernbench_did_not_write_are_kept, .timeout = 60)
 	cr_assert_eq(r.status, 1, "%s", r.err);
 	cr_expect(!exists(dir, "summary.json"), "the failed run left the previous summary");
 	cr_expect(exists(dir, "notes.txt"), "a file kernbench did not write was deleted");
+}
+
+/* kernbench's own bookkeeping names, planted as FIFOs, must not hang a run. */
+Test(files_outputs, planted_fifos_do_not_block_the_folder_setup, .timeout = 60)
+{
+	char dir[256], path[300];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "fifos");
+	snprintf(path, sizeof(path), "%s/.kernbench-results", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	snprintf(path, sizeof(path), "%s/.kernbench.lock", dir);
+	unlink(path);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 1, "%s", r.err);
+	cr_expect(strstr(r.err, "not a regular file"), "%s", r.err);
 }
 
 /* ------------------------------------------------------------ item 7 */

@@ -1,7 +1,7 @@
 /* test_tl_kernels.c — the tl kernel API through real daemons: spawns the
  * kernbench binary (KB_BIN) on the built-in and test_* kernels and checks
- * the seed requirements (ADR-0062, the load_async proposal, ADR-0063,
- * ADR-0065) and the numerics against fp64 references computed here. */
+ * the seed requirements (lazy-load design, the load_async proposal, scratch-scope design,
+ * flat-composite design) and the numerics against fp64 references computed here. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -92,7 +92,7 @@ static double max_abs_diff(const double *a, const double *b, size_t n)
 	return m;
 }
 
-/* ---------------------------------------------------------- ADR-0062 */
+/* ---------------------------------------------------------- lazy-load design */
 
 Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
      .timeout = 120)
@@ -179,7 +179,7 @@ Test(tl_integ, load_into_orders_hazards_and_hbm_write_waits_for_a_lazy_load,
 	free(x0), free(x1), free(xn), free(y0), free(y1), free(y2);
 }
 
-/* ---------------------------------------------------------- ADR-0063/65 */
+/* ---------------------------------------------------------- scratch-scope / flat-composite designs */
 
 /* fp64 reference of the flash sweep: O = softmax(S) V unnormalised by the
  * running max, compared as O / l. */
@@ -238,7 +238,7 @@ Test(tl_integ, adr0065_t6_opt2_composite_sweep_matches_fp64, .timeout = 120)
 	check_flash("kbt_flash_2", 1e-2);
 }
 
-/* ADR-0065 test 6 on the running state itself: the same scores and V
+/* flat-composite design test 6 on the running state itself: the same scores and V
  * folded by opt2 (composite + softmax_merge) and by opt3 (separate ops)
  * end in the same (m, l, O). */
 Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)

@@ -193,7 +193,7 @@ static const Kb__CompositeCmd *last_composite(const struct run *r)
 #define TILE 64
 #define D 128
 
-/* decode opt2 #2: softmax_merge prologue + P·V + add (ADR-0065 test 2) */
+/* decode opt2 #2: softmax_merge prologue + P·V + add (flat-composite design test 2) */
 static tl_tensor g_m, g_l, g_o;
 
 static void opt2_tile(struct tl *tl, tl_tensor s, tl_tensor v)
@@ -247,7 +247,7 @@ Test(tl_recipe, adr0065_t2_softmax_merge_lowers_to_10_ops_rw_m_l_O, .timeout = 1
 	/* P has the shape of s */
 	cr_expect_eq(c->ops[3]->out->shape[0], G);
 	cr_expect_eq(c->ops[3]->out->shape[1], TILE);
-	cr_expect_lt(tl_command_logical_bytes(r->fake.sent[r->fake.n - 1]->command), 1024);
+	cr_expect_lt(rt_command_logical_bytes(r->fake.sent[r->fake.n - 1]->command), 1024);
 	run_release(r);
 	free(r);
 }
@@ -870,7 +870,7 @@ Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
 	cr_assert_eq(c->n_ops, 1);
 	cr_assert_str_eq(c->ops[0]->kind, "fill");
 	cr_assert_eq(c->ops[0]->n_operands, 0);
-	cr_assert_eq(sched_command_logical_bytes(r->fake.sent[0]->command), 20);
+	cr_assert_eq(rt_command_logical_bytes(r->fake.sent[0]->command), 20);
 	cr_assert_eq(r->tot.dispatch_cycles,
 		     2 * rt_dispatch_cycles(&r->cfg, 20) +
 		     2 * rt_dispatch_cycles(&r->cfg, RT_ISA_MOVE_LOGICAL_BYTES));

@@ -36,6 +36,7 @@ struct rt_config {
 
 	/* PE_GEMM */
 	char gemm_model[RT_MODEL_NAME_MAX]; /* "systolic", "roofline" or path.so */
+	char gemm_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 	uint32_t gemm_array_rows;      /* systolic array rows (K per pass) */
 	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
 	uint64_t gemm_setup_cycles;
@@ -48,6 +49,7 @@ struct rt_config {
 
 	/* PE_MATH */
 	char math_model[RT_MODEL_NAME_MAX]; /* "simd" or path.so */
+	char math_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 	uint32_t math_lanes;           /* elements per cycle */
 	uint64_t math_setup_cycles;
 	uint64_t math_cycles_per_elem; /* simple ops (add, mul, max, copy) */
@@ -55,6 +57,7 @@ struct rt_config {
 	uint64_t math_reduce_cycles_per_elem;
 
 	char dma_model[RT_MODEL_NAME_MAX]; /* "linear" or path.so */
+	char dma_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 
 	/* links (doorbell latencies), at least one cycle each */
 	uint64_t link_host_sched_cycles;
@@ -62,7 +65,7 @@ struct rt_config {
 	uint64_t link_ipcq_cycles;         /* rank-to-rank latency */
 	uint64_t ipcq_bytes_per_cycle;     /* rank-to-rank bandwidth */
 
-	/* dispatch cost (ADR-0064 rev. 2): FIXED + R * logical_bytes cycles */
+	/* dispatch cost (dispatch-cost design): FIXED + R * logical_bytes cycles */
 	uint64_t dispatch_fixed_cycles;
 	uint64_t dispatch_cycles_per_kib;  /* R * 1024 (0.0625 c/B -> 64) */
 	uint64_t max_composite_logical_bytes;

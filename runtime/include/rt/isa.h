@@ -4,7 +4,7 @@
  * The kernel host validates against it at emit time (so a bad op is an
  * error at the kernel's file:line), the scheduler plans from it, the engines
  * check and time stages from it, and rt_dispatch_cycles is the one place
- * the PE_CPU dispatch cost (ADR-0064 rev. 2) is computed.
+ * the PE_CPU dispatch cost (dispatch-cost design) is computed.
  *
  * Adding a MATH op is one X() line below (plus its arithmetic in
  * engines/src/math/kernel.c when it is not one of the shape families the
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernbench.pb-c.h"
 #include "rt/config.h"
 #include "rt/err.h"
 
@@ -107,13 +108,17 @@ enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,
 			     const uint32_t *rows, const uint32_t *cols,
 			     int64_t axis, uint32_t *out_rows,
 			     uint32_t *out_cols);
+/* The integer value of a set extra (an f extra truncated toward zero;
+ * beyond int64 or NaN saturates to INT64_MAX / INT64_MIN, so a garbage
+ * float from the wire reads as an out-of-range value, never as UB). */
+int64_t rt_isa_extra_int(const Kb__Extra *e);
 /* Whether a reduction along `axis` reduces over rows (axis 0: each output
  * element is a column's reduction) rather than over columns (-1 or 1). */
 bool rt_isa_reduces_rows(int64_t axis);
 
 /* ------------------------------------------------------------ dispatch
  *
- * Logical bytes (ADR-0064 rev. 2 D2, as built here):
+ * Logical bytes (dispatch-cost design D2, as built here):
  *   op       = 4 (kind + scope) + 12 per tensor (each operand and the out:
  *              8-byte address + 4-byte size) + 4 per extra
  *   composite = sum over its ops + 12 per rw_handle
@@ -130,6 +135,12 @@ bool rt_isa_reduces_rows(int64_t axis);
 uint64_t rt_isa_logical_bytes(uint64_t tensors, uint64_t extras);
 /* Logical bytes of `op` as the kernel host emits it (arity + out). */
 uint64_t rt_isa_op_logical_bytes(const struct rt_isa_op *op);
+/* The same rule on the wire forms: one OpSpec (its operands, out and
+ * extras as they are), a composite (its ops + its rw_handles), any command
+ * (0 for one with no body). */
+uint64_t rt_opspec_logical_bytes(const Kb__OpSpec *op);
+uint64_t rt_composite_logical_bytes(const Kb__CompositeCmd *c);
+uint64_t rt_command_logical_bytes(const Kb__Command *c);
 /* The PE_CPU cycles to dispatch a command of `logical_bytes`: the one
  * place this formula lives. */
 uint64_t rt_dispatch_cycles(const struct rt_config *cfg,

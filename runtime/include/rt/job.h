@@ -14,6 +14,7 @@
 #include "rt/config.h"
 #include "rt/err.h"
 #include "rt/topology.h"
+#include "rt/trace.h"
 
 #define RT_MAX_ARGS 64
 #define RT_PATH_MAX 1024
@@ -42,6 +43,7 @@ struct rt_job {
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
+	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
 	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
