@@ -266,7 +266,7 @@ static void exit_guard(void)
 
 	if (!l)
 		return;
-	for (uint32_t i = 0; i < l->n_threads; i++)
+	for (uint32_t i = 0; l->threads && i < l->topo.n_daemons; i++)
 		if (pthread_equal(l->threads[i], pthread_self())) {
 			snprintf(name, sizeof(name), "daemon %s %s (inproc thread)",
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
@@ -288,7 +288,8 @@ static void crash_guard(int sig)
 	bool named = false;
 
 	put_text("kernbench: error: ");
-	for (uint32_t i = 0; l && i < l->n_threads && !named; i++)
+	/* not n_threads: a thread may crash before pthread_create returns */
+	for (uint32_t i = 0; l && l->threads && i < l->topo.n_daemons && !named; i++)
 		if (pthread_equal(l->threads[i], pthread_self())) {
 			put_text("daemon ");
 			put_text(l->topo.daemons[i].name);
