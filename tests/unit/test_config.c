@@ -556,7 +556,7 @@ Test(config_parse, one_decimal_parser_for_every_number, .timeout = 10)
 
 Test(config_load, devices_and_writerless_fifos_are_refused, .timeout = 10)
 {
-	char fifo[] = "/tmp/kb_test_cfgfifo_XXXXXX";
+	char fifo[64] = "/tmp/kb_test_cfgfifo_XXXXXX"; /* room for "/c.yaml" */
 	struct rt_config cfg;
 
 	rt_config_defaults(&cfg);

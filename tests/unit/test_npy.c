@@ -275,7 +275,7 @@ Test(npy, read_error_names_the_file, .timeout = 10)
  * runs out or forever. */
 Test(npy, devices_and_fifos_are_refused, .timeout = 10)
 {
-	char fifo[] = "/tmp/kb_test_npy_fifo_XXXXXX";
+	char fifo[64] = "/tmp/kb_test_npy_fifo_XXXXXX"; /* room for "/k.npy" */
 	struct rt_npy n;
 
 	cr_assert_eq(rt_npy_read("/dev/zero", &n), RT_EIO);
