@@ -115,7 +115,6 @@ static void check_line(struct facts *f, struct track *tr, size_t *n_tr, struct f
 	uint64_t ts, dur;
 	char ph;
 
-	/* strncmp stops at a shorter line's NUL: line[7] exists only after */
 	if (strncmp(line, "{\"ph\":\"", 7) || (ph = line[7]) == 'M')
 		return;
 	cr_assert(u_field(line, "\"pid\":", &pid) && u_field(line, "\"tid\":", &tid) &&
