@@ -6,7 +6,11 @@
  *      communication, 1 - ipcq_wait_ps / ipcq_transfer_ps, for R = 2, 4, 8;
  *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
- *      --colocate pe and --colocate all.
+ *      --colocate pe and --colocate all;
+ *   5. issue 12, side by side: decode at 8K and 8K+1 keys, the prefetch
+ *      sweep against the blocking one, paged decode 8 x 8K, the zigzag
+ *      causal ring against the contiguous one, pass=q tree merge against
+ *      the chain and against pass=kv for decode at R = 2, 4, 8, 16.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,16 +19,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OUT "/tmp/kb-attention-bench"
+/* The output directory: one per bench process, so benches run side by
+ * side (other worktrees, other users) never share it. */
+static const char *out_dir(void)
+{
+	static char dir[64];
 
-/* Runs `KB_BIN run ARGS --out OUT --quiet`; false on failure. */
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/tmp/kb-attention-bench-%ld", (long)getpid());
+	return dir;
+}
+
+/* Runs `KB_BIN run ARGS --out DIR --quiet`; false on failure. */
 static bool run(const char *args)
 {
 	const char *bin = getenv("KB_BIN");
 	char cmd[2048];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", OUT,
-		 bin ? bin : "build/bin/kernbench", args, OUT);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", out_dir(),
+		 bin ? bin : "build/bin/kernbench", args, out_dir());
 	if (system(cmd) != 0) {
 		fprintf(stderr, "attention_bench: failed: %s\n", cmd);
 		return false;
@@ -32,14 +45,16 @@ static bool run(const char *args)
 	return true;
 }
 
-/* The first "key": number in OUT/summary.json (top level, then totals). */
+/* The first "key": number in DIR/summary.json (top level, then totals). */
 static double field(const char *key)
 {
-	char pat[128], buf[1 << 16];
-	FILE *f = fopen(OUT "/summary.json", "r");
+	char pat[128], buf[1 << 16], path[128];
+	FILE *f;
 	size_t n;
 	const char *p;
 
+	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -139,11 +154,64 @@ static void long_context(void)
 	}
 }
 
+/* One run's latency (us), or -1 when it failed. */
+static double latency_us(const char *args)
+{
+	return run(args) ? field("latency_ps") / 1e6 : -1;
+}
+
+static void pair(const char *what, const char *a, const char *b)
+{
+	double la = latency_us(a), ua = field("bound_util");
+	double lb = latency_us(b), ub = field("bound_util");
+
+	printf("  %-38s %10.2f %10.2f %7.3f   bound_util %.4f / %.4f\n", what, la, lb,
+	       la > 0 ? lb / la : -1, ua, ub);
+}
+
+static void real_shapes(void)
+{
+	static const unsigned ranks[4] = { 2, 4, 8, 16 };
+	char a[512], b[512], c[512];
+
+	printf("issue 12 (timing, --colocate all)       latency_us: first   second  ratio\n");
+	pair("decode opt2 8K / 8K+1 (Llama, 8 PEs)",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8193");
+	pair("decode 8K blocking / prefetch",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192 --arg prefetch=0",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192");
+	pair("decode 8K streamed V / V loaded ahead",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192 --arg vstream=1",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192");
+	pair("paged 8 x 8K, page 128 / one 64K sequence",
+	     "gqa_decode_paged --colocate all --arg batch=8 --arg lens=8192 --arg page=128",
+	     "gqa_decode_paged --colocate all --arg batch=1 --arg lens=65536 --arg page=128");
+	pair("ring R=8 causal contiguous / zigzag",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv --arg layout=zigzag");
+	printf("  decode over R ranks (heads 8/1, 1024 keys per rank): pass=kv, pass=q chain, pass=q tree (us)\n");
+	for (int i = 0; i < 4; i++) {
+		snprintf(a, sizeof(a), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=kv --arg seq_q=1",
+			 ranks[i]);
+		snprintf(b, sizeof(b), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q --arg merge=chain",
+			 ranks[i]);
+		snprintf(c, sizeof(c), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q",
+			 ranks[i]);
+		printf("  R=%-3u %10.2f %10.2f %10.2f\n", ranks[i], latency_us(a), latency_us(b),
+		       latency_us(c));
+	}
+}
+
 int main(void)
 {
+	char cmd_rm[128];
+
 	decode_utilisation();
 	ring_hidden();
 	long_context();
 	wall_times();
-	return 0;
+	real_shapes();
+	snprintf(cmd_rm, sizeof(cmd_rm), "rm -rf %s", out_dir());
+	return system(cmd_rm) == 0 ? 0 : 1;
 }
