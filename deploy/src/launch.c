@@ -49,6 +49,7 @@ struct launch {
 	pthread_t *threads;       /* inproc daemons */
 	struct rt_daemon_opts *thread_opts;
 	bool *thread_ended;       /* set by each thread as it returns */
+	char (*thread_errors)[256]; /* why a thread returned early, if it said */
 	uint32_t n_threads;
 	char ipc_dir[64];
 	char endpoint[512];
@@ -248,7 +249,8 @@ static void *daemon_thread(void *arg)
 	uint32_t i = ((struct thread_arg *)arg)->index;
 
 	free(arg);
-	rt_daemon_run(&l->thread_opts[i]);
+	if (rt_daemon_run(&l->thread_opts[i]))
+		snprintf(l->thread_errors[i], sizeof(l->thread_errors[i]), "%s", rt_last_error());
 	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
 	kill(getpid(), SIGCHLD);
 	return NULL;
@@ -325,7 +327,8 @@ static enum rt_err spawn_threads(struct launch *l)
 	l->threads = calloc(n, sizeof(*l->threads));
 	l->thread_opts = calloc(n, sizeof(*l->thread_opts));
 	l->thread_ended = calloc(n, sizeof(*l->thread_ended));
-	if (!l->threads || !l->thread_opts || !l->thread_ended)
+	l->thread_errors = calloc(n, sizeof(*l->thread_errors));
+	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors)
 		return rt_fail(RT_ENOMEM, "cannot allocate %u daemon threads", n);
 	if (!guarded && atexit(exit_guard) == 0)
 		guarded = true;
@@ -472,7 +475,8 @@ static enum rt_err reap(struct launch *l)
 		if (__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE) &&
 		    !rt_coord_released(l->coord, i))
 			err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of "
-				      "the run", l->topo.daemons[i].name, l->topo.daemons[i].label);
+				      "the run%s%s", l->topo.daemons[i].name, l->topo.daemons[i].label,
+				      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
 	return err;
 }
 
@@ -608,6 +612,7 @@ static void teardown(struct launch *l, bool failed)
 	free(l->threads);
 	free(l->thread_opts);
 	free(l->thread_ended);
+	free(l->thread_errors);
 	free(l->child_argv);
 	free(l->child_envp);
 	free(l->token_vars);
@@ -765,6 +770,9 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		err = make_endpoint(l);
 	if (!err) {
 		l->zctx = zmq_ctx_new();
+		/* inproc daemons are sockets of this context: lift the 1023 default */
+		if (l->zctx && l->topo.n_daemons + 64 > 1023)
+			zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64);
 		err = rt_coord_new(l->job, &l->topo, l->zctx, l->endpoint, &l->coord);
 	}
 	if (!err)
