@@ -69,11 +69,47 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
 	return err;
 }
 
+/* One memory component per rank (unless hbm.model is ideal), after every
+ * PE so PE ids keep their formula. The request travels during the DMA
+ * channel's setup (DMA -> hbm latency = dma.setup_cycles) and the answer
+ * during the HBM access latency (hbm -> DMA = hbm.latency_cycles), at least
+ * one cycle each: the links carry exactly the time the hardware spends, and
+ * their length is the lookahead when the memory runs in its own daemon. */
+static enum rt_err add_rank_memory(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	uint64_t req = (cfg->dma_setup_cycles ? cfg->dma_setup_cycles : 1) * cycle;
+	uint64_t ans = (cfg->hbm_latency_cycles ? cfg->hbm_latency_cycles : 1) * cycle;
+	enum rt_err err = RT_EOK;
+
+	if (eng_hbm_ideal(cfg))
+		return RT_EOK;
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++) {
+		char name[RT_NAME_MAX];
+		uint32_t id;
+
+		snprintf(name, sizeof(name), "r%u.hbm", r);
+		err = rt_topology_add(topo, name, &eng_hbm_ops, r, PE_RANK_LEVEL, &id);
+	}
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
+		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
+			uint32_t dma = pe_component_id(cfg->pes, r, p, PE_DMA);
+			uint32_t hbm = pe_hbm_component_id(cfg->ranks, cfg->pes, r);
+
+			err = rt_topology_link(topo, dma, hbm, req);
+			if (!err)
+				err = rt_topology_link(topo, hbm, dma, ans);
+		}
+	return err;
+}
+
 enum rt_err kb_pe_build(const struct rt_job *job, struct rt_topology *topo)
 {
 	const struct rt_config *cfg = &job->config;
 	enum rt_err err = add_components(cfg, topo);
 
+	if (!err)
+		err = add_rank_memory(cfg, topo);
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
 		for (uint32_t p = 0; !err && p < cfg->pes; p++)
 			err = link_pe(cfg, topo, r, p);

@@ -39,7 +39,8 @@ struct pe_metrics {
 	uint64_t busiest_ps;
 	const char *busiest;
 	double bound_util;
-	double hbm_bw_util;
+	double hbm_bw_util;        /* busiest rank's HBM bytes / (hbm peak x latency) */
+	double dma_read_util;      /* busiest PE's read channel busy (union) / latency */
 	uint64_t hbm_read_bytes;
 	double busy[4];            /* busiest instance of each engine / latency */
 	uint64_t tiles;            /* reported by attention kernels */
@@ -96,11 +97,18 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		}
 	}
 	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
-	/* achieved HBM read bandwidth of the busiest PE over its read channel's
-	 * peak (each PE streams through its own channel) */
-	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "dma"), "dma_read_bytes");
+	/* HBM bytes (reads and writes) of the busiest rank over the rank's
+	 * peak for the whole latency. The rank memory component counts them;
+	 * with hbm.model = ideal there is none, and every rank moves the same
+	 * DMA bytes in the PE workloads, so the mean rank stands in. */
+	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
+	if (!kb_agg_kind(agg, "hbm")->n)
+		m->hbm_read_bytes = (kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_bytes") +
+				     kb_stat_get(kb_agg_kind(agg, "dma"), "dma_write_bytes")) /
+				    (cfg->ranks ? cfg->ranks : 1);
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
-			 ((double)cfg->dma_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
+			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
+	m->dma_read_util = m->busy[0];
 	kernel_metrics(agg, m);
 }
 
@@ -121,9 +129,10 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 		      (unsigned long long)agg->digest);
 	if (m->present) {
 		rt_buf_printf(b, "  \"latency_ps\": %llu,\n  \"bound_engine\": \"%s\",\n"
-			      "  \"bound_util\": %.4f,\n  \"hbm_bw_util\": %.4f,\n",
+			      "  \"bound_util\": %.4f,\n  \"hbm_bw_util\": %.4f,\n"
+			      "  \"dma_read_util\": %.4f,\n",
 			      (unsigned long long)m->latency_ps, m->busiest ? m->busiest : "none",
-			      m->bound_util, m->hbm_bw_util);
+			      m->bound_util, m->hbm_bw_util, m->dma_read_util);
 		rt_buf_printf(b, "  \"busy_util\": {");
 		for (int i = 0; i < 4; i++)
 			rt_buf_printf(b, "%s\"%s\": %.4f", i ? ", " : "", engine_names[i], m->busy[i]);

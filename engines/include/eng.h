@@ -210,6 +210,55 @@ enum rt_err eng_model_latency(const struct eng_model *m,
 enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
 			      const struct eng_memory *mem);
 
+/* ---------------------------------------------------------------- HBM */
+
+/* The memory system of one rank (engines/src/hbm, docs/adr): the rank's DMA
+ * channels share its HBM bandwidth. A DMA channel that starts a transfer
+ * asks the rank's "hbm" component, which calls its model in the total event
+ * order (so arbitration does not depend on process grouping) and answers
+ * with the completion time. hbm.model = "ideal" has no component at all:
+ * every channel streams at dma.bytes_per_cycle, as before the memory model.
+ *
+ * Built-in model "shared" (integer ps throughout):
+ *   the transfer's bytes [addr, addr + bytes) fall on channel
+ *   (block / 1) % hbm.channels for block = byte / hbm.interleave_bytes;
+ *   each channel serves its bytes first come first served at
+ *   hbm.bytes_per_cycle / hbm.channels:
+ *     start_c = max(issue, free_c); free_c = start_c + ceil(n_c * C * cycle_ps / B)
+ *   data_end = max over channels of free_c. The component completes the
+ *   transfer at max(data_end, wire_end) + hbm.latency_cycles, where
+ *   wire_end is when the DMA channel alone would have moved it. */
+#define ENG_HBM_ABI 1u
+
+struct eng_hbm_access {
+	uint64_t addr;     /* first HBM byte */
+	uint64_t bytes;
+	uint64_t issue_ps; /* the first byte may move */
+};
+
+struct eng_hbm_ops {
+	uint32_t abi;      /* ENG_HBM_ABI */
+	const char *name;  /* "shared", ... */
+	size_t state_size; /* zeroed block for init/access/fini */
+	enum rt_err (*init)(void *state, const struct rt_config *cfg);
+	/* Called once per transfer in the total event order; sets when its
+	 * last byte leaves the HBM (latency not included). */
+	enum rt_err (*access)(void *state, const struct eng_hbm_access *a,
+			      uint64_t *data_end_ps);
+	void (*fini)(void *state); /* may be NULL */
+};
+
+/* The symbol an HBM plug-in exports. */
+#define ENG_HBM_PLUGIN_SYMBOL "kb_hbm_model"
+
+extern const struct eng_hbm_ops eng_hbm_shared_model;
+
+/* True when cfg asks for no memory model (hbm.model = "ideal"). */
+bool eng_hbm_ideal(const struct rt_config *cfg);
+
+/* The rank's memory component ("hbm", one per rank). */
+extern const struct rt_component_ops eng_hbm_ops;
+
 /* ---------------------------------------------------------------- components */
 
 /* Engine components ("dma", "gemm", "math"): the model comes from config

@@ -25,6 +25,17 @@ static inline uint32_t pe_component_id(uint32_t pes, uint32_t rank,
 	return (rank * pes + pe) * PE_UNITS + (uint32_t)unit;
 }
 
+/* The rank-level components come after every PE's: one "hbm" (the rank's
+ * memory system and its outgoing ring links) per rank. Their `pe` in the
+ * topology is PE_RANK_LEVEL. */
+#define PE_RANK_LEVEL UINT32_MAX
+
+static inline uint32_t pe_hbm_component_id(uint32_t ranks, uint32_t pes,
+					   uint32_t rank)
+{
+	return ranks * pes * PE_UNITS + rank;
+}
+
 /* IPCQ ring directions. */
 enum pe_dir { PE_DIR_LEFT = 0, PE_DIR_RIGHT = 1 };
 
