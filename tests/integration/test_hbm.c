@@ -1,0 +1,112 @@
+/* test_hbm.c — the rank's shared memory through real daemons, checked
+ * against independent formulas (issue 8), not goldens:
+ *   - a bandwidth probe: aggregate read bandwidth = min(P x dma.bytes_per_cycle,
+ *     hbm.bytes_per_cycle) — it grows with the PE count, then saturates at
+ *     the HBM peak (within 2%), where hbm_bw_util reads 0.8..1.0;
+ *   - constant work per PE: latency = max(one PE's latency, the HBM bound
+ *     P x bytes per PE / hbm.bytes_per_cycle);
+ *   - hbm.model=ideal keeps every PE at its own channel's rate. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define LOADS 16
+#define TILE_BYTES (2u * 128u * 128u) /* one 128 x 128 f16 read */
+
+struct probe {
+	double latency_cycles; /* cycle = 1000 ps at the default clock */
+	double read_bytes;
+	double hbm_bw_util;
+};
+
+/* Runs the probe on P PEs of one rank with the given HBM settings. */
+static struct probe run_probe(unsigned pes, const char *model, unsigned hbm_bpc,
+			      unsigned channels, unsigned interleave)
+{
+	char out[256], so[512], p[16], m[64], b[64], c[64], il[64], field[64];
+	struct kb_result res;
+	struct probe pr;
+	char *json;
+
+	kb_tmpdir(out, sizeof(out), "hbm");
+	snprintf(so, sizeof(so), "%s/hbm_probe.so:hbm_probe", getenv("KB_PLUGINS"));
+	snprintf(p, sizeof(p), "%u", pes);
+	snprintf(m, sizeof(m), "hbm.model=%s", model);
+	snprintf(b, sizeof(b), "hbm.bytes_per_cycle=%u", hbm_bpc);
+	snprintf(c, sizeof(c), "hbm.channels=%u", channels);
+	snprintf(il, sizeof(il), "hbm.interleave_bytes=%u", interleave);
+	kb_run(&res, "run", so, "--pes", p, "--colocate", "rank", "--arg", "loads=16",
+	       "--set", m, "--set", b, "--set", c, "--set", il, "--out", out, "--quiet",
+	       NULL);
+	cr_assert_eq(res.status, 0, "probe on %u PEs failed: %s", pes, res.err);
+	pr.latency_cycles = (double)kb_summary_u64(out, "latency_ps") / 1000.0;
+	snprintf(so, sizeof(so), "%s/summary.json", out);
+	json = kb_slurp(so, NULL);
+	cr_assert(json);
+	pr.read_bytes = (double)kb_json_u64(json, "dma_read_bytes");
+	cr_assert(kb_json_field(json, "hbm_bw_util", field, sizeof(field)));
+	pr.hbm_bw_util = strtod(field, NULL);
+	free(json);
+	cr_assert_eq(pr.read_bytes, (double)pes * LOADS * TILE_BYTES);
+	return pr;
+}
+
+static double within(double got, double want)
+{
+	return got > want ? (got - want) / want : (want - got) / want;
+}
+
+/* dma.bytes_per_cycle is 64: saturation at P = hbm / 64. */
+static void bandwidth_sweep(unsigned hbm_bpc, unsigned channels, unsigned interleave)
+{
+	static const unsigned pes[] = { 1, 2, 3, 6, 12 };
+	double prev = 0, one = 0;
+
+	for (size_t i = 0; i < sizeof(pes) / sizeof(pes[0]); i++) {
+		struct probe pr = run_probe(pes[i], "shared", hbm_bpc, channels, interleave);
+		double bw = pr.read_bytes / pr.latency_cycles;
+		double peak = pes[i] * 64.0 < hbm_bpc ? pes[i] * 64.0 : hbm_bpc;
+		double hbm_bound = pes[i] * (double)LOADS * TILE_BYTES / hbm_bpc;
+
+		if (i == 0)
+			one = pr.latency_cycles;
+		cr_expect(bw >= prev * 0.999, "bandwidth fell from %.1f to %.1f at %u PEs", prev, bw,
+			  pes[i]);
+		prev = bw;
+		/* per-PE bound (setup, latency, dispatch included) vs HBM bound */
+		cr_expect(within(pr.latency_cycles, one > hbm_bound ? one : hbm_bound) < 0.03,
+			  "%u PEs: latency %.0f cycles, max(per-PE %.0f, HBM %.0f)", pes[i],
+			  pr.latency_cycles, one, hbm_bound);
+		cr_expect(within(bw, peak) < 0.05, "%u PEs: %.1f B/cycle, expected about %.1f",
+			  pes[i], bw, peak);
+		if (pes[i] * 64.0 >= 2.0 * hbm_bpc) {
+			cr_expect(within(bw, hbm_bpc) < 0.02,
+				  "%u PEs: %.1f B/cycle does not saturate at hbm.bytes_per_cycle %u",
+				  pes[i], bw, hbm_bpc);
+			cr_expect(pr.hbm_bw_util >= 0.8 && pr.hbm_bw_util <= 1.0,
+				  "%u PEs: hbm_bw_util %.4f outside 0.8..1.0", pes[i], pr.hbm_bw_util);
+		}
+	}
+}
+
+Test(hbm, read_bandwidth_saturates_at_the_rank_peak, .timeout = 120)
+{
+	bandwidth_sweep(160, 8, 512);
+}
+
+Test(hbm, saturation_holds_for_other_channel_counts, .timeout = 120)
+{
+	bandwidth_sweep(250, 48, 256);
+}
+
+/* The ideal model has no shared limit: 12 PEs read at 12 x 64 B/cycle. */
+Test(hbm, ideal_model_has_no_shared_limit, .timeout = 60)
+{
+	struct probe one = run_probe(1, "ideal", 160, 8, 512);
+	struct probe many = run_probe(12, "ideal", 160, 8, 512);
+
+	cr_expect_eq(many.latency_cycles, one.latency_cycles);
+	cr_expect(within(many.read_bytes / many.latency_cycles, 12 * 64.0) < 0.03);
+}
