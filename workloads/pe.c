@@ -69,7 +69,8 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
 	return err;
 }
 
-/* One memory component per rank (unless hbm.model is ideal), after every
+/* One memory component per rank (unless the DMA channels can time HBM
+ * themselves: eng_hbm_local), after every
  * PE so PE ids keep their formula. The request travels during the DMA
  * channel's setup (DMA -> hbm latency = dma.setup_cycles) and the answer
  * during the HBM access latency (hbm -> DMA = hbm.latency_cycles), at least
@@ -82,8 +83,8 @@ static enum rt_err add_rank_memory(const struct rt_config *cfg, struct rt_topolo
 	uint64_t ans = (cfg->hbm_latency_cycles ? cfg->hbm_latency_cycles : 1) * cycle;
 	enum rt_err err = RT_EOK;
 
-	if (eng_hbm_ideal(cfg))
-		return RT_EOK;
+	if (eng_hbm_local(cfg))
+		return RT_EOK; /* the DMA channels time their transfers themselves */
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++) {
 		char name[RT_NAME_MAX];
 		uint32_t id;

@@ -13,6 +13,8 @@
  *   wire_start = max(now + setup, previous wire_end)
  *   wire_end   = wire_start + wire          (the channel's own bandwidth)
  *   end        = wire_end                                 (hbm.model ideal)
+ *              = wire_end + HBM latency   (shared model that can never
+ *                saturate: 2 x pes x dma.bytes_per_cycle <= hbm.bytes_per_cycle)
  *              = the rank memory's answer to HbmRequest   (otherwise, for
  *                transfers that touch HBM: engines/src/hbm)
  *
@@ -60,6 +62,7 @@ struct engine {
 	uint32_t hbm;        /* component id of the rank's memory (DMA) */
 	bool hbm_shared;     /* DMA transfers ask the rank's memory */
 	uint64_t setup_ps;   /* DMA: the setup part of a transfer */
+	uint64_t hbm_lat_ps; /* DMA, timing HBM itself: the HBM latency */
 	unsigned n_channels;
 	struct channel ch[MAX_CHANNELS];
 };
@@ -163,7 +166,11 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 	for (unsigned i = 0; i < MAX_CHANNELS; i++)
 		e->ch[i].limit = cls == ENG_DMA && cfg->dma_outstanding ? cfg->dma_outstanding : 1;
 	if (cls == ENG_DMA) {
-		e->hbm_shared = !eng_hbm_ideal(cfg);
+		e->hbm_shared = !eng_hbm_local(cfg);
+		/* same rule as the memory's answer link (workloads/pe.c): >= 1 cycle */
+		if (!eng_hbm_ideal(cfg))
+			e->hbm_lat_ps = (cfg->hbm_latency_cycles ? cfg->hbm_latency_cycles : 1) *
+					rt_config_cycle_ps(cfg);
 		e->hbm = pe_hbm_component_id(cfg->ranks, cfg->pes, self->rank);
 		e->setup_ps = eng_mul_sat(cfg->dma_setup_cycles, rt_config_cycle_ps(cfg));
 	}
@@ -251,7 +258,8 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 	ch->free_ps = wire_start + (total - setup);
 	v = hbm_view(q->s);
 	if (!e->hbm_shared || !v) {
-		q->end_ps = ch->free_ps;
+		/* never saturated: the shared model gives this channel its full rate */
+		q->end_ps = ch->free_ps + (v ? e->hbm_lat_ps : 0);
 		q->known = true;
 		return RT_EOK;
 	}

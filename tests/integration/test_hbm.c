@@ -19,11 +19,12 @@ struct probe {
 	double latency_cycles; /* cycle = 1000 ps at the default clock */
 	double read_bytes;
 	double hbm_bw_util;
+	char dir[256];         /* its outputs */
 };
 
 /* Runs the probe on P PEs of one rank with the given HBM settings. */
-static struct probe run_probe(unsigned pes, const char *model, unsigned hbm_bpc,
-			      unsigned channels, unsigned interleave)
+static struct probe run_probe_in(const char *colocate, unsigned pes, const char *model,
+				 unsigned hbm_bpc, unsigned channels, unsigned interleave)
 {
 	char out[256], so[512], p[16], m[64], b[64], c[64], il[64], field[64];
 	struct kb_result res;
@@ -37,7 +38,7 @@ static struct probe run_probe(unsigned pes, const char *model, unsigned hbm_bpc,
 	snprintf(b, sizeof(b), "hbm.bytes_per_cycle=%u", hbm_bpc);
 	snprintf(c, sizeof(c), "hbm.channels=%u", channels);
 	snprintf(il, sizeof(il), "hbm.interleave_bytes=%u", interleave);
-	kb_run(&res, "run", so, "--pes", p, "--colocate", "rank", "--arg", "loads=16",
+	kb_run(&res, "run", so, "--pes", p, "--colocate", colocate, "--arg", "loads=16",
 	       "--set", m, "--set", b, "--set", c, "--set", il, "--out", out, "--quiet",
 	       NULL);
 	cr_assert_eq(res.status, 0, "probe on %u PEs failed: %s", pes, res.err);
@@ -50,7 +51,14 @@ static struct probe run_probe(unsigned pes, const char *model, unsigned hbm_bpc,
 	pr.hbm_bw_util = strtod(field, NULL);
 	free(json);
 	cr_assert_eq(pr.read_bytes, (double)pes * LOADS * TILE_BYTES);
+	snprintf(pr.dir, sizeof(pr.dir), "%s", out);
 	return pr;
+}
+
+static struct probe run_probe(unsigned pes, const char *model, unsigned hbm_bpc,
+			      unsigned channels, unsigned interleave)
+{
+	return run_probe_in("rank", pes, model, hbm_bpc, channels, interleave);
 }
 
 static double within(double got, double want)
@@ -59,13 +67,14 @@ static double within(double got, double want)
 }
 
 /* dma.bytes_per_cycle is 64: saturation at P = hbm / 64. */
-static void bandwidth_sweep(unsigned hbm_bpc, unsigned channels, unsigned interleave)
+static void bandwidth_sweep(const char *model, unsigned hbm_bpc, unsigned channels,
+			    unsigned interleave)
 {
 	static const unsigned pes[] = { 1, 2, 3, 6, 12 };
 	double prev = 0, one = 0;
 
 	for (size_t i = 0; i < sizeof(pes) / sizeof(pes[0]); i++) {
-		struct probe pr = run_probe(pes[i], "shared", hbm_bpc, channels, interleave);
+		struct probe pr = run_probe(pes[i], model, hbm_bpc, channels, interleave);
 		double bw = pr.read_bytes / pr.latency_cycles;
 		double peak = pes[i] * 64.0 < hbm_bpc ? pes[i] * 64.0 : hbm_bpc;
 		double hbm_bound = pes[i] * (double)LOADS * TILE_BYTES / hbm_bpc;
@@ -93,12 +102,44 @@ static void bandwidth_sweep(unsigned hbm_bpc, unsigned channels, unsigned interl
 
 Test(hbm, read_bandwidth_saturates_at_the_rank_peak, .timeout = 120)
 {
-	bandwidth_sweep(160, 8, 512);
+	bandwidth_sweep("shared", 160, 8, 512);
 }
 
 Test(hbm, saturation_holds_for_other_channel_counts, .timeout = 120)
 {
-	bandwidth_sweep(250, 48, 256);
+	bandwidth_sweep("shared", 250, 48, 256);
+}
+
+Test(hbm, interleaved_model_saturates_at_the_rank_peak, .timeout = 120)
+{
+	bandwidth_sweep("interleaved", 250, 48, 256);
+}
+
+/* When the rank's channels together cannot exceed the HBM (2 x 4 x 64 <=
+ * 512) the DMA times transfers itself; one byte per cycle less and the
+ * memory component arbitrates — with reads alone (4 x 64 = 256) nothing
+ * saturates, so both give the same latency to the picosecond. */
+Test(hbm, local_timing_equals_the_memory_component_when_unsaturated, .timeout = 60)
+{
+	struct probe local = run_probe(4, "shared", 512, 8, 512);
+	struct probe comp = run_probe(4, "shared", 511, 8, 512);
+
+	cr_expect_eq(local.latency_cycles, comp.latency_cycles);
+}
+
+/* Arbitration does not depend on process grouping: a saturated rank gives
+ * byte-identical op logs with a daemon per component and with one daemon. */
+Test(hbm, contention_is_the_same_in_every_process_grouping, .timeout = 120)
+{
+	struct probe none = run_probe_in("none", 3, "shared", 100, 8, 512);
+	struct probe all = run_probe_in("all", 3, "shared", 100, 8, 512);
+	char a[300], b[300];
+
+	snprintf(a, sizeof(a), "%s/op_log.jsonl", none.dir);
+	snprintf(b, sizeof(b), "%s/op_log.jsonl", all.dir);
+	cr_expect(kb_same_file(a, b), "op logs differ between --colocate none and all");
+	cr_expect_eq(none.latency_cycles, all.latency_cycles);
+	cr_expect(within(none.read_bytes / none.latency_cycles, 100) < 0.05);
 }
 
 /* The ideal model has no shared limit: 12 PEs read at 12 x 64 B/cycle. */
