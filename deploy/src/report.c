@@ -48,7 +48,13 @@ struct pe_metrics {
 	uint64_t peak_scratch;
 	uint64_t dma_reads;
 	uint64_t ipcq_bytes;
-	double ipcq_hidden;        /* 1 - kernel wait on IPCQ / transfer time */
+	/* ring figures (docs/attention.md), from measured intervals */
+	uint64_t ipcq_transfer;    /* link busy time, every rank's links */
+	uint64_t ipcq_wait;        /* kernel waits on receives */
+	uint64_t ipcq_exposed;     /* ... while the awaited bytes were on the link */
+	uint64_t ipcq_latency_wait;/* ... after the link, during its latency */
+	uint64_t ipcq_imbalance;   /* ... before the link started: sender not ready */
+	double ipcq_hidden;        /* 1 - exposed / transfer */
 };
 
 static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "math" };
@@ -57,8 +63,6 @@ static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "m
 static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 {
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
-	uint64_t wait = kb_stat_get(host, "ipcq_wait_ps");
-	uint64_t transfer = kb_stat_get(host, "ipcq_transfer_ps");
 
 	m->tiles = kb_stat_get(host, "tiles");
 	m->dispatch_per_tile = m->tiles ? (double)kb_stat_get(host, "dispatch_cycles") /
@@ -67,9 +71,18 @@ static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 	m->peak_scratch = kb_stat_get(host, "peak_scratch_bytes");
 	m->dma_reads = kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_count");
 	m->ipcq_bytes = kb_stat_get(host, "ipcq_bytes");
-	m->ipcq_hidden = transfer ? 1.0 - (double)(wait < transfer ? wait : transfer) /
-						  (double)transfer
-				  : 0.0;
+	/* the link busy time is counted by the hosts (one PE per rank) or by
+	 * the rank link components (several) */
+	m->ipcq_transfer = kb_stat_get(&agg->totals, "ipcq_link_busy_ps");
+	m->ipcq_wait = kb_stat_get(host, "ipcq_recv_wait_ps");
+	m->ipcq_exposed = kb_stat_get(host, "ipcq_exposed_ps");
+	m->ipcq_latency_wait = kb_stat_get(host, "ipcq_latency_wait_ps");
+	m->ipcq_imbalance = kb_stat_get(host, "ipcq_imbalance_wait_ps");
+	/* exposed <= transfer by construction (each receive's exposed part
+	 * lies inside its own link interval): no clamp */
+	m->ipcq_hidden = m->ipcq_transfer ? 1.0 - (double)m->ipcq_exposed /
+							  (double)m->ipcq_transfer
+					  : 0.0;
 }
 
 static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struct pe_metrics *m)
@@ -142,8 +155,15 @@ static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 			      (unsigned long long)m->tiles, m->dispatch_per_tile,
 			      (unsigned long long)m->peak_scratch, (unsigned long long)m->dma_reads,
 			      (unsigned long long)m->ipcq_bytes);
+		rt_buf_printf(b, "  \"ipcq_transfer_ps\": %llu,\n  \"ipcq_wait_ps\": %llu,\n"
+			      "  \"ipcq_exposed_ps\": %llu,\n  \"ipcq_latency_wait_ps\": %llu,\n"
+			      "  \"ipcq_imbalance_wait_ps\": %llu,\n",
+			      (unsigned long long)m->ipcq_transfer, (unsigned long long)m->ipcq_wait,
+			      (unsigned long long)m->ipcq_exposed,
+			      (unsigned long long)m->ipcq_latency_wait,
+			      (unsigned long long)m->ipcq_imbalance);
 		/* no IPCQ traffic: nothing to hide, the fraction is undefined */
-		if (m->ipcq_bytes)
+		if (m->ipcq_transfer)
 			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": %.4f,\n", m->ipcq_hidden);
 		else
 			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": null,\n");
@@ -190,7 +210,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 		if (m->tiles)
 			printf("  %-22s %.1f  (%llu tiles)\n", "dispatch cycles/tile",
 			       m->dispatch_per_tile, (unsigned long long)m->tiles);
-		if (m->ipcq_bytes)
+		if (m->ipcq_transfer)
 			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
 			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
 	}

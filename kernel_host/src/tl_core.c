@@ -284,6 +284,8 @@ enum rt_err tl_resume_for(struct tl *tl, uint64_t id)
  * clock past its completion. */
 void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 {
+	uint64_t from = tl->clock_ps;
+
 	(void)at;
 	if (id == 0)
 		return;
@@ -293,6 +295,8 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;
 	}
+	if (tl->cmds[id].kind == TL_CMD_RECV)
+		tl_ipcq_waited(tl, id, from); /* ring figures (ipcq.c) */
 	if (tl->cmds[id].done_ps > tl->clock_ps)
 		tl->clock_ps = tl->cmds[id].done_ps;
 }

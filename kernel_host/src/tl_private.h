@@ -74,6 +74,7 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
 };
 
 /* A scratch scope save point. */
@@ -86,6 +87,7 @@ struct tl_save {
 /* An IPCQ message that arrived before its receive was posted. */
 struct tl_ipcq_msg {
 	uint64_t arrive_ps;
+	uint64_t link_start_ps, link_end_ps;
 	uint64_t nbytes;
 	uint8_t *bytes; /* owned; NULL in timing mode */
 };
@@ -234,5 +236,8 @@ const struct tl_recipe *tl_recipe_find(const char *name);
 
 /* ---- ipcq (ipcq.c) */
 void tl_ipcq_release(struct tl *tl);
+/* The kernel waited on receive `id` from kernel clock `from_ps`: adds the
+ * wait to the ring figures (docs/attention.md). */
+void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps);
 
 #endif
