@@ -151,3 +151,122 @@ Test(hbm, ideal_model_has_no_shared_limit, .timeout = 60)
 	cr_expect_eq(many.latency_cycles, one.latency_cycles);
 	cr_expect(within(many.read_bytes / many.latency_cycles, 12 * 64.0) < 0.03);
 }
+
+/* ---------------------------------------------------------------- ring links */
+
+/* Latency of ipcq_probe (every PE sends one tile right at once). */
+static uint64_t ipcq_probe_ps(unsigned ranks, unsigned pes, unsigned bpc, unsigned rows,
+			      const char *colocate)
+{
+	char out[256], so[512], r[16], p[16], b[64], a[64];
+	struct kb_result res;
+
+	kb_tmpdir(out, sizeof(out), "ipcq");
+	snprintf(so, sizeof(so), "%s/ipcq_probe.so:ipcq_probe", getenv("KB_PLUGINS"));
+	snprintf(r, sizeof(r), "%u", ranks);
+	snprintf(p, sizeof(p), "%u", pes);
+	snprintf(b, sizeof(b), "links.ipcq_bytes_per_cycle=%u", bpc);
+	snprintf(a, sizeof(a), "rows=%u", rows);
+	kb_run(&res, "run", so, "--ranks", r, "--pes", p, "--colocate", colocate, "--set", b,
+	       "--arg", a, "--out", out, "--quiet", NULL);
+	cr_assert_eq(res.status, 0, "ipcq probe %u x %u failed: %s", ranks, pes, res.err);
+	return kb_summary_u64(out, "latency_ps");
+}
+
+/* P PEs of a rank sending at once over its one link take P serialisations:
+ * latency(P) - latency(1) = (P - 1) x ceil(bytes / link bytes per cycle)
+ * cycles, whatever the process grouping. */
+static void link_shared(unsigned ranks, unsigned bpc, unsigned rows)
+{
+	static const unsigned pes[] = { 2, 3, 5 };
+	uint64_t ser = ((uint64_t)rows * 128 * 2 + bpc - 1) / bpc * 1000;
+	uint64_t one = ipcq_probe_ps(ranks, 1, bpc, rows, "all");
+
+	for (size_t i = 0; i < sizeof(pes) / sizeof(pes[0]); i++) {
+		uint64_t many = ipcq_probe_ps(ranks, pes[i], bpc, rows, i ? "all" : "none");
+
+		cr_expect_eq(many - one, (pes[i] - 1) * ser,
+			     "%u ranks x %u PEs at %u B/cycle: %llu ps more than one PE, expected %llu",
+			     ranks, pes[i], bpc, (unsigned long long)(many - one),
+			     (unsigned long long)((pes[i] - 1) * ser));
+	}
+}
+
+Test(ipcq_link, pes_of_a_rank_share_its_link, .timeout = 120)
+{
+	link_shared(2, 4, 64);
+}
+
+Test(ipcq_link, sharing_holds_for_other_ring_sizes_and_widths, .timeout = 120)
+{
+	link_shared(3, 24, 32);
+}
+
+/* ---------------------------------------------------------------- ring figures */
+
+struct ring_figs {
+	double hidden;
+	uint64_t transfer, wait, exposed, latency_wait, imbalance;
+};
+
+static struct ring_figs ring_run(unsigned ranks, unsigned pes, unsigned bpc, int causal)
+{
+	char out[256], r[16], p[16], b[64], hq[32], hk[32], sq[32], c[32], field[64], path[300];
+	struct kb_result res;
+	struct ring_figs f;
+	char *json;
+
+	kb_tmpdir(out, sizeof(out), "ring");
+	snprintf(r, sizeof(r), "%u", ranks);
+	snprintf(p, sizeof(p), "%u", pes);
+	snprintf(b, sizeof(b), "links.ipcq_bytes_per_cycle=%u", bpc);
+	snprintf(hq, sizeof(hq), "heads_q=%u", 2 * pes);
+	snprintf(hk, sizeof(hk), "heads_kv=%u", pes);
+	snprintf(sq, sizeof(sq), "seq_q=%u", 256 * ranks);
+	snprintf(c, sizeof(c), "causal=%d", causal);
+	kb_run(&res, "run", "ring_attention", "--ranks", r, "--pes", p, "--colocate", "all",
+	       "--set", b, "--arg", hq, "--arg", hk, "--arg", "seq_kv=256", "--arg", sq, "--arg",
+	       "pass=kv", "--arg", c, "--out", out, "--quiet", NULL);
+	cr_assert_eq(res.status, 0, "ring %u x %u failed: %s", ranks, pes, res.err);
+	snprintf(path, sizeof(path), "%s/summary.json", out);
+	json = kb_slurp(path, NULL);
+	cr_assert(json);
+	cr_assert(kb_json_field(json, "ipcq_hidden_fraction", field, sizeof(field)));
+	f.hidden = strtod(field, NULL);
+	f.transfer = kb_json_u64(json, "ipcq_transfer_ps");
+	f.wait = kb_json_u64(json, "ipcq_wait_ps");
+	f.exposed = kb_json_u64(json, "ipcq_exposed_ps");
+	f.latency_wait = kb_json_u64(json, "ipcq_latency_wait_ps");
+	f.imbalance = kb_json_u64(json, "ipcq_imbalance_wait_ps");
+	free(json);
+	/* the parts add up, exposure never exceeds the link's busy time, and the
+	 * fraction is computed from them, unclamped */
+	cr_expect_eq(f.exposed + f.latency_wait + f.imbalance, f.wait);
+	cr_expect_leq(f.exposed, f.transfer);
+	cr_expect(within(f.hidden, 1.0 - (double)f.exposed / (double)f.transfer) < 1e-3 ||
+		  f.exposed == 0);
+	return f;
+}
+
+/* Causal ring prefill: ranks with early queries wait for the others. Those
+ * waits are load imbalance, not communication: hidden stays high. */
+Test(ring_figures, causal_imbalance_is_not_exposed_communication, .timeout = 120)
+{
+	struct ring_figs a = ring_run(4, 1, 160, 1);
+	struct ring_figs b = ring_run(4, 4, 640, 1);
+
+	cr_expect_gt(a.imbalance, a.exposed, "imbalance %llu <= exposed %llu",
+		     (unsigned long long)a.imbalance, (unsigned long long)a.exposed);
+	cr_expect_geq(a.hidden, 0.9, "R=4 P=1 causal: hidden %.4f", a.hidden);
+	cr_expect_geq(b.hidden, 0.9, "R=4 P=4 causal: hidden %.4f", b.hidden);
+}
+
+/* A link slower than the compute: the waits are the transfers themselves. */
+Test(ring_figures, slow_link_is_exposed, .timeout = 120)
+{
+	struct ring_figs a = ring_run(4, 2, 4, 0);
+	struct ring_figs b = ring_run(2, 1, 3, 1);
+
+	cr_expect_lt(a.hidden, 0.7, "R=4 P=2 at 4 B/cycle: hidden %.4f", a.hidden);
+	cr_expect_lt(b.hidden, 0.7, "R=2 P=1 at 3 B/cycle: hidden %.4f", b.hidden);
+}
