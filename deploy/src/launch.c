@@ -438,6 +438,8 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
 	if (!err)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
+	if (!err)
+		rt_coord_take_reports(l->coord, &facts->reports);
 	return err;
 }
 
@@ -470,6 +472,7 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	if (!err)
 		err = kb_outputs_merge(job, &l.topo, &facts);
 	rt_topology_release(&l.topo);
+	rt_end_reports_release(&facts.reports);
 	if (err) {
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		return 1;

@@ -31,6 +31,7 @@ int kb_daemon_main(int argc, char **argv);
 /* What the run produced, for summary.json and the report. */
 struct kb_run_facts {
 	struct rt_coord_stats coord;
+	struct rt_end_reports reports; /* what every component reported in BYE */
 	double wall_s;
 	uint32_t daemons;
 	uint64_t lookahead_ps;

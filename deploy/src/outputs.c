@@ -6,7 +6,8 @@
  * colocation:
  *   op_log.jsonl  all records sorted by (start, end, component, seq)
  *   trace.json    metadata, then each component's events in id order
- *   summary.json  statistics summed (or maxed) over components, by kind */
+ *   summary.json  statistics from the components' end-of-run reports (BYE),
+ *                 summed (or maxed) over components, by kind */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -169,91 +170,118 @@ static struct kb_stat *stat_slot(struct kb_stat_set *set, const char *name, bool
 	for (size_t i = 0; i < set->n; i++)
 		if (!strcmp(set->items[i].name, name))
 			return &set->items[i];
-	if (set->n == KB_MAX_STATS)
-		return NULL;
-	snprintf(set->items[set->n].name, sizeof(set->items[0].name), "%s", name);
-	set->items[set->n].value = 0;
-	set->items[set->n].is_max = is_max;
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? 2 * set->cap : 16;
+		struct kb_stat *grown = realloc(set->items, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		set->items = grown;
+		set->cap = cap;
+	}
+	set->items[set->n] = (struct kb_stat){ .name = name, .is_max = is_max };
 	return &set->items[set->n++];
 }
 
-static void stat_merge(struct kb_stat_set *set, const char *name, bool is_max, uint64_t v)
+static enum rt_err stat_merge(struct kb_stat_set *set, const char *name, bool is_max, uint64_t v)
 {
 	struct kb_stat *s = stat_slot(set, name, is_max);
 
 	if (!s)
-		return;
+		return rt_fail(RT_ENOMEM, "cannot merge statistic %s: out of memory", name);
 	if (is_max)
 		s->value = v > s->value ? v : s->value;
 	else
 		s->value += v;
-}
-
-static struct kb_stat_set *kind_set(struct kb_agg *agg, const char *kind)
-{
-	for (size_t i = 0; i < agg->n_kinds; i++)
-		if (!strcmp(agg->kinds[i].kind, kind))
-			return &agg->kinds[i];
-	if (agg->n_kinds == KB_MAX_KINDS)
-		return NULL;
-	snprintf(agg->kinds[agg->n_kinds].kind, sizeof(agg->kinds[0].kind), "%s", kind);
-	return &agg->kinds[agg->n_kinds++];
-}
-
-static enum rt_err absorb_stats(struct kb_agg *agg, const struct rt_component_desc *c,
-				uint32_t id, const char *text)
-{
-	struct kb_stat_set *kind = kind_set(agg, c->ops->name);
-	struct kb_stat_set *kind_max = kind ? &agg->kinds_max[kind - agg->kinds] : NULL;
-	char line[160], name[64], how[16], value[32];
-
-	/* one "name sum|max|hash value" per line; hash values are hex */
-	while (*text) {
-		size_t len = strcspn(text, "\n");
-		unsigned long long v;
-		char *end;
-
-		snprintf(line, sizeof(line), "%.*s", (int)len, text);
-		text += len + (text[len] == '\n');
-		if (!len)
-			continue;
-		if (sscanf(line, "%63s %15s %31s", name, how, value) != 3)
-			return rt_fail(RT_EIO, "corrupt stats part of %s: '%s'", c->name, line);
-		v = strtoull(value, &end, strcmp(how, "hash") ? 10 : 16);
-		if (*end)
-			return rt_fail(RT_EIO, "corrupt stats part of %s: '%s'", c->name, line);
-		if (!strcmp(how, "hash")) {
-			agg->digest = rt_hash_u64(rt_hash_u64(agg->digest, id), v);
-			continue;
-		}
-		stat_merge(&agg->totals, name, !strcmp(how, "max"), v);
-		if (kind) {
-			stat_merge(kind, name, !strcmp(how, "max"), v);
-			stat_merge(kind_max, name, true, v);
-		}
-	}
 	return RT_EOK;
 }
 
-static enum rt_err gather_stats(const struct rt_job *job, const struct rt_topology *topo,
-				struct kb_agg *agg)
+/* The per-kind sum and max sets of `kind`, made on first use. */
+static enum rt_err kind_sets(struct kb_agg *agg, const char *kind, struct kb_stat_set **sum,
+			     struct kb_stat_set **max)
 {
-	struct rt_buf part;
-	char name[32];
+	size_t i = 0;
+
+	while (i < agg->n_kinds && strcmp(agg->kinds[i].kind, kind))
+		i++;
+	if (i == agg->n_kinds) {
+		if (agg->n_kinds == agg->cap_kinds) {
+			size_t cap = agg->cap_kinds ? 2 * agg->cap_kinds : 8;
+			struct kb_stat_set *k = realloc(agg->kinds, cap * sizeof(*k));
+
+			if (k)
+				agg->kinds = k;
+			k = k ? realloc(agg->kinds_max, cap * sizeof(*k)) : NULL;
+			if (!k)
+				return rt_fail(RT_ENOMEM, "cannot merge statistics: out of memory");
+			agg->kinds_max = k;
+			agg->cap_kinds = cap;
+		}
+		agg->kinds[i] = (struct kb_stat_set){ .kind = kind };
+		agg->kinds_max[i] = (struct kb_stat_set){ .kind = kind };
+		agg->n_kinds++;
+	}
+	*sum = &agg->kinds[i];
+	*max = &agg->kinds_max[i];
+	return RT_EOK;
+}
+
+/* Adds one statistic of one component to the totals and to its kind. */
+static enum rt_err absorb_stat(struct kb_agg *agg, struct kb_stat_set *kind,
+			       struct kb_stat_set *kind_max, const char *name, bool is_max,
+			       uint64_t v)
+{
+	enum rt_err err = stat_merge(&agg->totals, name, is_max, v);
+
+	if (!err)
+		err = stat_merge(kind, name, is_max, v);
+	return err ? err : stat_merge(kind_max, name, true, v);
+}
+
+static enum rt_err absorb_report(struct kb_agg *agg, const struct rt_component_desc *c,
+				 uint32_t id, const Kb__ComponentReport *r)
+{
+	struct kb_stat_set *kind = NULL, *kind_max = NULL;
+	enum rt_err err = kind_sets(agg, c->ops->name, &kind, &kind_max);
+
+	agg->digest = rt_hash_u64(rt_hash_u64(agg->digest, id), r->digest);
+	if (!err)
+		err = absorb_stat(agg, kind, kind_max, "delivered", false, r->delivered);
+	if (!err)
+		err = absorb_stat(agg, kind, kind_max, "last_ps", true, r->last_ps);
+	for (size_t i = 0; !err && i < r->n_stats; i++)
+		err = absorb_stat(agg, kind, kind_max, r->stats[i]->name, r->stats[i]->is_max,
+				  r->stats[i]->value);
+	return err;
+}
+
+enum rt_err kb_agg_build(struct kb_agg *agg, const struct rt_topology *topo,
+			 const struct rt_end_reports *reports)
+{
 	enum rt_err err = RT_EOK;
 
+	memset(agg, 0, sizeof(*agg));
 	agg->digest = RT_HASH_INIT;
-	rt_buf_init(&part);
 	for (uint32_t id = 0; !err && id < topo->n_components; id++) {
-		snprintf(name, sizeof(name), "%u.stats", id);
-		err = read_part(job, name, &part);
-		if (!err && !part.len)
-			err = rt_fail(RT_EIO, "component %s left no statistics", topo->components[id].name);
-		if (!err)
-			err = absorb_stats(agg, &topo->components[id], id, part.data);
+		const Kb__ComponentReport *r = id < reports->n_components ? reports->by_id[id] : NULL;
+
+		err = r ? absorb_report(agg, &topo->components[id], id, r)
+			: rt_fail(RT_EIO, "component %s sent no end-of-run report",
+				  topo->components[id].name);
 	}
-	rt_buf_release(&part);
 	return err;
+}
+
+void kb_agg_release(struct kb_agg *agg)
+{
+	for (size_t i = 0; i < agg->n_kinds; i++) {
+		free(agg->kinds[i].items);
+		free(agg->kinds_max[i].items);
+	}
+	free(agg->kinds);
+	free(agg->kinds_max);
+	free(agg->totals.items);
+	memset(agg, 0, sizeof(*agg));
 }
 
 uint64_t kb_stat_get(const struct kb_stat_set *set, const char *name)
@@ -305,19 +333,16 @@ void kb_outputs_discard(const struct rt_job *job)
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
-	struct kb_agg *agg = calloc(1, sizeof(*agg));
-	enum rt_err err;
+	struct kb_agg agg;
+	enum rt_err err = kb_agg_build(&agg, topo, &facts->reports);
 
-	if (!agg)
-		return rt_fail(RT_ENOMEM, "cannot allocate the run summary");
-	err = gather_stats(job, topo, agg);
 	if (!err)
 		err = write_oplog(job, topo);
 	if (!err)
 		err = write_trace(job, topo);
 	if (!err)
-		err = kb_report_write(job, topo, facts, agg);
+		err = kb_report_write(job, topo, facts, &agg);
 	kb_outputs_discard(job);
-	free(agg);
+	kb_agg_release(&agg);
 	return err;
 }

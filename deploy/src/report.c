@@ -5,31 +5,37 @@
  * transports and colocations); "transport" and the keys after it describe
  * how this particular run went (daemons, windows, wall time). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
 #include "rt/buf.h"
 #include "rt/component.h"
+#include "rt/json.h"
 
-static void json_set(struct rt_buf *b, const struct kb_stat_set *set, const char *indent)
+static int stat_cmp(const void *a, const void *b)
 {
-	/* stable order: sorted by name */
-	const struct kb_stat *order[KB_MAX_STATS];
+	return strcmp((*(const struct kb_stat *const *)a)->name,
+		      (*(const struct kb_stat *const *)b)->name);
+}
 
-	for (size_t i = 0; i < set->n; i++) {
-		size_t k = i;
+/* A statistic set as an object, keys sorted by name (a stable order). */
+static void json_set(struct rt_json *j, const char *key, const struct kb_stat_set *set)
+{
+	const struct kb_stat **order = calloc(set->n ? set->n : 1, sizeof(*order));
 
-		while (k > 0 && strcmp(order[k - 1]->name, set->items[i].name) > 0) {
-			order[k] = order[k - 1];
-			k--;
-		}
-		order[k] = &set->items[i];
+	if (!order) {
+		j->err = rt_fail(RT_ENOMEM, "cannot sort %zu statistics", set->n);
+		return;
 	}
-	rt_buf_printf(b, "{");
 	for (size_t i = 0; i < set->n; i++)
-		rt_buf_printf(b, "%s\n%s  \"%s\": %llu", i ? "," : "", indent, order[i]->name,
-			      (unsigned long long)order[i]->value);
-	rt_buf_printf(b, "\n%s}", indent);
+		order[i] = &set->items[i];
+	qsort(order, set->n, sizeof(*order), stat_cmp);
+	rt_json_object(j, key, RT_JSON_LINES);
+	for (size_t i = 0; i < set->n; i++)
+		rt_json_u64(j, order[i]->name, order[i]->value);
+	rt_json_close(j);
+	free(order);
 }
 
 /* Derived PE metrics, present when the run had kernel hosts. */
@@ -125,64 +131,71 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	kernel_metrics(agg, m);
 }
 
-static void summary_json(const struct rt_job *job, const struct kb_run_facts *f,
-			 const struct kb_agg *agg, const struct pe_metrics *m, struct rt_buf *b)
+static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
+{
+	rt_json_u64(j, "latency_ps", m->latency_ps);
+	rt_json_str(j, "bound_engine", m->busiest ? m->busiest : "none");
+	rt_json_fixed(j, "bound_util", m->bound_util, 4);
+	rt_json_fixed(j, "hbm_bw_util", m->hbm_bw_util, 4);
+	rt_json_fixed(j, "dma_read_util", m->dma_read_util, 4);
+	rt_json_object(j, "busy_util", RT_JSON_INLINE);
+	for (int i = 0; i < 4; i++)
+		rt_json_fixed(j, engine_names[i], m->busy[i], 4);
+	rt_json_close(j);
+	rt_json_u64(j, "tiles", m->tiles);
+	rt_json_fixed(j, "dispatch_cycles_per_tile", m->dispatch_per_tile, 2);
+	rt_json_u64(j, "peak_scratch_bytes", m->peak_scratch);
+	rt_json_u64(j, "dma_read_count", m->dma_reads);
+	rt_json_u64(j, "ipcq_bytes", m->ipcq_bytes);
+	rt_json_u64(j, "ipcq_transfer_ps", m->ipcq_transfer);
+	rt_json_u64(j, "ipcq_wait_ps", m->ipcq_wait);
+	rt_json_u64(j, "ipcq_exposed_ps", m->ipcq_exposed);
+	rt_json_u64(j, "ipcq_latency_wait_ps", m->ipcq_latency_wait);
+	rt_json_u64(j, "ipcq_imbalance_wait_ps", m->ipcq_imbalance);
+	/* no IPCQ traffic: nothing to hide, the fraction is undefined */
+	if (m->ipcq_transfer)
+		rt_json_fixed(j, "ipcq_hidden_fraction", m->ipcq_hidden, 4);
+	else
+		rt_json_null(j, "ipcq_hidden_fraction");
+}
+
+static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_facts *f,
+				const struct kb_agg *agg, const struct pe_metrics *m,
+				struct rt_buf *b)
 {
 	const struct rt_config *cfg = &job->config;
+	struct rt_json j;
 
-	rt_buf_printf(b, "{\n  \"workload\": ");
-	rt_buf_json_str(b, job->workload);
-	rt_buf_printf(b, ",\n  \"mode\": \"%s\",\n  \"ranks\": %u,\n  \"pes\": %u,\n  \"seed\": %llu,\n",
-		      job->mode == RT_MODE_DATA ? "data" : "timing", cfg->ranks, cfg->pes,
-		      (unsigned long long)job->seed);
-	rt_buf_printf(b, "  \"sim_time_ps\": %llu,\n  \"messages\": %llu,\n"
-		      "  \"delivery_digest\": \"%016llx\",\n",
-		      (unsigned long long)kb_stat_get(&agg->totals, "last_ps"),
-		      (unsigned long long)kb_stat_get(&agg->totals, "delivered"),
-		      (unsigned long long)agg->digest);
-	if (m->present) {
-		rt_buf_printf(b, "  \"latency_ps\": %llu,\n  \"bound_engine\": \"%s\",\n"
-			      "  \"bound_util\": %.4f,\n  \"hbm_bw_util\": %.4f,\n"
-			      "  \"dma_read_util\": %.4f,\n",
-			      (unsigned long long)m->latency_ps, m->busiest ? m->busiest : "none",
-			      m->bound_util, m->hbm_bw_util, m->dma_read_util);
-		rt_buf_printf(b, "  \"busy_util\": {");
-		for (int i = 0; i < 4; i++)
-			rt_buf_printf(b, "%s\"%s\": %.4f", i ? ", " : "", engine_names[i], m->busy[i]);
-		rt_buf_printf(b, "},\n  \"tiles\": %llu,\n  \"dispatch_cycles_per_tile\": %.2f,\n"
-			      "  \"peak_scratch_bytes\": %llu,\n  \"dma_read_count\": %llu,\n"
-			      "  \"ipcq_bytes\": %llu,\n",
-			      (unsigned long long)m->tiles, m->dispatch_per_tile,
-			      (unsigned long long)m->peak_scratch, (unsigned long long)m->dma_reads,
-			      (unsigned long long)m->ipcq_bytes);
-		rt_buf_printf(b, "  \"ipcq_transfer_ps\": %llu,\n  \"ipcq_wait_ps\": %llu,\n"
-			      "  \"ipcq_exposed_ps\": %llu,\n  \"ipcq_latency_wait_ps\": %llu,\n"
-			      "  \"ipcq_imbalance_wait_ps\": %llu,\n",
-			      (unsigned long long)m->ipcq_transfer, (unsigned long long)m->ipcq_wait,
-			      (unsigned long long)m->ipcq_exposed,
-			      (unsigned long long)m->ipcq_latency_wait,
-			      (unsigned long long)m->ipcq_imbalance);
-		/* no IPCQ traffic: nothing to hide, the fraction is undefined */
-		if (m->ipcq_transfer)
-			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": %.4f,\n", m->ipcq_hidden);
-		else
-			rt_buf_printf(b, "  \"ipcq_hidden_fraction\": null,\n");
-	}
-	rt_buf_printf(b, "  \"totals\": ");
-	json_set(b, &agg->totals, "  ");
-	rt_buf_printf(b, ",\n  \"by_kind\": {");
-	for (size_t i = 0; i < agg->n_kinds; i++) {
-		rt_buf_printf(b, "%s\n    \"%s\": ", i ? "," : "", agg->kinds[i].kind);
-		json_set(b, &agg->kinds[i], "    ");
-	}
-	rt_buf_printf(b, "\n  },\n  \"transport\": \"%s\",\n  \"colocate\": \"%s\",\n"
-		      "  \"daemons\": %u,\n  \"lookahead_ps\": %llu,\n  \"windows\": %llu,\n"
-		      "  \"grants\": %llu,\n"
-		      "  \"routed_messages\": %llu,\n  \"windows_wall_s\": %.6f,\n  \"wall_s\": %.3f\n}\n",
-		      rt_transport_name(job->transport), rt_colocate_name(job->colocate), f->daemons,
-		      (unsigned long long)(f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps),
-		      (unsigned long long)f->coord.windows, (unsigned long long)f->coord.grants,
-		      (unsigned long long)f->coord.routed, f->coord.windows_wall_s, f->wall_s);
+	rt_json_init(&j, b);
+	rt_json_object(&j, NULL, RT_JSON_LINES);
+	rt_json_str(&j, "workload", job->workload);
+	rt_json_str(&j, "mode", job->mode == RT_MODE_DATA ? "data" : "timing");
+	rt_json_u64(&j, "ranks", cfg->ranks);
+	rt_json_u64(&j, "pes", cfg->pes);
+	rt_json_u64(&j, "seed", job->seed);
+	rt_json_u64(&j, "sim_time_ps", kb_stat_get(&agg->totals, "last_ps"));
+	rt_json_u64(&j, "messages", kb_stat_get(&agg->totals, "delivered"));
+	rt_json_hex64(&j, "delivery_digest", agg->digest);
+	if (m->present)
+		summary_pe(&j, m);
+	json_set(&j, "totals", &agg->totals);
+	rt_json_object(&j, "by_kind", RT_JSON_LINES);
+	for (size_t i = 0; i < agg->n_kinds; i++)
+		json_set(&j, agg->kinds[i].kind, &agg->kinds[i]);
+	rt_json_close(&j);
+	/* from here on: how this particular run went */
+	rt_json_str(&j, "transport", rt_transport_name(job->transport));
+	rt_json_str(&j, "colocate", rt_colocate_name(job->colocate));
+	rt_json_u64(&j, "daemons", f->daemons);
+	rt_json_u64(&j, "lookahead_ps", f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps);
+	rt_json_u64(&j, "windows", f->coord.windows);
+	rt_json_u64(&j, "grants", f->coord.grants);
+	rt_json_u64(&j, "routed_messages", f->coord.routed);
+	rt_json_fixed(&j, "windows_wall_s", f->coord.windows_wall_s, 6);
+	rt_json_fixed(&j, "wall_s", f->wall_s, 3);
+	rt_json_close(&j);
+	rt_buf_append(b, "\n", 1);
+	return rt_json_finish(&j);
 }
 
 static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
@@ -254,9 +267,10 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 	pe_metrics(job, agg, &m);
 	warn_unread_args(job, agg);
 	rt_buf_init(&b);
-	summary_json(job, facts, agg, &m, &b);
+	err = summary_json(job, facts, agg, &m, &b);
 	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);
-	err = rt_buf_write_file(&b, path);
+	if (!err)
+		err = rt_buf_write_file(&b, path);
 	rt_buf_release(&b);
 	if (!err && !job->quiet)
 		print_report(job, facts, agg, &m);

@@ -7,29 +7,31 @@
 
 #include "launcher.h"
 
-#define KB_MAX_STATS 64
-#define KB_MAX_KINDS 16
-
 struct kb_stat {
-	char name[64];
+	const char *name; /* borrowed from the end-of-run reports */
 	uint64_t value;
 	bool is_max;
 };
 
+/* A growable set of statistics (no limit on how many). */
 struct kb_stat_set {
-	char kind[32]; /* component kind ("dma", "host", ...); "" for totals */
-	struct kb_stat items[KB_MAX_STATS];
-	size_t n;
+	const char *kind; /* component kind ("dma", "host", ...); NULL for totals */
+	struct kb_stat *items;
+	size_t n, cap;
 };
 
 struct kb_agg {
-	struct kb_stat_set totals;            /* over every component */
-	struct kb_stat_set kinds[KB_MAX_KINDS];     /* summed per kind */
-	struct kb_stat_set kinds_max[KB_MAX_KINDS]; /* busiest component per kind */
-	size_t n_kinds;
-	uint64_t digest;                      /* delivery digest */
+	struct kb_stat_set totals;     /* over every component */
+	struct kb_stat_set *kinds;     /* summed per kind */
+	struct kb_stat_set *kinds_max; /* busiest component per kind */
+	size_t n_kinds, cap_kinds;
+	uint64_t digest;               /* delivery digest */
 };
 
+/* Folds the end-of-run reports into `agg` (which borrows their names). */
+enum rt_err kb_agg_build(struct kb_agg *agg, const struct rt_topology *topo,
+			 const struct rt_end_reports *reports);
+void kb_agg_release(struct kb_agg *agg);
 uint64_t kb_stat_get(const struct kb_stat_set *set, const char *name);
 const struct kb_stat_set *kb_agg_kind(const struct kb_agg *agg, const char *kind);
 /* Per kind, each statistic's largest value over single components. */

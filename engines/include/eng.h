@@ -18,17 +18,21 @@
  * ps = cycles * cycle_ps):
  *
  *   dma  "linear"    setup_cycles + ceil(bytes / dma.bytes_per_cycle)
- *   gemm "systolic"  for logical M x K x N:
- *                    passes = ceil(K / array_rows) * ceil(N / array_cols)
- *                    cycles = setup + passes * (array_rows + M)
- *                    (each pass loads a weight tile — array_rows cycles that
- *                    overlap nothing — then streams the M rows of A)
+ *   gemm "systolic"  for logical M x K x N on an R x C array, T = M:
+ *                    folds = ceil(K / R) * ceil(N / C)
+ *                    cycles = setup + folds * (2R + C + T - 2)
+ *                    (per fold: weight load R, skew R-1, stream T, drain
+ *                    C-1); with gemm.weight_double_buffer = 1 the loads
+ *                    after the first hide behind the previous fold:
+ *                    cycles = setup + R + folds * (R + C + T - 2)
  *   gemm "roofline"  setup + max(ceil(M*N*K / macs_per_cycle),
  *                                ceil(bytes / gemm.bytes_per_cycle))
  *   math "simd"      setup + ceil(elements / lanes) * cycles_per_elem of the
- *                    op's class: simple (math.cycles_per_elem),
- *                    exp/exp_diff/softmax (math.exp_cycles_per_elem),
- *                    rmax/rsum (math.reduce_cycles_per_elem)
+ *                    op's latency class in the instruction set (rt/isa.h):
+ *                    simple (math.cycles_per_elem), transcendental
+ *                    (math.exp_cycles_per_elem), reduce
+ *                    (math.reduce_cycles_per_elem); softmax costs its
+ *                    parts (rmax, exp_diff, rsum, div), setup included
  *
  * `bytes` and `elements` follow docs/stages.md (eng_stage_bytes /
  * eng_stage_elements). Products saturate at UINT64_MAX instead of wrapping.
@@ -45,6 +49,7 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/isa.h"
 #include "rt/wire.h"
 
 /* ---------------------------------------------------------------- memory */
@@ -92,34 +97,10 @@ enum eng_class { ENG_DMA = 0, ENG_GEMM = 1, ENG_MATH = 2 };
 /* "dma", "gemm", "math" */
 const char *eng_class_name(enum eng_class cls);
 
-/* MATH ops of docs/stages.md. */
-enum eng_math_op {
-	ENG_MATH_COPY,
-	ENG_MATH_EXP,
-	ENG_MATH_SCALE,
-	ENG_MATH_ADD,
-	ENG_MATH_SUB,
-	ENG_MATH_MUL,
-	ENG_MATH_DIV,
-	ENG_MATH_MAX_ELEM,
-	ENG_MATH_EXP_DIFF,
-	ENG_MATH_MUL_BCAST,
-	ENG_MATH_FMA,
-	ENG_MATH_RMAX,
-	ENG_MATH_RSUM,
-	ENG_MATH_SOFTMAX,
-	ENG_MATH_OP_COUNT
-};
-
-/* Latency classes of MATH ops (which cycles-per-element figure applies). */
-enum eng_math_class { ENG_MATH_SIMPLE, ENG_MATH_TRANSCENDENTAL,
-		      ENG_MATH_REDUCE };
-
-/* Looks up a MATH op by its op_name; RT_EINVAL naming it if unknown. */
-enum rt_err eng_math_op_parse(const char *name, enum eng_math_op *out);
-enum eng_math_class eng_math_op_class(enum eng_math_op op);
-/* Number of input views the op takes (1, 2 or 3). */
-unsigned eng_math_op_arity(enum eng_math_op op);
+/* The MATH op a stage's op_name names, from the instruction set
+ * (rt/isa.h: arity, latency class, shape rule); RT_EINVAL naming it when
+ * unknown or not a MATH op. */
+enum rt_err eng_math_op_find(const char *name, const struct rt_isa_op **out);
 
 /* Named extras of a stage. False when absent; an integer extra also reads
  * as a float and vice versa. */

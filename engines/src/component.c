@@ -376,8 +376,6 @@ static enum rt_err send_done(struct rt_ctx *ctx, const struct engine *e,
 
 	done.command = q->s->command;
 	done.index = q->s->index;
-	done.start_ps = q->start_ps;
-	done.end_ps = q->end_ps;
 	msg.body_case = KB__PAYLOAD__BODY_STAGE_DONE;
 	msg.stage_done = &done;
 	return rt_send(ctx, e->sched, rt_now(ctx), 0, &msg);
@@ -433,13 +431,26 @@ static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
 	return engine_accept(ctx, e, d->msg->stage);
 }
 
-static void engine_fini(struct rt_ctx *ctx, void *state)
+/* An engine still holding stages when the run ends left work undone. */
+static enum rt_err engine_fini(struct rt_ctx *ctx, void *state)
 {
 	struct engine *e = state;
+	enum rt_err undone = RT_EOK;
 
-	for (unsigned i = 0; i < MAX_CHANNELS; i++)
-		channel_release(&e->ch[i]);
+	for (unsigned i = 0; i < MAX_CHANNELS; i++) {
+		struct channel *ch = &e->ch[i];
+
+		if (ch->len && !undone)
+			undone = rt_fail(RT_EUNFINISHED,
+					 "engine %s did not finish: it holds %zu stage(s); the "
+					 "first is stage %u of command %llu (%s)",
+					 ch->name, ch->len, channel_at(ch, 0)->s->index,
+					 (unsigned long long)channel_at(ch, 0)->s->command,
+					 channel_at(ch, 0)->s->op_name);
+		channel_release(ch);
+	}
 	eng_model_release(&e->model);
+	return undone;
 }
 
 static enum rt_err dma_init(struct rt_ctx *ctx, void *state)

@@ -1,56 +1,22 @@
 /* stage.c — what a Stage must look like (docs/stages.md) and what it
- * counts: op names, extras, shape rules, bytes and elements. */
+ * counts: op names, extras, shape rules (all from the instruction set,
+ * rt/isa.h), bytes and elements. */
 #include "eng.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-struct math_op_desc {
-	const char *name;
-	enum eng_math_class cls;
-	unsigned arity;
-};
-
-static const struct math_op_desc math_ops[ENG_MATH_OP_COUNT] = {
-	[ENG_MATH_COPY] = { "copy", ENG_MATH_SIMPLE, 1 },
-	[ENG_MATH_EXP] = { "exp", ENG_MATH_TRANSCENDENTAL, 1 },
-	[ENG_MATH_SCALE] = { "scale", ENG_MATH_SIMPLE, 1 },
-	[ENG_MATH_ADD] = { "add", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_SUB] = { "sub", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_MUL] = { "mul", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_DIV] = { "div", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_MAX_ELEM] = { "max_elem", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_EXP_DIFF] = { "exp_diff", ENG_MATH_TRANSCENDENTAL, 2 },
-	[ENG_MATH_MUL_BCAST] = { "mul_bcast", ENG_MATH_SIMPLE, 2 },
-	[ENG_MATH_FMA] = { "fma", ENG_MATH_SIMPLE, 3 },
-	[ENG_MATH_RMAX] = { "rmax", ENG_MATH_REDUCE, 1 },
-	[ENG_MATH_RSUM] = { "rsum", ENG_MATH_REDUCE, 1 },
-	[ENG_MATH_SOFTMAX] = { "softmax", ENG_MATH_TRANSCENDENTAL, 1 },
-};
-
-enum rt_err eng_math_op_parse(const char *name, enum eng_math_op *out)
+enum rt_err eng_math_op_find(const char *name, const struct rt_isa_op **out)
 {
-	for (int op = 0; op < ENG_MATH_OP_COUNT; op++) {
-		if (strcmp(name, math_ops[op].name) == 0) {
-			*out = (enum eng_math_op)op;
-			return RT_EOK;
-		}
-	}
-	return rt_fail(RT_EINVAL,
-		       "unknown MATH op '%s' (expected copy, exp, scale, add, sub, mul, div, max_elem, exp_diff, mul_bcast, fma, rmax, rsum or softmax)",
-		       name);
-}
+	const struct rt_isa_op *op = rt_isa_find(name);
 
-enum eng_math_class eng_math_op_class(enum eng_math_op op)
-{
-	return (unsigned)op < ENG_MATH_OP_COUNT ? math_ops[op].cls
-						: ENG_MATH_SIMPLE;
-}
-
-unsigned eng_math_op_arity(enum eng_math_op op)
-{
-	return (unsigned)op < ENG_MATH_OP_COUNT ? math_ops[op].arity : 0;
+	if (!op || op->engine != RT_ISA_ENGINE_MATH)
+		return rt_fail(RT_EINVAL,
+			       "unknown MATH op '%s' (expected one of the MATH ops of %s)",
+			       name, rt_isa_names());
+	*out = op;
+	return RT_EOK;
 }
 
 const char *eng_class_name(enum eng_class cls)
@@ -172,6 +138,21 @@ static enum rt_err dma_check(const Kb__Stage *s, const struct eng_memory *mem)
 	return dims_equal(s, "out", s->out, rows, cols);
 }
 
+/* Output dims of a stage's inputs under `op`'s shape rule (rt/isa.h). */
+static enum rt_err out_dims(const Kb__Stage *s, const struct rt_isa_op *op,
+			    uint32_t *rows, uint32_t *cols)
+{
+	uint32_t r[RT_ISA_MAX_ARITY] = { 0 }, c[RT_ISA_MAX_ARITY] = { 0 };
+	int64_t axis = -1;
+
+	for (size_t i = 0; i < s->n_in && i < RT_ISA_MAX_ARITY; i++)
+		eng_view_dims(s->in[i], &r[i], &c[i]);
+	eng_extra_i(s, "axis", &axis);
+	if (rt_isa_out_shape(op, (uint32_t)s->n_in, r, c, axis, rows, cols))
+		return stage_fail(s, RT_EINVAL, "%s", rt_last_error());
+	return RT_EOK;
+}
+
 void eng_gemm_dims(const Kb__Stage *stage, uint64_t *m, uint64_t *k,
 		   uint64_t *n)
 {
@@ -194,7 +175,7 @@ static bool gemm_writes_out(const Kb__Stage *s)
 
 static enum rt_err gemm_check(const Kb__Stage *s, const struct eng_memory *mem)
 {
-	uint32_t m, k, k2, n;
+	uint32_t m, n;
 	enum rt_err err;
 
 	if (s->engine != KB__ENGINE__ENGINE_GEMM)
@@ -204,12 +185,9 @@ static enum rt_err gemm_check(const Kb__Stage *s, const struct eng_memory *mem)
 	err = views_check(s, 2, mem);
 	if (err)
 		return err;
-	eng_view_dims(s->in[0], &m, &k);
-	eng_view_dims(s->in[1], &k2, &n);
-	if (k != k2)
-		return stage_fail(s, RT_EINVAL,
-				  "A is %u x %u but B is %u x %u (inner dims differ)",
-				  m, k, k2, n);
+	err = out_dims(s, rt_isa_get(RT_ISA_GEMM), &m, &n);
+	if (err)
+		return err;
 	if (s->acc) {
 		err = eng_view_check(s, "acc", s->acc, mem);
 		if (err || (err = dims_equal(s, "acc", s->acc, m, n)))
@@ -225,68 +203,27 @@ static enum rt_err gemm_check(const Kb__Stage *s, const struct eng_memory *mem)
 	return err ? err : dims_equal(s, "out", s->out, m, n);
 }
 
-/* Broadcast of one dimension across the inputs: each is 1 or the result. */
-static enum rt_err bcast_dim(const Kb__Stage *s, const uint32_t *d,
-			     size_t n, const char *what, uint32_t *out)
-{
-	uint32_t r = 1;
-
-	for (size_t i = 0; i < n; i++)
-		if (d[i] != 1)
-			r = d[i];
-	for (size_t i = 0; i < n; i++)
-		if (d[i] != 1 && d[i] != r)
-			return stage_fail(s, RT_EINVAL,
-					  "in[%zu] has %u %s, cannot broadcast with %u",
-					  i, d[i], what, r);
-	*out = r;
-	return RT_EOK;
-}
-
-/* Output dims of a checked MATH stage's inputs under op `op`. */
-static enum rt_err math_out_dims(const Kb__Stage *s, enum eng_math_op op,
-				 uint32_t *rows, uint32_t *cols)
-{
-	uint32_t r[3], c[3];
-	int64_t axis = -1;
-	enum rt_err err;
-
-	for (size_t i = 0; i < s->n_in; i++)
-		eng_view_dims(s->in[i], &r[i], &c[i]);
-	if (eng_math_op_class(op) != ENG_MATH_REDUCE) {
-		err = bcast_dim(s, r, s->n_in, "rows", rows);
-		return err ? err : bcast_dim(s, c, s->n_in, "cols", cols);
-	}
-	eng_extra_i(s, "axis", &axis);
-	if (axis != -1 && axis != 0 && axis != 1)
-		return stage_fail(s, RT_EINVAL,
-				  "reduction axis %lld (expected -1, 0 or 1)",
-				  (long long)axis);
-	*rows = axis == 0 ? 1 : r[0];
-	*cols = axis == 0 ? c[0] : 1;
-	return RT_EOK;
-}
-
 static enum rt_err math_check(const Kb__Stage *s, const struct eng_memory *mem)
 {
-	enum eng_math_op op;
+	const struct rt_isa_op *op;
 	uint32_t rows, cols;
-	double scale;
+	double value;
 	enum rt_err err;
 
 	if (s->engine != KB__ENGINE__ENGINE_MATH)
 		return stage_fail(s, RT_EINVAL,
 				  "sent to PE_MATH but addressed to engine %d",
 				  (int)s->engine);
-	if (eng_math_op_parse(s->op_name, &op))
+	if (eng_math_op_find(s->op_name, &op))
 		return stage_fail(s, RT_EINVAL, "%s", rt_last_error());
-	if (op == ENG_MATH_SCALE && !eng_extra_f(s, "scale", &scale))
-		return stage_fail(s, RT_EINVAL, "scale needs extra 'scale'");
-	err = views_check(s, eng_math_op_arity(op), mem);
+	if (op->extra && !eng_extra_f(s, op->extra, &value))
+		return stage_fail(s, RT_EINVAL, "%s needs extra '%s'", op->name,
+				  op->extra);
+	err = views_check(s, op->arity, mem);
 	if (!err)
 		err = eng_view_check(s, "out", s->out, mem);
 	if (!err)
-		err = math_out_dims(s, op, &rows, &cols);
+		err = out_dims(s, op, &rows, &cols);
 	return err ? err : dims_equal(s, "out", s->out, rows, cols);
 }
 
@@ -336,7 +273,7 @@ uint64_t eng_stage_bytes(const Kb__Stage *stage)
 
 uint64_t eng_stage_elements(const Kb__Stage *stage)
 {
-	enum eng_math_op op;
+	const struct rt_isa_op *op;
 	uint64_t m, k, n;
 
 	switch (stage->engine) {
@@ -347,8 +284,8 @@ uint64_t eng_stage_elements(const Kb__Stage *stage)
 		eng_gemm_dims(stage, &m, &k, &n);
 		return eng_mul_sat(eng_mul_sat(m, n), k);
 	default:
-		if (eng_math_op_parse(stage->op_name, &op) == RT_EOK
-		    && eng_math_op_class(op) == ENG_MATH_REDUCE)
+		op = rt_isa_find(stage->op_name);
+		if (op && op->shape == RT_ISA_SHAPE_REDUCE)
 			return stage->n_in ? view_elems(stage->in[0]) : 0;
 		return view_elems(stage->out);
 	}

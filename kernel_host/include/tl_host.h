@@ -115,12 +115,8 @@ struct tl_totals {
 };
 void tl_totals(const struct tl *tl, struct tl_totals *out);
 
-/* PE_CPU cycles to dispatch a command of `logical_bytes` (ADR-0064 rev 2):
- * FIXED + ceil(logical_bytes * R). */
-uint64_t tl_dispatch_cycles(const struct rt_config *cfg,
-			    uint64_t logical_bytes);
-/* Logical bytes of a command: 4 + 12 per tensor + 4 per extra per op,
- * + 12 per rw handle; a DMA or copy command is 4 + 24. */
+/* Logical bytes of a command by the rule of rt/isa.h (the PE_CPU dispatch
+ * cost is rt_dispatch_cycles of it). */
 uint64_t tl_command_logical_bytes(const Kb__Command *cmd);
 
 /* ------------------------------------------------------------ component */

@@ -30,9 +30,14 @@ bool tl_inputs_dir(const struct tl *tl, char *out, size_t cap);
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap);
 
 /* This PE's statistics, merged into summary.json: summed over PEs
- * (tl_stat_add) or maxed (tl_stat_max). */
-void tl_stat_add(struct tl *tl, const char *name, uint64_t value);
-void tl_stat_max(struct tl *tl, const char *name, uint64_t value);
+ * (tl_stat_add) or maxed (tl_stat_max). A name is 1 to 128 bytes of
+ * printable ASCII (quotes are fine), not "delivered" or "last_ps", and is
+ * either summed or maxed, not both; a bad one ends the run with one line
+ * naming the call site. No limit on how many. */
+void tl_stat_add_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value);
+void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value);
+#define tl_stat_add(tl, name, value) tl_stat_add_at((tl), TL_HERE, (name), (value))
+#define tl_stat_max(tl, name, value) tl_stat_max_at((tl), TL_HERE, (name), (value))
 
 /* Modelled time of one IPCQ message of `bytes` from send to arrival on an
  * idle link: link latency + serialisation (picoseconds). */

@@ -17,5 +17,7 @@ int test_loads(struct tl *tl, const struct tl_args *args);
 int test_flash(struct tl *tl, const struct tl_args *args);
 int test_ops(struct tl *tl, const struct tl_args *args);
 int test_ipcq(struct tl *tl, const struct tl_args *args);
+int test_reduce(struct tl *tl, const struct tl_args *args);
+int test_dma_sweep(struct tl *tl, const struct tl_args *args);
 
 #endif

@@ -222,3 +222,39 @@ int test_ipcq(struct tl *tl, const struct tl_args *args)
 	tl_save_npy(tl, file, 0, 4, 8, TL_F32);
 	return 0;
 }
+
+/* Reductions along an axis: seeded x (rows x cols, f16) reduced by tl_sum
+ * (or tl_max with max=1) along axis=0|1; x.npy and y.npy (f32). */
+int test_reduce(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 1);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 5);
+	int axis = (int)tl_arg_u64(args, "axis", 0);
+	bool max = tl_arg_u64(args, "max", 0);
+
+	if (!first_program(tl))
+		return 0;
+	make(tl, 0, rows, cols, TL_F16, 4, 2.0f);
+	tl_tensor x = tl_load(tl, 0, rows, cols, TL_F16);
+	tl_tensor y = max ? tl_max(tl, x, axis) : tl_sum(tl, x, axis);
+	tl_store(tl, MB, y);
+	tl_save_npy(tl, "x.npy", 0, rows, cols, TL_F16);
+	tl_save_npy(tl, "y.npy", MB, axis == 0 ? 1 : rows, axis == 0 ? cols : 1,
+		    TL_F32);
+	return 0;
+}
+
+/* A DMA-bound sweep: n lazy loads of rows x cols f16, back to back, nothing
+ * else; the kernel ends when the last lands. */
+int test_dma_sweep(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 16);
+	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
+	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 64);
+
+	if (!first_program(tl))
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		tl_load(tl, (uint64_t)i * rows * cols * 2, rows, cols, TL_F16);
+	return 0;
+}

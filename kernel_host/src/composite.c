@@ -42,18 +42,6 @@ static bool same(tl_tensor a, tl_tensor b)
 	return a.slot == b.slot && a.gen == b.gen;
 }
 
-static uint32_t math_arity(const char *kind)
-{
-	static const char *const unary[] = { "copy", "exp", "scale",
-					     "softmax", "rmax", "rsum" };
-	size_t i;
-
-	for (i = 0; i < sizeof(unary) / sizeof(unary[0]); i++)
-		if (strcmp(kind, unary[i]) == 0)
-			return 1;
-	return strcmp(kind, "fma") == 0 ? 3 : 2;
-}
-
 static const char *const math_names[4][3] = {
 	{ NULL },
 	{ "src" },
@@ -190,10 +178,12 @@ static void expand_steps(struct tl *tl, struct tl_site at,
 
 	for (j = 0; j < TL_RECIPE_MAX_STEPS && rc->steps[j].kind; j++) {
 		const struct tl_recipe_step *st = &rc->steps[j];
+		const struct rt_isa_op *isa = tl_isa_math(tl, at, st->kind, 0,
+							  rc->name);
 		struct tl_op *op = next_op(tl, at, lw);
-		uint32_t arity = math_arity(st->kind);
+		uint32_t arity = isa->arity;
 
-		op->kind = st->kind;
+		op->kind = isa->name;
 		for (k = 0; k < arity; k++)
 			tl_op_operand(op, math_names[arity][k],
 				      tl_rec_get(tl, at, bound(b, st->src[k]),
@@ -318,7 +308,7 @@ static void lower_gemm(struct tl *tl, struct tl_site at,
 		note(lw->writes, &lw->n_writes, lw->gemm_out);
 	}
 	op = next_op(tl, at, lw);
-	op->kind = "gemm";
+	op->kind = rt_isa_get(RT_ISA_GEMM)->name;
 	tl_op_operand(op, "a", tl_rec_get(tl, at, a, "gemm a"));
 	tl_op_operand(op, "b", tl_rec_get(tl, at, d->b, "gemm b"));
 	tl_op_extra_i(op, "m", m);
@@ -335,39 +325,30 @@ static void lower_math_head(struct tl *tl, struct tl_site at,
 			    struct lowering *lw)
 {
 	static const char *const names[3] = { "a", "b", "c" };
-	uint32_t arity = math_arity(d->op), k, rows = 0, cols = 0;
+	const struct rt_isa_op *isa = tl_isa_math(tl, at, d->op, 0,
+						  "composite head");
 	tl_tensor in[3] = { head_a(tl, at, d, lw), d->b, d->c };
-	bool reduce = strcmp(d->op, "rmax") == 0 || strcmp(d->op, "rsum") == 0;
+	const struct tl_rec *rin[3];
+	bool reduce = isa->shape == RT_ISA_SHAPE_REDUCE;
+	uint32_t k, rows, cols;
 	struct tl_op *op;
 
-	for (k = 0; k < arity; k++) {
-		struct tl_rec *r = tcm_operand(tl, at, in[k], d->op, names[k]);
-		uint32_t rr = tl_rec_lrows(r), rc = tl_rec_lcols(r);
-
-		rows = k == 0 ? rr : (rows == rr || rr == 1 ? rows : (rows == 1 ? rr : 0));
-		cols = k == 0 ? rc : (cols == rc || rc == 1 ? cols : (cols == 1 ? rc : 0));
+	for (k = 0; k < isa->arity; k++) {
+		rin[k] = tcm_operand(tl, at, in[k], d->op, names[k]);
 		note(lw->reads, &lw->n_reads, in[k]);
 	}
-	if (!rows || !cols)
-		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "composite head %s: operand shapes do not broadcast",
-			 d->op);
-	if (reduce) {
-		bool across_cols = d->axis != 0;
-
-		rows = across_cols ? rows : 1;
-		cols = across_cols ? 1 : cols;
-	}
+	tl_isa_shape(tl, at, RT_ECOMPOSITE, isa, isa->arity, rin, d->axis,
+		     &rows, &cols);
 	lw->out = head_out(tl, at, d, rows, cols);
 	op = next_op(tl, at, lw);
-	op->kind = d->op;
-	for (k = 0; k < arity; k++)
-		tl_op_operand(op, math_names[arity][k],
+	op->kind = isa->name;
+	for (k = 0; k < isa->arity; k++)
+		tl_op_operand(op, math_names[isa->arity][k],
 			      tl_rec_get(tl, at, in[k], d->op));
-	if (strcmp(d->op, "scale") == 0)
+	if (isa->id == RT_ISA_SCALE)
 		tl_op_extra_f(op, "scale", d->scale);
 	if (reduce)
-		tl_op_extra_i(op, "axis", d->axis ? d->axis : 0);
+		tl_op_extra_i(op, "axis", d->axis);
 	op->has_out = true;
 	op->out = tl_tref_of(tl_rec_get(tl, at, lw->out, "composite out"));
 }
@@ -392,29 +373,46 @@ static void lower_epilogue(struct tl *tl, struct tl_site at,
 			   const struct tl_epilogue *e, bool gemm_head,
 			   struct lowering *lw)
 {
-	struct tl_op *op = next_op(tl, at, lw);
+	const struct rt_isa_op *isa = rt_isa_find(e->op);
+	struct tl_op *op;
 	const struct tl_rec *ro = tl_rec_get(tl, at, lw->out, "composite out");
 	/* the first epilogue op reads the head's result, later ones out */
 	tl_tensor in = lw->n_epilogue++ == 0 && !is_none(lw->gemm_out)
 			       ? lw->gemm_out : lw->out;
-	const struct tl_rec *ri = tl_rec_get(tl, at, in, "epilogue input");
+	const struct tl_rec *rin[2] = { tl_rec_get(tl, at, in, "epilogue input") };
+	uint32_t rows, cols;
 
-	op->kind = e->op;
+	if (isa && isa->engine == RT_ISA_ENGINE_GEMM) {
+		/* rejected by the GEMM count (D6.1), which names both */
+		op = next_op(tl, at, lw);
+		op->kind = isa->name;
+		return;
+	}
+	isa = tl_isa_math(tl, at, e->op, 0, "composite epilogue");
+	if (isa->arity > 2 || isa->shape == RT_ISA_SHAPE_REDUCE)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite epilogue op '%s' cannot run as an epilogue (it takes the head's result and at most one `other`, elementwise)",
+			 e->op);
+	if (isa->arity == 2)
+		rin[1] = tcm_operand(tl, at, e->other, e->op, "other");
+	tl_isa_shape(tl, at, RT_ECOMPOSITE, isa, isa->arity, rin, -1, &rows,
+		     &cols);
+	if (rows != tl_rec_lrows(ro) || cols != tl_rec_lcols(ro))
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "composite epilogue op '%s' makes %ux%u, the composite out is %ux%u",
+			 e->op, rows, cols, tl_rec_lrows(ro), tl_rec_lcols(ro));
+	op = next_op(tl, at, lw);
+	op->kind = isa->name;
 	op->scope = epilogue_scope(e->scope, gemm_head);
 	op->has_out = true;
 	op->out = tl_tref_of(ro);
-	if (strcmp(e->op, "gemm") == 0)
-		return; /* rejected by the GEMM count (D6.1) */
-	if (math_arity(e->op) == 1) {
-		tl_op_operand(op, "src", ri);
-	} else {
-		/* src_a: the head's output tile; other: the second input */
-		tl_op_operand(op, "src_a", ri);
-		tl_op_operand(op, "other",
-			      tcm_operand(tl, at, e->other, e->op, "other"));
+	/* src_a: the head's output tile; other: the second input */
+	tl_op_operand(op, isa->arity == 1 ? "src" : "src_a", rin[0]);
+	if (isa->arity == 2) {
+		tl_op_operand(op, "other", rin[1]);
 		note(lw->reads, &lw->n_reads, e->other);
 	}
-	if (strcmp(e->op, "scale") == 0)
+	if (isa->id == RT_ISA_SCALE)
 		tl_op_extra_f(op, "scale", e->scale);
 }
 
@@ -425,8 +423,11 @@ static void check_gemm_count(struct tl *tl, struct tl_site at,
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < low->n_ops; i++)
-		n += strcmp(low->ops[i].kind, "gemm") == 0;
+	for (i = 0; i < low->n_ops; i++) {
+		const struct rt_isa_op *isa = rt_isa_find(low->ops[i].kind);
+
+		n += isa && isa->engine == RT_ISA_ENGINE_GEMM;
+	}
 	if (n > 1)
 		tl_abort(tl, at, RT_ECOMPOSITE,
 			 "composite has %u GEMM ops; at most one is allowed (ADR-0065 D6.1)",
@@ -484,7 +485,8 @@ tl_future tl_composite_at(struct tl *tl, struct tl_site at,
 	memset(lw, 0, sizeof(*lw));
 	for (i = 0; i < TL_MAX_PROLOGUE && d->prologue[i].recipe; i++)
 		lower_prologue(tl, at, &d->prologue[i], lw);
-	gemm_head = strcmp(d->op, "gemm") == 0;
+	gemm_head = rt_isa_find(d->op) &&
+		    rt_isa_find(d->op)->engine == RT_ISA_ENGINE_GEMM;
 	if (gemm_head)
 		lower_gemm(tl, at, d, lw);
 	else

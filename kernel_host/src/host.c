@@ -3,6 +3,7 @@
  * kernel; CommandDone and IPCQ messages resume it. */
 #include "tl_private.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "rt/pe.h"
@@ -110,12 +111,8 @@ static enum rt_err host_init(struct rt_ctx *ctx, void *state)
 	return rt_timer(ctx, 0, 0);
 }
 
-static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
-			       const struct rt_delivery *d)
+static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *d)
 {
-	struct host_state *h = state;
-
-	h->ctx = ctx;
 	if (d->is_timer)
 		return tl_start(h->tl, d->time_ps);
 	switch (d->msg->body_case) {
@@ -131,13 +128,79 @@ static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
 	}
 }
 
-static void host_fini(struct rt_ctx *ctx, void *state)
+static enum rt_err host_handle(struct rt_ctx *ctx, void *state,
+			       const struct rt_delivery *d)
 {
 	struct host_state *h = state;
+	enum rt_err rc;
+
+	h->ctx = ctx;
+	rc = host_deliver(h, d);
+	/* an error happened at the kernel's clock, not at the event's time */
+	rt_note_clock(ctx, tl_now_ps(h->tl));
+	return rc;
+}
+
+/* "k.c:12", or what stands for a call site the kernel did not make. */
+static const char *site_text(struct tl_site at, char *buf, size_t cap)
+{
+	if (at.line <= 0)
+		return "its return (waiting for its commands to drain)";
+	snprintf(buf, cap, "%s:%d", at.file ? at.file : "?", at.line);
+	return buf;
+}
+
+/* What command `id` is, for the unfinished-kernel line. */
+static void describe_cmd(const struct tl *tl, uint64_t id, char *buf, size_t cap)
+{
+	static const char *const kinds[] = {
+		[TL_CMD_COMPOSITE] = "composite",
+		[TL_CMD_DMA] = "DMA",
+		[TL_CMD_COPY] = "copy",
+	};
+	const struct tl_cmd *c = &tl->cmds[id];
+	char site[300];
+	uint32_t from;
+
+	site_text(c->at, site, sizeof(site));
+	if (c->kind != TL_CMD_RECV) {
+		snprintf(buf, cap, "%s command %llu issued at %s, which the scheduler never completed",
+			 kinds[c->kind], (unsigned long long)id, site);
+		return;
+	}
+	from = pe_ring_neighbour(tl->s.ranks, tl->s.rank,
+				 c->dir == TL_LEFT ? PE_DIR_LEFT : PE_DIR_RIGHT);
+	snprintf(buf, cap, "the IPCQ receive posted at %s from the %s neighbour (rank %u%s), "
+		 "and no message came", site, c->dir == TL_LEFT ? "left" : "right", from,
+		 from == tl->s.rank ? ": itself" : "");
+}
+
+/* RT_EOK if the kernel ran to its end (or failed: that was reported);
+ * otherwise RT_EUNFINISHED and where it is blocked and on what. */
+static enum rt_err kernel_unfinished(const struct tl *tl)
+{
+	char where[300], what[700];
+
+	if (tl->state == TL_DONE || tl->state == TL_FAILED)
+		return RT_EOK;
+	if (tl->state == TL_IDLE)
+		return rt_fail(RT_EUNFINISHED, "kernel %s never started", tl->s.kernel_name);
+	describe_cmd(tl, tl->waiting_for, what, sizeof(what));
+	return rt_fail(RT_EUNFINISHED,
+		       "kernel %s did not finish: blocked at %s (kernel clock %llu ps) waiting for %s",
+		       tl->s.kernel_name, site_text(tl->wait_site, where, sizeof(where)),
+		       (unsigned long long)tl->clock_ps, what);
+}
+
+static enum rt_err host_fini(struct rt_ctx *ctx, void *state)
+{
+	struct host_state *h = state;
+	enum rt_err undone = h->tl ? kernel_unfinished(h->tl) : RT_EOK;
 
 	h->ctx = ctx;
 	tl_destroy(&h->tl);
 	tl_kernel_ref_release(&h->kernel);
+	return undone;
 }
 
 const struct rt_component_ops tl_host_ops = {

@@ -82,7 +82,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 			 "tl_send needs a TCM tensor (not a tl_ref or a transposed view)");
 	tl_wait_cmd(tl, at, r->producer);
 	q = &tl->ipcq[dir];
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg, 4 + 24));
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
 	data.ready_ps = tl->clock_ps;
 	if (pe_shared_links(tl->s.ranks, tl->s.pes)) {
 		start = tl->clock_ps; /* the rank's link component serialises */
@@ -97,7 +97,6 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 		tl_stat_add(tl, "ipcq_link_busy_ps", ser);
 	}
 	data.dir = (uint32_t)dir;
-	data.seq = q->send_seq++;
 	data.nbytes = bytes;
 	if (tl->s.mode == TL_DATA) {
 		data.data.data = tl_tcm_bytes(tl, r->addr, bytes);
@@ -174,6 +173,7 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	f.t = tl_scratch_tensor(tl, at, rows, cols, dtype);
 	r = &tl->slots[f.t.slot];
 	id = tl_cmd_new(tl, at, TL_CMD_RECV);
+	tl->cmds[id].dir = (uint32_t)dir; /* named if the run ends before it arrives */
 	tl_cmd_touch_tcm(tl, id, r->addr, tl_rec_bytes(r));
 	r->producer = id;
 	r->pinned = true;

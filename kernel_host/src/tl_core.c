@@ -3,8 +3,6 @@
  * its scopes (ADR-0063). */
 #include "tl_private.h"
 
-#include "sched.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +223,7 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	tl->n_cmds++;
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
+	tl->cmds[id].at = at;
 	tl->pending[tl->n_pending++] = id;
 	return id;
 }
@@ -291,6 +290,7 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		return;
 	while (!tl->cmds[id].done) {
 		tl->waiting_for = id;
+		tl->wait_site = at;
 		tl->state = TL_WAITING;
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;
@@ -316,13 +316,6 @@ void tl_wait_all(struct tl *tl, struct tl_site at)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* The scheduler owns the cost formula; the host charges by it. */
-uint64_t tl_dispatch_cycles(const struct rt_config *cfg,
-			    uint64_t logical_bytes)
-{
-	return sched_dispatch_cycles(cfg, logical_bytes);
-}
-
 void tl_charge(struct tl *tl, uint64_t cycles)
 {
 	tl->clock_ps += cycles * tl->cycle_ps;
@@ -336,7 +329,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	enum rt_err rc;
 
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg,
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
 					 tl_command_logical_bytes(cmd)));
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
@@ -383,7 +376,9 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended",
+			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
+			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
 	tl_abort(tl, at, RT_EKERNEL, "%s is not a live tensor handle", what);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt/component.h"
 #include "tl_private.h"
 
 _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
@@ -44,14 +45,28 @@ bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap)
 	       RT_EOK;
 }
 
-void tl_stat_add(struct tl *tl, const char *name, uint64_t value)
+/* Statistic names are checked here, where the kernel makes them, so a bad
+ * one is reported at the kernel's call site (the runtime would only know
+ * the component). */
+static void check_stat_name(struct tl *tl, struct tl_site at, const char *call,
+			    const char *name)
 {
+	const char *why = rt_stat_name_check(name);
+
+	if (why)
+		tl_abort(tl, at, RT_EINVAL, "%s: %s", call, why);
+}
+
+void tl_stat_add_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value)
+{
+	check_stat_name(tl, at, "tl_stat_add", name);
 	if (tl->s.port->stat_add)
 		tl->s.port->stat_add(tl->s.port_ctx, name, value);
 }
 
-void tl_stat_max(struct tl *tl, const char *name, uint64_t value)
+void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value)
 {
+	check_stat_name(tl, at, "tl_stat_max", name);
 	if (tl->s.port->stat_max)
 		tl->s.port->stat_max(tl->s.port_ctx, name, value);
 }

@@ -30,6 +30,43 @@ static void check_hbm(struct tl *tl, struct tl_site at, const char *what,
 			 (unsigned long long)size);
 }
 
+/* ------------------------------------------------------------ instruction set */
+
+const struct rt_isa_op *tl_isa_math(struct tl *tl, struct tl_site at,
+				    const char *name, uint32_t arity,
+				    const char *api)
+{
+	const struct rt_isa_op *op = rt_isa_find(name);
+
+	if (!op)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "%s: unknown op '%s' (the instruction set has %s)", api,
+			 name ? name : "(null)", rt_isa_names());
+	if (op->engine != RT_ISA_ENGINE_MATH)
+		tl_abort(tl, at, RT_EKERNEL, "%s: '%s' is not a MATH op", api,
+			 name);
+	if (arity && op->arity != arity)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "%s: op '%s' takes %u input%s, %s gives it %u", api, name,
+			 op->arity, op->arity == 1 ? "" : "s", api, arity);
+	return op;
+}
+
+void tl_isa_shape(struct tl *tl, struct tl_site at, enum rt_err code,
+		  const struct rt_isa_op *op, uint32_t n_in,
+		  const struct tl_rec *const *in, int64_t axis,
+		  uint32_t *rows, uint32_t *cols)
+{
+	uint32_t r[RT_ISA_MAX_ARITY], c[RT_ISA_MAX_ARITY];
+
+	for (uint32_t i = 0; i < n_in && i < RT_ISA_MAX_ARITY; i++) {
+		r[i] = tl_rec_lrows(in[i]);
+		c[i] = tl_rec_lcols(in[i]);
+	}
+	if (rt_isa_out_shape(op, n_in, r, c, axis, rows, cols))
+		tl_abort(tl, at, code, "%s", rt_last_error());
+}
+
 /* The latest pending command writing HBM bytes [lo, hi), or 0. */
 static uint64_t pending_hbm_writer(const struct tl *tl, uint64_t lo,
 				   uint64_t hi)
@@ -233,7 +270,7 @@ tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 	check_dims(tl, at, "tl_full", rows, cols, dtype);
 	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
 	r = &tl->slots[t.slot];
-	tl_charge(tl, tl_dispatch_cycles(tl->s.cfg, 4 + 12));
+	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, rt_isa_logical_bytes(1, 0)));
 	bytes = tl_tcm_bytes(tl, r->addr, tl_rec_bytes(r));
 	if (bytes)
 		tl_fill_bytes(bytes, dtype, (size_t)rows * cols, value);
@@ -371,46 +408,41 @@ tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t)
 	return view;
 }
 
-/* One broadcast dimension, or 0 when incompatible. */
-static uint32_t bcast(uint32_t x, uint32_t y)
-{
-	if (x == y || y == 1)
-		return x;
-	return x == 1 ? y : 0;
-}
-
 tl_tensor tl_binary_at(struct tl *tl, struct tl_site at, const char *op,
 		       tl_tensor a, tl_tensor b)
 {
-	struct tl_rec *ra = math_input(tl, at, a, op);
-	struct tl_rec *rb = math_input(tl, at, b, op);
-	uint32_t rows = bcast(tl_rec_lrows(ra), tl_rec_lrows(rb));
-	uint32_t cols = bcast(tl_rec_lcols(ra), tl_rec_lcols(rb));
+	const struct rt_isa_op *isa = tl_isa_math(tl, at, op, 2, "tl_binary");
+	const struct tl_rec *in[2] = { math_input(tl, at, a, op),
+				       math_input(tl, at, b, op) };
 	struct tl_lowered low;
+	uint32_t rows, cols;
 
-	if (!rows || !cols)
-		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: shapes %ux%u and %ux%u do not broadcast", op,
-			 tl_rec_lrows(ra), tl_rec_lcols(ra), tl_rec_lrows(rb),
-			 tl_rec_lcols(rb));
+	tl_isa_shape(tl, at, RT_EKERNEL, isa, 2, in, -1, &rows, &cols);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = op;
-	tl_op_operand(&low.ops[0], "src_a", ra);
-	tl_op_operand(&low.ops[0], "src_b", rb);
+	low.ops[0].kind = isa->name;
+	tl_op_operand(&low.ops[0], "src_a", in[0]);
+	tl_op_operand(&low.ops[0], "src_b", in[1]);
 	return math_single(tl, at, &low, rows, cols, TL_F32);
 }
 
 tl_tensor tl_unary_at(struct tl *tl, struct tl_site at, const char *op,
 		      tl_tensor a)
 {
-	struct tl_rec *ra = math_input(tl, at, a, op);
+	const struct rt_isa_op *isa = tl_isa_math(tl, at, op, 1, "tl_unary");
+	const struct tl_rec *ra = math_input(tl, at, a, op);
 	struct tl_lowered low;
+	uint32_t rows, cols;
 
+	if (isa->extra || isa->shape == RT_ISA_SHAPE_REDUCE)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_unary: op '%s' needs %s; use %s", op,
+			 isa->extra ? "an extra" : "an axis",
+			 isa->extra ? "tl_scale" : "tl_max or tl_sum");
+	tl_isa_shape(tl, at, RT_EKERNEL, isa, 1, &ra, -1, &rows, &cols);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = op;
+	low.ops[0].kind = isa->name;
 	tl_op_operand(&low.ops[0], "src", ra);
-	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
-			   TL_F32);
+	return math_single(tl, at, &low, rows, cols, TL_F32);
 }
 
 tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
@@ -430,19 +462,20 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
 		       tl_tensor a, int axis)
 {
-	struct tl_rec *ra = math_input(tl, at, a, op);
+	const struct rt_isa_op *isa = tl_isa_math(tl, at, op, 1, "tl_reduce");
+	const struct tl_rec *ra = math_input(tl, at, a, op);
 	struct tl_lowered low;
-	bool across_cols = axis == 1 || axis == -1;
+	uint32_t rows, cols;
 
-	if (!across_cols && axis != 0)
-		tl_abort(tl, at, RT_EKERNEL, "%s: axis %d (expected 0, 1 or -1)",
-			 op, axis);
+	if (isa->shape != RT_ISA_SHAPE_REDUCE)
+		tl_abort(tl, at, RT_EKERNEL, "tl_reduce: op '%s' is not a reduction",
+			 op);
+	tl_isa_shape(tl, at, RT_EKERNEL, isa, 1, &ra, axis, &rows, &cols);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = op;
+	low.ops[0].kind = isa->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	tl_op_extra_i(&low.ops[0], "axis", axis);
-	return math_single(tl, at, &low, across_cols ? tl_rec_lrows(ra) : 1,
-			   across_cols ? 1 : tl_rec_lcols(ra), TL_F32);
+	return math_single(tl, at, &low, rows, cols, TL_F32);
 }
 
 tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,

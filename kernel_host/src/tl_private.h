@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/isa.h"
 #include "tl_host.h"
 
 /* A tensor as the host tracks it. */
@@ -75,6 +76,8 @@ struct tl_cmd {
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
 	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
+	struct tl_site at;       /* where the kernel issued it */
+	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 };
 
 /* A scratch scope save point. */
@@ -98,7 +101,6 @@ struct tl_ipcq_dir {
 	uint32_t n_early, cap_early, head_early;
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
-	uint64_t send_seq;
 	uint64_t link_free_ps;     /* outgoing link busy until */
 };
 
@@ -122,6 +124,7 @@ struct tl {
 	uint64_t start_ps;
 	uint64_t now_ps;      /* event time of the current delivery */
 	uint64_t waiting_for; /* command id the kernel waits on */
+	struct tl_site wait_site; /* ... and where it waits (end-of-run report) */
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;
@@ -179,6 +182,18 @@ void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
 void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
 void tl_op_extra_f(struct tl_op *op, const char *name, double v);
+/* The instruction-set entry of MATH op `name` taking `arity` inputs (0:
+ * any); ends the kernel at `at`, naming `api` and the op, when it is
+ * unknown, not a MATH op or takes another number of inputs. */
+const struct rt_isa_op *tl_isa_math(struct tl *tl, struct tl_site at,
+				    const char *name, uint32_t arity,
+				    const char *api);
+/* The output shape of `op` on `in` (logical dims) by the instruction set's
+ * shape rule; ends the kernel at `at` with `code` when it does not hold. */
+void tl_isa_shape(struct tl *tl, struct tl_site at, enum rt_err code,
+		  const struct rt_isa_op *op, uint32_t n_in,
+		  const struct tl_rec *const *in, int64_t axis,
+		  uint32_t *rows, uint32_t *cols);
 /* Checks the logical-bytes cap, records what the composite touches, emits
  * it and returns its command id. */
 uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,

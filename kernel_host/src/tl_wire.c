@@ -7,27 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPSPEC_BYTES 4u
-#define TENSOR_BYTES 12u
-#define EXTRA_BYTES 4u
-
 uint64_t tl_command_logical_bytes(const Kb__Command *cmd)
 {
 	return sched_command_logical_bytes(cmd);
 }
 
-/* The same rule on the internal form (for the cap check before lowering
- * to the wire): see sched.h. */
+/* The same rule (rt/isa.h) on the internal form, for the cap check
+ * before lowering to the wire. */
 uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low)
 {
-	uint64_t n = TENSOR_BYTES * low->n_rw;
+	uint64_t n = RT_ISA_TENSOR_BYTES * low->n_rw;
 	uint32_t i;
 
 	for (i = 0; i < low->n_ops; i++) {
 		const struct tl_op *op = &low->ops[i];
 
-		n += OPSPEC_BYTES + TENSOR_BYTES * op->n_operands +
-		     EXTRA_BYTES * op->n_extras + (op->has_out ? TENSOR_BYTES : 0);
+		n += rt_isa_logical_bytes(op->n_operands + (op->has_out ? 1u : 0u),
+					  op->n_extras);
 	}
 	return n;
 }
@@ -46,7 +42,6 @@ void tl_wire_tref(struct tl_wire_tref *w, const struct tl_tref *t)
 	w->ref.dtype = (Kb__DType)t->dtype;
 	w->ref.pinned = t->pinned;
 	w->ref.trans = t->trans;
-	w->ref.handle = t->handle;
 }
 
 /* Everything one lowered composite needs on the wire, by value. */
@@ -123,7 +118,6 @@ void tl_emit_composite(struct tl *tl, struct tl_site at, uint64_t id,
 	w = tl->wire_buf;
 	w->cmd = init;
 	w->cmd.id = id;
-	w->cmd.data_op = true;
 	for (i = 0; i < low->n_ops; i++) {
 		wire_op(&w->ops[i], &low->ops[i]);
 		w->ops_p[i] = &w->ops[i].spec;

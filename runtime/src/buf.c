@@ -1,5 +1,6 @@
 /* buf.c — growable buffer, JSON text helpers, file I/O and FNV hashing. */
 #include "rt/buf.h"
+#include "rt/json.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -81,19 +82,7 @@ enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 
 enum rt_err rt_buf_json_str(struct rt_buf *b, const char *s)
 {
-	enum rt_err err = rt_buf_append(b, "\"", 1);
-
-	for (; !err && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			err = rt_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			err = rt_buf_printf(b, "\\u%04x", c);
-		else
-			err = rt_buf_append(b, s, 1);
-	}
-	return err ? err : rt_buf_append(b, "\"", 1);
+	return rt_json_escape(b, s); /* one escaper for every JSON text */
 }
 
 enum rt_err rt_buf_ps_as_us(struct rt_buf *b, uint64_t ps)

@@ -40,6 +40,7 @@ struct rt_coord {
 	uint64_t last_progress_ms;
 	uint64_t fast_recvs;    /* frames taken without polling */
 	const struct rt_coord_hooks *hooks;
+	struct rt_end_reports reports; /* BYE reports, once collected */
 };
 
 static uint64_t wall_us(void)
@@ -136,6 +137,7 @@ void rt_coord_destroy(struct rt_coord **cp)
 		return;
 	free_round(c);
 	free(c->round);
+	rt_end_reports_release(&c->reports);
 	for (uint32_t i = 0; c->peers && i < c->n_peers; i++)
 		free(c->peers[i].inbound);
 	free(c->peers);
@@ -197,14 +199,13 @@ static enum rt_err send_grant(struct rt_coord *c, uint32_t i, uint64_t window, u
 	return send_to(c, i, &sync);
 }
 
-static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run, uint64_t sim_ps)
+static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Shutdown shutdown = KB__SHUTDOWN__INIT;
 	enum rt_err first = RT_EOK;
 
 	shutdown.abort = abort_run;
-	shutdown.sim_time_ps = sim_ps;
 	sync.body_case = KB__SYNC__BODY_SHUTDOWN;
 	sync.shutdown = &shutdown;
 	for (uint32_t i = 0; i < c->n_peers; i++) {
@@ -222,7 +223,7 @@ static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run, uint64
 
 void rt_coord_abort(struct rt_coord *c)
 {
-	broadcast_shutdown(c, true, 0);
+	broadcast_shutdown(c, true);
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -609,8 +610,85 @@ static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
 	return err;
 }
 
+void rt_end_reports_release(struct rt_end_reports *r)
+{
+	for (uint32_t i = 0; r->byes && i < r->n_byes; i++)
+		rt_wire_free_sync(r->byes[i]);
+	free(r->byes);
+	free(r->by_id);
+	memset(r, 0, sizeof(*r));
+}
+
+void rt_coord_take_reports(struct rt_coord *c, struct rt_end_reports *out)
+{
+	*out = c->reports;
+	memset(&c->reports, 0, sizeof(c->reports));
+}
+
+/* Indexes the reports of daemon `i`'s BYE, which must cover exactly the
+ * components it hosts. */
+static enum rt_err index_reports(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
+{
+	const struct rt_topology *t = c->topo;
+	char name[128];
+	uint32_t hosted = 0;
+
+	for (size_t k = 0; k < bye->n_reports; k++) {
+		uint32_t id = bye->reports[k]->component;
+
+		if (id >= t->n_components || t->components[id].daemon != i ||
+		    c->reports.by_id[id])
+			return rt_fail(RT_EPROTOCOL, "daemon %s reported on component %u, "
+				       "which it does not host (or twice)",
+				       peer_name(c, i, name, sizeof(name)), id);
+		c->reports.by_id[id] = bye->reports[k];
+	}
+	for (uint32_t id = 0; id < t->n_components; id++)
+		hosted += t->components[id].daemon == i;
+	if (hosted != bye->n_reports)
+		return rt_fail(RT_EPROTOCOL, "daemon %s reported on %zu components, it hosts %u",
+			       peer_name(c, i, name, sizeof(name)), bye->n_reports, hosted);
+	return RT_EOK;
+}
+
+/* One line naming every component that left work unfinished, in component
+ * order (the first few in full; the line has to fit an error message). */
+static enum rt_err check_unfinished(struct rt_coord *c)
+{
+	struct rt_buf line;
+	uint32_t shown = 0, more = 0;
+	enum rt_err err = RT_EOK;
+
+	rt_buf_init(&line);
+	for (uint32_t id = 0; id < c->reports.n_components; id++) {
+		const char *what = c->reports.by_id[id]->unfinished;
+
+		if (!what || !*what)
+			continue;
+		if (line.len + strlen(what) > 760 && shown) {
+			more++;
+			continue;
+		}
+		rt_buf_printf(&line, "%s%s", shown++ ? "; " : "", what);
+	}
+	if (more)
+		rt_buf_printf(&line, "; and %u more unfinished component%s", more,
+			      more > 1 ? "s" : "");
+	if (shown)
+		err = rt_fail(RT_EUNFINISHED, "%s", line.data);
+	rt_buf_release(&line);
+	return err;
+}
+
 static enum rt_err collect_bye(struct rt_coord *c)
 {
+	struct rt_end_reports *r = &c->reports;
+
+	r->byes = calloc(c->n_peers, sizeof(*r->byes));
+	r->by_id = calloc(c->topo->n_components ? c->topo->n_components : 1, sizeof(*r->by_id));
+	if (!r->byes || !r->by_id)
+		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	r->n_components = c->topo->n_components;
 	for (uint32_t got = 0; got < c->n_peers;) {
 		Kb__Sync *s = NULL;
 		uint32_t i;
@@ -620,13 +698,15 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
 			err = frame_error(c, i, s, "BYE");
-		rt_wire_free_sync(s);
+		else
+			err = index_reports(c, i, s->bye);
+		r->byes[r->n_byes++] = s; /* the index points into it */
 		if (err)
 			return err;
 		c->peers[i].answered = true;
 		got++;
 	}
-	return RT_EOK;
+	return check_unfinished(c);
 }
 
 enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
@@ -641,7 +721,7 @@ enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
 		err = run_windows(c, st);
 	free_round(c);
 	if (!err)
-		err = broadcast_shutdown(c, false, st->last_window_ps);
+		err = broadcast_shutdown(c, false);
 	if (!err)
 		err = collect_bye(c);
 	if (!err)

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "rt/daemon.h"
+#include "rt/json.h"
 
 #define FLUSH_BYTES (1u << 20)
 
@@ -33,7 +34,10 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 void rt_ctx_release(struct rt_ctx *c)
 {
 	free(c->state);
+	for (size_t i = 0; i < c->n_stats; i++)
+		free(c->stats[i].name);
 	free(c->stats);
+	free(c->unfinished);
 	rt_buf_release(&c->oplog);
 	rt_buf_release(&c->trace);
 	if (c->oplog_file)
@@ -57,6 +61,11 @@ uint32_t rt_self(const struct rt_ctx *ctx)
 const struct rt_component_desc *rt_self_desc(const struct rt_ctx *ctx)
 {
 	return ctx->desc;
+}
+
+void rt_note_clock(struct rt_ctx *ctx, uint64_t clock_ps)
+{
+	ctx->clock_ps = clock_ps;
 }
 
 const struct rt_topology *rt_topo(const struct rt_ctx *ctx)
@@ -346,39 +355,138 @@ enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path, siz
 enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
 {
 	struct rt_buf *b = &ctx->oplog;
+	struct rt_json j;
+	enum rt_err err;
 
 	/* sort key (start, end, component, seq) then the record; the launcher
 	 * merges parts by key and strips it */
 	rt_buf_printf(b, "%020llu %020llu %010u %012llu ", (unsigned long long)r->start_ps,
 		      (unsigned long long)r->end_ps, ctx->id, (unsigned long long)ctx->oplog_seq++);
-	rt_buf_printf(b, "{\"start_ps\":%llu,\"end_ps\":%llu,\"rank\":%u,\"pe\":%u,\"engine\":\"%s\","
-		      "\"op_kind\":\"%s\",\"op_name\":\"%s\",\"bytes\":%llu,\"elements\":%llu,"
-		      "\"composite\":%llu,\"stage\":%u}\n",
-		      (unsigned long long)r->start_ps, (unsigned long long)r->end_ps,
-		      ctx->desc->rank, ctx->desc->pe, r->engine, r->op_kind, r->op_name,
-		      (unsigned long long)r->bytes, (unsigned long long)r->elements,
-		      (unsigned long long)r->command, r->stage);
+	rt_json_init(&j, b);
+	rt_json_object(&j, NULL, RT_JSON_COMPACT);
+	rt_json_u64(&j, "start_ps", r->start_ps);
+	rt_json_u64(&j, "end_ps", r->end_ps);
+	rt_json_u64(&j, "rank", ctx->desc->rank);
+	rt_json_u64(&j, "pe", ctx->desc->pe);
+	rt_json_str(&j, "engine", r->engine);
+	rt_json_str(&j, "op_kind", r->op_kind);
+	rt_json_str(&j, "op_name", r->op_name);
+	rt_json_u64(&j, "bytes", r->bytes);
+	rt_json_u64(&j, "elements", r->elements);
+	rt_json_u64(&j, "composite", r->command);
+	rt_json_u64(&j, "stage", r->stage);
+	rt_json_close(&j);
+	err = rt_json_finish(&j);
+	if (!err)
+		err = rt_buf_append(b, "\n", 1);
+	if (err)
+		return err;
 	return b->len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
+}
+
+/* Copies `name` for an error line: non-printable bytes as \xNN, at most
+ * about 60 bytes shown. */
+static void printable_name(const char *name, char *out, size_t cap)
+{
+	size_t used = 0;
+
+	for (; *name && used + 8 < cap; name++) {
+		unsigned char c = (unsigned char)*name;
+
+		if (used >= 60) {
+			snprintf(out + used, cap - used, "...");
+			return;
+		}
+		used += (size_t)snprintf(out + used, cap - used, c < 0x20 || c > 0x7e ? "\\x%02x" : "%c",
+					 c);
+	}
+	out[used] = '\0';
+}
+
+const char *rt_stat_name_check(const char *name)
+{
+	static _Thread_local char why[192];
+	char shown[80];
+	size_t len = 0;
+
+	if (!name || !*name)
+		return "statistic name is empty";
+	printable_name(name, shown, sizeof(shown));
+	/* the runtime reports these itself, for every component */
+	if (!strcmp(name, "delivered") || !strcmp(name, "last_ps")) {
+		snprintf(why, sizeof(why), "statistic name \"%s\" is reserved (the runtime counts it)",
+			 shown);
+		return why;
+	}
+	for (; name[len]; len++) {
+		unsigned char c = (unsigned char)name[len];
+
+		if (c < 0x20 || c > 0x7e) {
+			snprintf(why, sizeof(why), "statistic name \"%s\" has a non-printable byte 0x%02x "
+				 "(printable ASCII only)", shown, c);
+			return why;
+		}
+		if (len == RT_STAT_NAME_MAX) {
+			snprintf(why, sizeof(why), "statistic name \"%s\" is longer than %d bytes", shown,
+				 RT_STAT_NAME_MAX);
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* Remembers the first bad statistic call; the daemon fails the run with it
+ * once the handler returns (a void call cannot report it itself). */
+static void stat_fail(struct rt_ctx *ctx, enum rt_err code, const char *line)
+{
+	if (ctx->stat_err)
+		return;
+	ctx->stat_err = code;
+	snprintf(ctx->stat_err_line, sizeof(ctx->stat_err_line), "%s", line);
 }
 
 static struct rt_stat *find_stat(struct rt_ctx *ctx, const char *name, bool is_max)
 {
-	for (size_t i = 0; i < ctx->n_stats; i++)
-		if (!strcmp(ctx->stats[i].name, name))
-			return &ctx->stats[i];
+	const char *why = rt_stat_name_check(name);
+	struct rt_stat *s;
+
+	if (why) {
+		stat_fail(ctx, RT_EINVAL, why);
+		return NULL;
+	}
+	for (size_t i = 0; i < ctx->n_stats; i++) {
+		if (strcmp(ctx->stats[i].name, name))
+			continue;
+		if (ctx->stats[i].is_max != is_max) {
+			char line[256]; /* the name was checked: printable, short */
+
+			snprintf(line, sizeof(line), "statistic \"%s\" is both summed and maxed", name);
+			stat_fail(ctx, RT_EINVAL, line);
+			return NULL;
+		}
+		return &ctx->stats[i];
+	}
 	if (ctx->n_stats == ctx->cap_stats) {
 		size_t cap = ctx->cap_stats ? ctx->cap_stats * 2 : 8;
 		struct rt_stat *grown = realloc(ctx->stats, cap * sizeof(*grown));
 
-		if (!grown)
+		if (!grown) {
+			stat_fail(ctx, RT_ENOMEM, "out of memory for statistics");
 			return NULL;
+		}
 		ctx->stats = grown;
 		ctx->cap_stats = cap;
 	}
-	memset(&ctx->stats[ctx->n_stats], 0, sizeof(struct rt_stat));
-	snprintf(ctx->stats[ctx->n_stats].name, sizeof(ctx->stats[0].name), "%s", name);
-	ctx->stats[ctx->n_stats].is_max = is_max;
-	return &ctx->stats[ctx->n_stats++];
+	s = &ctx->stats[ctx->n_stats];
+	s->name = strdup(name);
+	if (!s->name) {
+		stat_fail(ctx, RT_ENOMEM, "out of memory for statistics");
+		return NULL;
+	}
+	s->value = 0;
+	s->is_max = is_max;
+	ctx->n_stats++;
+	return s;
 }
 
 void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value)
@@ -395,6 +503,31 @@ void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value)
 
 	if (s && value > s->value)
 		s->value = value;
+}
+
+enum rt_err rt_ctx_stat_error(const struct rt_ctx *c)
+{
+	return c->stat_err ? rt_fail(c->stat_err, "%s", c->stat_err_line) : RT_EOK;
+}
+
+void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *stats,
+		   Kb__Stat **stat_ptrs)
+{
+	kb__component_report__init(r);
+	r->component = c->id;
+	r->delivered = c->delivered;
+	r->digest = c->digest;
+	r->last_ps = c->last_ps;
+	for (size_t i = 0; i < c->n_stats; i++) {
+		kb__stat__init(&stats[i]);
+		stats[i].name = c->stats[i].name;
+		stats[i].value = c->stats[i].value;
+		stats[i].is_max = c->stats[i].is_max;
+		stat_ptrs[i] = &stats[i];
+	}
+	r->n_stats = c->n_stats;
+	r->stats = stat_ptrs;
+	r->unfinished = c->unfinished ? c->unfinished : (char *)"";
 }
 
 static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, const char *ext)
@@ -418,25 +551,6 @@ static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, con
 	return RT_EOK;
 }
 
-static enum rt_err write_stats(struct rt_ctx *c)
-{
-	struct rt_buf b;
-	char path[RT_PATH_MAX + 64];
-	enum rt_err err;
-
-	rt_buf_init(&b);
-	rt_buf_printf(&b, "delivered sum %llu\ndigest hash %016llx\nlast_ps max %llu\n",
-		      (unsigned long long)c->delivered, (unsigned long long)c->digest,
-		      (unsigned long long)c->last_ps);
-	for (size_t i = 0; i < c->n_stats; i++)
-		rt_buf_printf(&b, "%s %s %llu\n", c->stats[i].name, c->stats[i].is_max ? "max" : "sum",
-			      (unsigned long long)c->stats[i].value);
-	snprintf(path, sizeof(path), "%s/%s/%u.stats", c->daemon->job->out_dir, RT_PARTS_DIR, c->id);
-	err = rt_buf_write_file(&b, path);
-	rt_buf_release(&b);
-	return err;
-}
-
 enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 {
 	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
@@ -450,5 +564,5 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 	if (c->trace_file && fclose(c->trace_file))
 		err = rt_fail(RT_EIO, "%s: cannot close its trace part", c->desc->name);
 	c->oplog_file = c->trace_file = NULL;
-	return err ? err : write_stats(c);
+	return err;
 }

@@ -13,7 +13,7 @@
 #include "rt/wire.h"
 
 struct rt_stat {
-	char name[40];
+	char *name;  /* owned; checked by rt_stat_name_check */
 	uint64_t value;
 	bool is_max; /* merged by max instead of sum */
 };
@@ -27,10 +27,14 @@ struct rt_ctx {
 	uint64_t delivered;      /* messages delivered to it */
 	uint64_t digest;         /* hash over its deliveries */
 	uint64_t last_ps;        /* time of its last event */
+	uint64_t clock_ps;       /* its own clock, if ahead (rt_note_clock) */
 	uint64_t oplog_seq;      /* op log records written */
 	struct rt_stat *stats;
 	size_t n_stats;
 	size_t cap_stats;
+	enum rt_err stat_err;    /* first bad rt_stat_* call (sticky) ... */
+	char stat_err_line[320]; /* ... and what was wrong */
+	char *unfinished;        /* what fini said is left undone (owned) */
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
 	struct rt_buf trace;
 	FILE *oplog_file;
@@ -71,8 +75,14 @@ void rt_ctx_release(struct rt_ctx *c);
 /* Records a delivered message: digest, count, trace flow end. */
 void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev,
 			  const Kb__Payload *msg);
-/* Writes pending output; `final` also writes the stats part and closes. */
+/* Writes pending output; `final` also closes the part files. */
 enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final);
+/* RT_EOK, or the first bad rt_stat_* call of this component (rt_fail'd). */
+enum rt_err rt_ctx_stat_error(const struct rt_ctx *c);
+/* Fills `r` (whose stats array `stats`, of c->n_stats entries, the caller
+ * provides) with the component's end-of-run report; points into `c`. */
+void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *stats,
+		   Kb__Stat **stat_ptrs);
 void rt_ctx_free_outbound(struct rt_daemon *d);
 void rt_ctx_unmap_memory(struct rt_daemon *d);
 

@@ -94,11 +94,16 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 		rt_ctx_note_delivery(c, ev, msg);
 	}
 	c->last_ps = d->now;
+	c->clock_ps = 0;
 	err = c->desc->ops->handle(c, c->state, &del);
-	/* components report what went wrong; the daemon says where and when */
+	if (!err)
+		err = rt_ctx_stat_error(c);
+	/* components report what went wrong; the daemon says where and when
+	 * (a kernel host's own clock may be far past the event's time) */
 	if (err)
 		return rt_fail(err, "%s at %llu ps: %s", c->desc->name,
-			       (unsigned long long)d->now, rt_last_error());
+			       (unsigned long long)(c->clock_ps > d->now ? c->clock_ps : d->now),
+			       rt_last_error());
 	return err;
 }
 
@@ -228,7 +233,6 @@ static enum rt_err send_done(struct rt_daemon *d, uint64_t window)
 	done.next_local_ps = next_local(d);
 	done.n_outbound = d->n_out;
 	done.outbound = d->outbound;
-	done.events = d->events;
 	sync.body_case = KB__SYNC__BODY_DONE;
 	sync.done = &done;
 	err = rt_wire_encode_sync(&sync, &d->frame);
@@ -266,16 +270,41 @@ static void send_error(struct rt_daemon *d, enum rt_err code)
 	rt_fail(code, "%s", line);
 }
 
+/* BYE carries every hosted component's end-of-run report: its delivery
+ * count and digest, statistics, and what it left unfinished. */
 static enum rt_err send_bye(struct rt_daemon *d)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Bye bye = KB__BYE__INIT;
+	Kb__ComponentReport *reports = calloc(d->n_local + 1, sizeof(*reports));
+	Kb__ComponentReport **report_ptrs = calloc(d->n_local + 1, sizeof(*report_ptrs));
+	Kb__Stat *stats = NULL, **stat_ptrs = NULL;
+	size_t n_stats = 0, at = 0;
+	enum rt_err err = RT_EOK;
 
+	for (uint32_t i = 0; i < d->n_local; i++)
+		n_stats += d->ctxs[i].n_stats;
+	stats = calloc(n_stats + 1, sizeof(*stats));
+	stat_ptrs = calloc(n_stats + 1, sizeof(*stat_ptrs));
+	if (!reports || !report_ptrs || !stats || !stat_ptrs)
+		err = rt_fail(RT_ENOMEM, "daemon %s: cannot build its end-of-run report", d->label);
+	for (uint32_t i = 0; !err && i < d->n_local; i++) {
+		rt_ctx_report(&d->ctxs[i], &reports[i], stats + at, stat_ptrs + at);
+		at += d->ctxs[i].n_stats;
+		report_ptrs[i] = &reports[i];
+	}
 	bye.daemon = d->index;
-	bye.events = d->events;
+	bye.n_reports = d->n_local;
+	bye.reports = report_ptrs;
 	sync.body_case = KB__SYNC__BODY_BYE;
 	sync.bye = &bye;
-	return send_frame(d, &sync);
+	if (!err)
+		err = send_frame(d, &sync);
+	free(stat_ptrs);
+	free(stats);
+	free(report_ptrs);
+	free(reports);
+	return err;
 }
 
 /* ---------------------------------------------------------------- grant */
@@ -335,24 +364,36 @@ static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
 	return err;
 }
 
-/* Lets every initialised component release what it holds. */
-static void fini_components(struct rt_daemon *d)
+/* Lets every initialised component release what it holds, and keeps what
+ * each says it left unfinished (for its report; ignored after a failure). */
+static enum rt_err fini_components(struct rt_daemon *d)
 {
+	enum rt_err err = RT_EOK;
+
 	for (uint32_t i = 0; i < d->n_inited; i++) {
 		struct rt_ctx *c = &d->ctxs[i];
+		enum rt_err undone;
 
 		d->now = c->last_ps;
-		if (c->desc->ops->fini)
-			c->desc->ops->fini(c, c->state);
+		rt_fail(RT_EOK, "%s", "");
+		undone = c->desc->ops->fini ? c->desc->ops->fini(c, c->state) : RT_EOK;
+		if (undone && !c->unfinished &&
+		    asprintf(&c->unfinished, "%s: %s", c->desc->name,
+			     rt_last_error()[0] ? rt_last_error() : rt_err_msg(undone)) < 0) {
+			c->unfinished = NULL;
+			err = rt_fail(RT_ENOMEM, "daemon %s: out of memory", d->label);
+		}
+		if (!err)
+			err = rt_ctx_stat_error(c);
 	}
 	d->n_inited = 0;
+	return err;
 }
 
 static enum rt_err finish(struct rt_daemon *d)
 {
-	enum rt_err err = RT_EOK;
+	enum rt_err err = fini_components(d);
 
-	fini_components(d);
 	for (uint32_t i = 0; i < d->n_local && !err; i++)
 		err = rt_ctx_flush(&d->ctxs[i], true);
 	return err ? err : send_bye(d);
@@ -455,6 +496,8 @@ static enum rt_err init_components(struct rt_daemon *d)
 		enum rt_err err = c->desc->ops->init ? c->desc->ops->init(c, c->state) : RT_EOK;
 
 		d->n_inited = i + 1; /* a failed init may hold resources too */
+		if (!err)
+			err = rt_ctx_stat_error(c);
 		if (err)
 			return rt_fail(err, "%s: init failed: %s", c->desc->name, rt_last_error());
 	}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt/component.h"
 #include "rt/event.h"
 
 /* ---------------------------------------------------------------- arena */
@@ -67,6 +68,31 @@ static enum rt_err check_envelopes(Kb__Envelope **env, size_t n, const char *wha
 	return RT_EOK;
 }
 
+/* End-of-run reports reach summary.json and the error line: names must be
+ * valid statistic names, the unfinished line one line of printable text. */
+static enum rt_err check_bye(const Kb__Bye *bye)
+{
+	for (size_t i = 0; i < bye->n_reports; i++) {
+		const Kb__ComponentReport *r = bye->reports[i];
+
+		if (!r)
+			return rt_fail(RT_EDECODE, "BYE: report %zu is empty", i);
+		for (size_t k = 0; k < r->n_stats; k++) {
+			const char *why = r->stats[k] ? rt_stat_name_check(r->stats[k]->name)
+						      : "statistic missing";
+
+			if (why)
+				return rt_fail(RT_EDECODE, "BYE: component %u: %s", r->component, why);
+		}
+		for (const char *p = r->unfinished; p && *p; p++)
+			if ((unsigned char)*p < 0x20)
+				return rt_fail(RT_EDECODE,
+					       "BYE: component %u: unfinished-work line has a control byte",
+					       r->component);
+	}
+	return RT_EOK;
+}
+
 static enum rt_err check_sync(const Kb__Sync *m)
 {
 	if (m->schema_version != KB__SCHEMA__SCHEMA_VERSION)
@@ -84,8 +110,9 @@ static enum rt_err check_sync(const Kb__Sync *m)
 		return check_envelopes(m->grant->inbound, m->grant->n_inbound, "GRANT");
 	case KB__SYNC__BODY_DONE:
 		return check_envelopes(m->done->outbound, m->done->n_outbound, "DONE");
-	case KB__SYNC__BODY_SHUTDOWN:
 	case KB__SYNC__BODY_BYE:
+		return check_bye(m->bye);
+	case KB__SYNC__BODY_SHUTDOWN:
 	case KB__SYNC__BODY_ERROR:
 		return RT_EOK;
 	default:

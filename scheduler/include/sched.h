@@ -11,7 +11,7 @@
  *     component (sched_ops) is a thin adapter from messages to the core.
  *
  * The scheduler holds no recipe knowledge (ADR-0065 D6.5, D7): it sees only
- * flat op lists and the engines' op vocabulary (docs/stages.md). */
+ * flat op lists and the stage instruction set (rt/isa.h, docs/stages.md). */
 #ifndef SCHED_H
 #define SCHED_H
 
@@ -24,29 +24,17 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/isa.h"
 #include "rt/wire.h"
 
 /* ------------------------------------------------------------ dispatch cost
  *
- * Logical bytes, the exact rule (ADR-0064 rev. 2 D2, as built here):
- *   OpSpec     = 4 (kind + scope)
- *              + 12 per tensor: each operand and the out, if present
- *                (8-byte address + 4-byte size)
- *              + 4 per extra
- *   Composite  = sum over its ops + 12 per rw_handle
- *   DmaCmd / CopyCmd = 4 + 2 * 12 = 28
- * Dispatch cycles = dispatch_fixed_cycles
- *                 + ceil(logical_bytes * dispatch_cycles_per_kib / 1024). */
-#define SCHED_OP_HEADER_BYTES 4u
-#define SCHED_TENSOR_BYTES 12u
-#define SCHED_EXTRA_BYTES 4u
-
+ * Logical bytes of a wire command by the one rule in rt/isa.h (the kernel
+ * host charges PE_CPU by it: rt_dispatch_cycles). */
 uint64_t sched_op_logical_bytes(const Kb__OpSpec *op);
 uint64_t sched_composite_logical_bytes(const Kb__CompositeCmd *c);
 /* 0 for a command with no body. */
 uint64_t sched_command_logical_bytes(const Kb__Command *c);
-uint64_t sched_dispatch_cycles(const struct rt_config *cfg,
-			       uint64_t logical_bytes);
 
 /* ------------------------------------------------------------ plans */
 
@@ -118,6 +106,19 @@ void sched_plan_rebase(struct sched_plan *plan, uint64_t staging_base);
 /* Appends one deterministic line per stage (index, engine, op, deps,
  * views, acc/first/last) — the golden-file format. */
 enum rt_err sched_plan_dump(const struct sched_plan *plan, struct rt_buf *out);
+/* A wire Stage with storage for its views: what goes to an engine. */
+struct sched_stage_msg {
+	Kb__Stage stage;
+	Kb__View in[SCHED_MAX_IN];
+	Kb__View *in_ptrs[SCHED_MAX_IN];
+	Kb__View out;
+	Kb__View acc;
+};
+/* Fills `m` with stage `index` of command `command` (points into `st`
+ * and its OpSpec for names and extras). */
+void sched_stage_msg_fill(struct sched_stage_msg *m,
+			  const struct sched_stage *st, uint64_t command,
+			  uint32_t index);
 /* "dma_read", "dma_write", "gemm", "math". */
 const char *sched_engine_name(Kb__Engine engine);
 

@@ -12,15 +12,6 @@ struct sched_component {
 	uint32_t pe;
 };
 
-/* A wire Stage with storage for its views. */
-struct stage_msg {
-	Kb__Stage stage;
-	Kb__View in[SCHED_MAX_IN];
-	Kb__View *in_ptrs[SCHED_MAX_IN];
-	Kb__View out;
-	Kb__View acc;
-};
-
 static void to_view(const struct sched_view *v, Kb__View *out)
 {
 	kb__view__init(out);
@@ -33,13 +24,12 @@ static void to_view(const struct sched_view *v, Kb__View *out)
 	out->trans = v->trans;
 }
 
-static void fill_stage(const struct sched_cmd *cmd, uint32_t index,
-		       struct stage_msg *m)
+void sched_stage_msg_fill(struct sched_stage_msg *m,
+			  const struct sched_stage *st, uint64_t command,
+			  uint32_t index)
 {
-	const struct sched_stage *st = &cmd->plan.stages[index];
-
 	kb__stage__init(&m->stage);
-	m->stage.command = cmd->id;
+	m->stage.command = command;
 	m->stage.index = index;
 	m->stage.engine = st->engine;
 	m->stage.op_kind = (char *)st->op_kind;
@@ -82,17 +72,17 @@ static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
 	uint32_t pes = rt_cfg(ctx)->pes;
 	Kb__Payload payload = KB__PAYLOAD__INIT;
 	Kb__CommandDone done = KB__COMMAND_DONE__INIT;
-	struct stage_msg m;
+	struct sched_stage_msg m;
 	uint32_t dst;
 
 	if (a->kind == SCHED_COMMAND_DONE) {
 		done.id = a->id;
-		done.issued_ps = a->issued_ps;
 		payload.body_case = KB__PAYLOAD__BODY_COMMAND_DONE;
 		payload.command_done = &done;
 		dst = pe_component_id(pes, sc->rank, sc->pe, PE_HOST);
 	} else {
-		fill_stage(a->cmd, a->stage, &m);
+		sched_stage_msg_fill(&m, &a->cmd->plan.stages[a->stage],
+				     a->cmd->id, a->stage);
 		payload.body_case = KB__PAYLOAD__BODY_STAGE;
 		payload.stage = &m.stage;
 		dst = pe_component_id(pes, sc->rank, sc->pe,
@@ -152,11 +142,24 @@ static enum rt_err sched_handle(struct rt_ctx *ctx, void *state,
 	return err ? err : flush(ctx, sc);
 }
 
-static void sched_fini(struct rt_ctx *ctx, void *state)
+/* A scheduler still holding commands when the run ends left work undone
+ * (a stage whose StageDone never came, or a command never admitted). */
+static enum rt_err sched_fini(struct rt_ctx *ctx, void *state)
 {
 	struct sched_component *sc = state;
+	enum rt_err undone = RT_EOK;
 
+	if (sc->core.n_cmds) {
+		const struct sched_cmd *c = sc->core.cmds[0];
+
+		undone = rt_fail(RT_EUNFINISHED,
+				 "scheduler did not finish: it holds %u command(s); the oldest, "
+				 "command %llu, is %s with %u of %u stages done",
+				 sc->core.n_cmds, (unsigned long long)c->id,
+				 c->running ? "running" : "queued", c->n_done, c->plan.n_stages);
+	}
 	sched_core_release(&sc->core);
+	return undone;
 }
 
 const struct rt_component_ops sched_ops = {

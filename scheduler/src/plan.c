@@ -11,7 +11,8 @@
  * Every DMA_READ waits for the prologue's last stage, so no DMA of a
  * composite starts while its MATH prologue runs (K-before-V, D6.2).
  *
- * The only op vocabulary here is the engines' (docs/stages.md). */
+ * The only op vocabulary here is the stage instruction set (rt/isa.h,
+ * docs/stages.md): op kinds, arities and shape rules come from its table. */
 #include "sched.h"
 
 #include <assert.h>
@@ -20,19 +21,6 @@
 
 #define NONE (-1)
 #define STAGING_ALIGN 64u
-
-/* An engine MATH op and its number of inputs. */
-struct math_op {
-	const char *name;
-	uint32_t arity;
-};
-
-static const struct math_op math_ops[] = {
-	{"copy", 1},     {"exp", 1},      {"scale", 1},    {"add", 2},
-	{"sub", 2},      {"mul", 2},      {"div", 2},      {"max_elem", 2},
-	{"exp_diff", 2}, {"mul_bcast", 2}, {"fma", 3},     {"rmax", 1},
-	{"rsum", 1},     {"softmax", 1},
-};
 
 /* Everything the tile loop needs about the composite's GEMM. */
 struct gemm_geom {
@@ -247,29 +235,80 @@ static struct sched_view staging_view(const struct sched_view *like,
 
 /* ------------------------------------------------------------ validation */
 
-static const struct math_op *find_math_op(const char *name)
-{
-	for (size_t i = 0; i < sizeof(math_ops) / sizeof(math_ops[0]); i++)
-		if (strcmp(math_ops[i].name, name) == 0)
-			return &math_ops[i];
-	return NULL;
-}
-
 static bool is_gemm(const Kb__OpSpec *op)
 {
-	return strcmp(op->kind, "gemm") == 0;
+	const struct rt_isa_op *isa = rt_isa_find(op->kind);
+
+	return isa && isa->engine == RT_ISA_ENGINE_GEMM;
+}
+
+/* Reduction axis of an op (-1 when absent, as the engines read it). */
+static int64_t op_axis(const Kb__OpSpec *op)
+{
+	for (size_t i = 0; i < op->n_extras; i++) {
+		const Kb__Extra *e = op->extras[i];
+
+		if (e && strcmp(e->name, "axis") == 0)
+			return e->value_case == KB__EXTRA__VALUE_I
+				       ? e->i : (int64_t)e->f;
+	}
+	return -1;
+}
+
+static bool has_extra(const Kb__OpSpec *op, const char *name)
+{
+	for (size_t i = 0; i < op->n_extras; i++)
+		if (op->extras[i] && strcmp(op->extras[i]->name, name) == 0 &&
+		    op->extras[i]->value_case != KB__EXTRA__VALUE__NOT_SET)
+			return true;
+	return false;
+}
+
+/* The op's whole tensors obey its shape rule (per-tile stages are slices
+ * of these, so the engines' per-stage check then holds too). */
+static enum rt_err check_math_shapes(const struct builder *bd, size_t pos,
+				     const Kb__OpSpec *op,
+				     const struct rt_isa_op *isa)
+{
+	uint32_t rows[RT_ISA_MAX_ARITY], cols[RT_ISA_MAX_ARITY], r, c;
+	struct sched_view v;
+	enum rt_err err;
+
+	for (size_t i = 0; i < op->n_operands; i++) {
+		err = tensor_view(bd, op->operands[i]->tensor,
+				  op->operands[i]->name, &v);
+		if (err)
+			return err;
+		rows[i] = logical_rows(&v);
+		cols[i] = logical_cols(&v);
+	}
+	if ((err = tensor_view(bd, op->out, "out", &v)))
+		return err;
+	if (rt_isa_out_shape(isa, (uint32_t)op->n_operands, rows, cols,
+			     op_axis(op), &r, &c))
+		return rt_fail(RT_EDECODE, "%s %llu: op %zu (%s): %s", bd->what,
+			       (unsigned long long)bd->id, pos, op->kind,
+			       rt_last_error());
+	if (logical_rows(&v) != r || logical_cols(&v) != c)
+		return rt_fail(RT_EDECODE,
+			       "%s %llu: op %zu (%s) out is %ux%u, its inputs make %ux%u",
+			       bd->what, (unsigned long long)bd->id, pos,
+			       op->kind, logical_rows(&v), logical_cols(&v), r,
+			       c);
+	return RT_EOK;
 }
 
 static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 				 const Kb__OpSpec *op)
 {
-	const struct math_op *m = find_math_op(op->kind);
+	const struct rt_isa_op *m = rt_isa_find(op->kind);
 
-	if (!m)
+	if (!m || m->engine != RT_ISA_ENGINE_MATH)
 		return rt_fail(RT_EDECODE,
-			       "%s %llu: op %zu has unknown MATH op kind \"%s\"",
+			       "%s %llu: op %zu has unknown MATH op kind \"%s\" "
+			       "(expected one of %s)",
 			       bd->what, (unsigned long long)bd->id, pos,
-			       op->kind);
+			       op->kind ? op->kind : "", rt_isa_names());
 	if (op->n_operands != m->arity)
 		return rt_fail(RT_EDECODE,
 			       "%s %llu: op %zu (%s) has %zu operands, expected %u",
@@ -285,7 +324,11 @@ static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 		return rt_fail(RT_EDECODE, "%s %llu: op %zu (%s) has no out",
 			       bd->what, (unsigned long long)bd->id, pos,
 			       op->kind);
-	return RT_EOK;
+	if (m->extra && !has_extra(op, m->extra))
+		return rt_fail(RT_EDECODE, "%s %llu: op %zu (%s) needs extra '%s'",
+			       bd->what, (unsigned long long)bd->id, pos,
+			       op->kind, m->extra);
+	return check_math_shapes(bd, pos, op, m);
 }
 
 /* Finds the GEMM (at most one, D6.1) and checks every MATH op and the

@@ -35,12 +35,20 @@ file="$root/tests/golden/attention_latency.txt"
 		# shellcheck disable=SC2086
 		"$bin" run $args --out "$out/$name" --quiet
 		lat=$(sed -n 's/^  "latency_ps": \([0-9]*\),$/\1/p' "$out/$name/summary.json")
+		# a run without a latency must not become a golden line
+		case "$lat" in
+		''|*[!0-9]*) echo "regenerate.sh: $name: no latency_ps in $out/$name/summary.json" >&2
+			exit 1 ;;
+		esac
 		echo "$name $lat run $args"
 	done
 } > "$file.tmp"
 mv "$file.tmp" "$file"
 echo "wrote $file"
 
-# scheduler goldens: the unit tests rewrite them themselves
+# scheduler goldens: the unit tests rewrite them themselves (update mode
+# only writes), then a plain run checks a fresh plan against what was
+# written — a second, independent computation, not the same buffer
 make -C "$root" --no-print-directory BUILD="$build" "$build/tests/unit_tests" >/dev/null
 KB_GOLDEN_UPDATE=1 KB_ROOT="$root" "$build/tests/unit_tests" --filter 'sched_golden/*'
+KB_ROOT="$root" "$build/tests/unit_tests" --filter 'sched_golden/*'

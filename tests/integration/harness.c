@@ -201,31 +201,110 @@ char *kb_slurp_stderr(const char *path)
 	return text;
 }
 
-bool kb_json_field(const char *json, const char *key, char *out, size_t cap)
+/* Skips a JSON string starting at *p == '"'; returns the char after it. */
+static const char *skip_string(const char *p)
 {
-	char pattern[128];
-	const char *p;
-	size_t n = 0;
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
 
-	if (!json)
+/* Skips one JSON value (any kind); returns the char after it. */
+static const char *skip_value(const char *p)
+{
+	int depth = 0;
+
+	while (*p == ' ' || *p == '\n')
+		p++;
+	do {
+		if (*p == '"')
+			p = skip_string(p);
+		else if (*p == '{' || *p == '[')
+			depth++, p++;
+		else if (*p == '}' || *p == ']')
+			depth--, p++;
+		else if (depth == 0)
+			while (*p && !strchr(",}]\n ", *p))
+				p++;
+		else
+			p++;
+	} while (*p && depth > 0);
+	return p;
+}
+
+/* Value of member `name` (len bytes) of the object at `obj`, or NULL. */
+static const char *member(const char *obj, const char *name, size_t len)
+{
+	const char *p = obj;
+
+	while (*p == ' ' || *p == '\n')
+		p++;
+	if (*p++ != '{')
+		return NULL;
+	for (;;) {
+		const char *key, *end;
+
+		while (*p == ' ' || *p == '\n' || *p == ',')
+			p++;
+		if (*p != '"')
+			return NULL;
+		key = p + 1;
+		end = skip_string(p);
+		p = end;
+		while (*p == ' ' || *p == '\n' || *p == ':')
+			p++;
+		if ((size_t)(end - 1 - key) == len && !memcmp(key, name, len))
+			return p;
+		p = skip_value(p);
+	}
+}
+
+bool kb_json_field(const char *json, const char *path, char *out, size_t cap)
+{
+	const char *v = json, *end;
+	size_t n;
+
+	if (!json || !cap)
 		return false;
-	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
-	p = strstr(json, pattern);
-	if (!p)
+	/* "a.b.c": member c of member b of member a of the top-level object */
+	for (const char *part = path; v;) {
+		const char *dot = strchr(part, '.');
+		size_t len = dot ? (size_t)(dot - part) : strlen(part);
+
+		v = member(v, part, len);
+		if (!dot)
+			break;
+		part = dot + 1;
+	}
+	if (!v)
 		return false;
-	p += strlen(pattern);
-	while (p[n] && p[n] != ',' && p[n] != '\n' && n + 1 < cap)
-		n++;
-	memcpy(out, p, n);
+	end = skip_value(v);
+	n = (size_t)(end - v) < cap - 1 ? (size_t)(end - v) : cap - 1;
+	memcpy(out, v, n);
 	out[n] = '\0';
 	return true;
+}
+
+/* The text as an unsigned integer; the calling test fails otherwise. */
+static uint64_t as_u64(const char *text, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	cr_assert(text[0] >= '0' && text[0] <= '9', "%s is \"%s\", not an unsigned integer", what,
+		  text);
+	v = strtoull(text, &end, 10);
+	cr_assert(*end == '\0', "%s is \"%s\", not an unsigned integer", what, text);
+	return v;
 }
 
 uint64_t kb_json_u64(const char *json, const char *key)
 {
 	char v[64];
 
-	return kb_json_field(json, key, v, sizeof(v)) ? strtoull(v, NULL, 10) : 0;
+	cr_assert(kb_json_field(json, key, v, sizeof(v)), "summary has no \"%s\"", key);
+	return as_u64(v, key);
 }
 
 uint64_t kb_summary_u64(const char *dir, const char *key)
@@ -237,7 +316,7 @@ uint64_t kb_summary_u64(const char *dir, const char *key)
 	cr_assert_not_null(json, "no %s", path);
 	cr_assert(kb_json_field(json, key, v, sizeof(v)), "%s has no \"%s\"", path, key);
 	free(json);
-	return strtoull(v, NULL, 10);
+	return as_u64(v, key);
 }
 
 bool kb_same_file(const char *a, const char *b)
@@ -352,4 +431,173 @@ int kb_leftover_socket_dirs(pid_t pid)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+void kb_build_kernel(const char *dir, const char *name, const char *source, char *so,
+		     size_t cap)
+{
+	const char *root = getenv("KB_ROOT");
+	char src[600], cmd[2400];
+	FILE *f;
+
+	cr_assert(root, "KB_ROOT is set by `make integration`");
+	snprintf(src, sizeof(src), "%s/%s.c", dir, name);
+	snprintf(so, cap, "%s/%s.so", dir, name);
+	f = fopen(src, "w");
+	cr_assert_not_null(f, "cannot write %s", src);
+	fputs(source, f);
+	fclose(f);
+	/* what a kernel author does: the public headers, nothing else */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -std=c17 -O1 -Wall -Wextra -Werror -fPIC -shared "
+		 "-I%s/kernel_host/include -o %s %s.c",
+		 dir, root, so, name);
+	cr_assert_eq(system(cmd), 0, "could not compile the kernel: %s", cmd);
+}
+
+int kb_count_lines(const char *text)
+{
+	int n = 0;
+
+	for (const char *p = text; *p; p++)
+		n += *p == '\n' || (!p[1]);
+	return n;
+}
+
+/* ---------------------------------------------------------------- JSON check */
+
+/* A small recursive-descent JSON checker, independent of the writer it
+ * checks (runtime/src/json.c). */
+struct jcheck {
+	const char *p;
+	int depth;
+};
+
+static bool jvalue(struct jcheck *j);
+
+static void jspace(struct jcheck *j)
+{
+	while (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r')
+		j->p++;
+}
+
+static bool jstring(struct jcheck *j)
+{
+	if (*j->p++ != '"')
+		return false;
+	while (*j->p != '"') {
+		unsigned char c = (unsigned char)*j->p;
+
+		if (c < 0x20)
+			return false; /* includes the terminating NUL */
+		if (c == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", j->p[i]) || !j->p[i])
+						return false;
+				j->p += 4;
+			} else if (!*j->p || !strchr("\"\\/bfnrt", *j->p)) {
+				return false;
+			}
+		}
+		j->p++;
+	}
+	j->p++;
+	return true;
+}
+
+static bool jnumber(struct jcheck *j)
+{
+	const char *start = j->p;
+
+	if (*j->p == '-')
+		j->p++;
+	if (*j->p == '0')
+		j->p++;
+	else if (*j->p >= '1' && *j->p <= '9')
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	else
+		return false;
+	if (*j->p == '.') {
+		j->p++;
+		if (*j->p < '0' || *j->p > '9')
+			return false;
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		if (*j->p < '0' || *j->p > '9')
+			return false;
+		while (*j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	return j->p > start;
+}
+
+static bool jcontainer(struct jcheck *j, char close, bool object)
+{
+	j->p++;
+	jspace(j);
+	if (*j->p == close) {
+		j->p++;
+		return true;
+	}
+	for (;;) {
+		jspace(j);
+		if (object) {
+			if (!jstring(j))
+				return false;
+			jspace(j);
+			if (*j->p++ != ':')
+				return false;
+		}
+		if (!jvalue(j))
+			return false;
+		jspace(j);
+		if (*j->p == close) {
+			j->p++;
+			return true;
+		}
+		if (*j->p++ != ',')
+			return false;
+	}
+}
+
+static bool jvalue(struct jcheck *j)
+{
+	bool ok;
+
+	jspace(j);
+	if (++j->depth > 64)
+		return false;
+	switch (*j->p) {
+	case '{': ok = jcontainer(j, '}', true); break;
+	case '[': ok = jcontainer(j, ']', false); break;
+	case '"': ok = jstring(j); break;
+	case 't': ok = !strncmp(j->p, "true", 4) && (j->p += 4); break;
+	case 'f': ok = !strncmp(j->p, "false", 5) && (j->p += 5); break;
+	case 'n': ok = !strncmp(j->p, "null", 4) && (j->p += 4); break;
+	default: ok = jnumber(j); break;
+	}
+	j->depth--;
+	return ok;
+}
+
+bool kb_json_valid(const char *text, size_t *bad_at)
+{
+	struct jcheck j = { .p = text };
+	bool ok = text && jvalue(&j);
+
+	if (ok) {
+		jspace(&j);
+		ok = *j.p == '\0';
+	}
+	if (!ok && bad_at)
+		*bad_at = text ? (size_t)(j.p - text) : 0;
+	return ok;
 }

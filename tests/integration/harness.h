@@ -35,15 +35,30 @@ int kb_wait(pid_t pid);
 char *kb_slurp(const char *path, size_t *len);
 /* Reads a captured stderr file, without sanitizer notices. */
 char *kb_slurp_stderr(const char *path);
-/* Reads `"key": value` from summary.json text into `out` (raw text). */
-bool kb_json_field(const char *json, const char *key, char *out, size_t cap);
-/* The same, as an unsigned integer (0 when absent). */
-uint64_t kb_json_u64(const char *json, const char *key);
-/* The top-level `key` of DIR/summary.json as an integer; the calling test
- * fails if the file or the key is missing. */
-uint64_t kb_summary_u64(const char *dir, const char *key);
+/* The raw text of the value at `path` in a JSON object: a top-level key
+ * ("latency_ps") or a dotted path into nested objects
+ * ("totals.dispatch_cycles", "by_kind.host.tiles"). Keys are matched
+ * exactly, at their own level only. False when absent. */
+bool kb_json_field(const char *json, const char *path, char *out, size_t cap);
+/* The same, as an unsigned integer; the calling test fails if the key is
+ * missing or not an unsigned integer (never a silent 0). */
+uint64_t kb_json_u64(const char *json, const char *path);
+/* `path` in DIR/summary.json as an integer; the calling test fails if the
+ * file or the key is missing or not an unsigned integer. */
+uint64_t kb_summary_u64(const char *dir, const char *path);
 /* True if the two files exist and are byte-identical. */
 bool kb_same_file(const char *a, const char *b);
+
+/* Writes `source` (a kernel against the public headers) to DIR/NAME.c,
+ * compiles it as DIR/NAME.so (path into `so`); the test fails if it does
+ * not compile. */
+void kb_build_kernel(const char *dir, const char *name, const char *source, char *so,
+		     size_t cap);
+/* True if `text` is one well-formed JSON value (RFC 8259, strings checked
+ * for escapes and control bytes); else false with the offset in *bad_at. */
+bool kb_json_valid(const char *text, size_t *bad_at);
+/* Number of lines in `text` (a last line without '\n' counts). */
+int kb_count_lines(const char *text);
 
 /* Makes this process adopt orphans, so daemons a launcher failed to reap
  * would become our children and be seen by kb_leftover_daemons. */

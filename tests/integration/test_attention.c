@@ -246,8 +246,8 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	RUN_OK(d3, "gqa_decode_opt3", "--pes", "1", "--colocate", "all",
 	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
 	uint64_t t2 = kb_summary_u64(d2, "tiles"), t3 = kb_summary_u64(d3, "tiles");
-	double c2 = (double)kb_summary_u64(d2, "dispatch_cycles") / (double)t2;
-	double c3 = (double)kb_summary_u64(d3, "dispatch_cycles") / (double)t3;
+	double c2 = (double)kb_summary_u64(d2, "totals.dispatch_cycles") / (double)t2;
+	double c3 = (double)kb_summary_u64(d3, "totals.dispatch_cycles") / (double)t3;
 
 	cr_assert_eq(t2, 64);
 	cr_assert_eq(t3, 64);

@@ -56,6 +56,19 @@ static double *npy_doubles(const char *dir, const char *file, uint64_t *rows,
 	return v;
 }
 
+/* Loads DIR/FILE, which must be rows x cols (an output compared element by
+ * element with another must have its shape, not just as many bytes). */
+static double *npy_like(const char *dir, const char *file, uint64_t rows, uint64_t cols)
+{
+	uint64_t r, c;
+	double *v = npy_doubles(dir, file, &r, &c);
+
+	cr_assert(r == rows && c == cols, "%s/%s is %llux%llu, expected %llux%llu", dir, file,
+		  (unsigned long long)r, (unsigned long long)c, (unsigned long long)rows,
+		  (unsigned long long)cols);
+	return v;
+}
+
 static double max_abs_diff(const double *a, const double *b, size_t n)
 {
 	double m = 0;
@@ -76,11 +89,15 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 
 	for (int i = 0; i < 4; i++) {
 		snprintf(dir, sizeof(dir), "/tmp/kbt_overlap_%s", parts[i]);
-		snprintf(args, sizeof(args), "test_overlap --pes 1 --arg part=%s", parts[i]);
+		/* rows=96: the load (64 + 48 KiB / 64 cycles) outlasts the
+		 * 128^3 GEMM (16 + 2*128 + 128 + 128 - 2 cycles), so the GEMM
+		 * is what the lazy load hides behind */
+		snprintf(args, sizeof(args), "test_overlap --pes 1 --arg rows=96 --arg part=%s",
+			 parts[i]);
 		cr_assert_eq(run_kernel(dir, args), 0);
 		lat[i] = kb_summary_u64(dir, "latency_ps");
 	}
-	cr_assert_eq(run_kernel("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg serial=1"), 0);
+	cr_assert_eq(run_kernel("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg rows=96 --arg serial=1"), 0);
 	lat[4] = kb_summary_u64("/tmp/kbt_overlap_serial", "latency_ps");
 	uint64_t load = lat[1] - lat[0], gemm = lat[2] - lat[0];
 	uint64_t serial_sum = lat[0] + load + gemm;
@@ -106,10 +123,10 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 
 	cr_assert_eq(run_kernel(dir, "test_loads --pes 1 --mode data"), 0);
 	double *x0 = npy_doubles(dir, "x0.npy", &r, &c);
-	double *x1 = npy_doubles(dir, "x1.npy", &r, &c);
-	double *y0 = npy_doubles(dir, "y0.npy", &r, &c);
-	double *y1 = npy_doubles(dir, "y1.npy", &r, &c);
-	double *y2 = npy_doubles(dir, "y2.npy", &r, &c);
+	double *x1 = npy_like(dir, "x1.npy", r, c);
+	double *y0 = npy_like(dir, "y0.npy", r, c);
+	double *y1 = npy_like(dir, "y1.npy", r, c);
+	double *y2 = npy_like(dir, "y2.npy", r, c);
 	size_t n = (size_t)(r * c);
 
 	cr_expect_eq(max_abs_diff(x0, y0, n), 0.0, "lazy load bytes differ");
@@ -169,7 +186,7 @@ Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 1
 	check_flash("/tmp/kbt_flash_u", 1e-2);
 	uint64_t r, c;
 	double *a = npy_doubles("/tmp/kbt_flash_s", "o.npy", &r, &c);
-	double *b = npy_doubles("/tmp/kbt_flash_u", "o.npy", &r, &c);
+	double *b = npy_like("/tmp/kbt_flash_u", "o.npy", r, c);
 	cr_expect_eq(max_abs_diff(a, b, (size_t)(r * c)), 0.0);
 	free(a), free(b);
 }
@@ -223,8 +240,8 @@ Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 {
 	cr_assert_eq(run_kernel("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
 	cr_assert_eq(run_kernel("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
-	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "dispatch_cycles");
-	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "dispatch_cycles");
+	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "totals.dispatch_cycles");
+	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "totals.dispatch_cycles");
 
 	cr_log_info("dispatch cycles: opt2 %llu, opt3 %llu (x%.2f)", (unsigned long long)c2,
 		    (unsigned long long)c3, (double)c3 / (double)c2);
@@ -321,7 +338,7 @@ Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 
 	cr_assert_eq(run_kernel(dir, "test_ops --pes 1 --mode data"), 0);
 	double *a = npy_doubles(dir, "a.npy", &R, &C);
-	double *b = npy_doubles(dir, "b.npy", &R, &C);
+	double *b = npy_like(dir, "b.npy", R, C);
 	double *row = npy_doubles(dir, "row.npy", &r1, &c1);
 	double *w = npy_doubles(dir, "w.npy", &rw, &cw);
 	double *sm = ref_softmax(a, R, C);
@@ -352,7 +369,7 @@ Test(tl_integ, softmax_kernel_matches_fp64, .timeout = 60)
 
 	cr_assert_eq(run_kernel(dir, "softmax --mode data"), 0);
 	double *x = npy_doubles(dir, "x.npy", &r, &c);
-	double *y = npy_doubles(dir, "y.npy", &r, &c);
+	double *y = npy_like(dir, "y.npy", r, c);
 	double *ref = ref_softmax(x, r, c);
 
 	cr_expect_lt(max_abs_diff(y, ref, (size_t)(r * c)), 1e-3); /* f16 output */
@@ -393,11 +410,110 @@ Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 
 	cr_assert_eq(run_kernel("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
 	double *r0 = npy_doubles("/tmp/kbt_ipcq", "recv_0.npy", &r, &c);
-	double *r1 = npy_doubles("/tmp/kbt_ipcq", "recv_1.npy", &r, &c);
+	double *r1 = npy_like("/tmp/kbt_ipcq", "recv_1.npy", r, c);
 	/* rank 0's left neighbour is rank 1 (value 2), and vice versa */
 	cr_expect_eq(r0[0], 2.0);
 	cr_expect_eq(r1[0], 1.0);
 	cr_expect_eq(r0[r * c - 1], 2.0);
 	cr_expect_eq(kb_summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
 	free(r0), free(r1);
+}
+
+/* Reductions through real daemons: tl_sum / tl_max of 1xN, Nx1 and MxN
+ * along both axes against fp64 (a 1xN row along axis 0 once came back as
+ * [sum, 0, 0, ...]). */
+Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
+     .timeout = 120)
+{
+	static const uint32_t shapes[][2] = { { 1, 5 }, { 7, 1 }, { 6, 9 } };
+	char dir[64], args[160];
+
+	for (size_t s = 0; s < 3; s++)
+		for (int axis = 0; axis <= 1; axis++)
+			for (int max = 0; max <= 1; max++) {
+				uint64_t R, C, yr, yc;
+
+				snprintf(dir, sizeof(dir), "/tmp/kbt_reduce_%zu_%d_%d", s,
+					 axis, max);
+				snprintf(args, sizeof(args),
+					 "test_reduce --pes 1 --colocate all --mode data --arg rows=%u --arg cols=%u --arg axis=%d --arg max=%d",
+					 shapes[s][0], shapes[s][1], axis, max);
+				cr_assert_eq(run_kernel(dir, args), 0, "%s", args);
+				double *x = npy_doubles(dir, "x.npy", &R, &C);
+				double *y = npy_doubles(dir, "y.npy", &yr, &yc);
+				uint64_t n = axis == 0 ? C : R, len = axis == 0 ? R : C;
+
+				cr_assert(yr * yc == n, "%s: y has %llu values, want %llu",
+					  args, (unsigned long long)(yr * yc),
+					  (unsigned long long)n);
+				for (uint64_t o = 0; o < n; o++) {
+					double ref = max ? -INFINITY : 0.0;
+
+					for (uint64_t i = 0; i < len; i++) {
+						double v = axis == 0 ? x[i * C + o] : x[o * C + i];
+
+						ref = max ? fmax(ref, v) : ref + v;
+					}
+					cr_expect(fabs(y[o] - ref) <= 1e-4 * (1 + fabs(ref)),
+						  "%s: y[%llu] = %g, fp64 %g", args,
+						  (unsigned long long)o, y[o], ref);
+				}
+				free(x), free(y);
+			}
+}
+
+/* End-to-end latency against an independent formula (not a golden): n
+ * back-to-back loads. Load i is dispatched when PE_CPU has paid i + 1
+ * dispatch costs D = fixed + ceil(28 * per_kib / 1024) (a DMA command is
+ * 28 logical bytes), reaches PE_DMA after the host->scheduler and
+ * scheduler->engine links, runs X = setup + ceil(bytes / bytes_per_cycle)
+ * cycles once the read channel is free, and its completion travels back
+ * over both links. DMA-bound and dispatch-bound configurations. */
+static void check_sweep(uint32_t n, uint32_t rows, uint32_t cols,
+			uint64_t setup, uint64_t bpc, uint64_t fixed,
+			uint64_t per_kib, uint64_t l_hs, uint64_t l_se)
+{
+	const uint64_t cyc = 1000; /* machine.clock_mhz=1000 below */
+	uint64_t D = fixed + (28 * per_kib + 1023) / 1024;
+	uint64_t X = setup + ((uint64_t)rows * cols * 2 + bpc - 1) / bpc;
+	uint64_t end = 0, want;
+	char dir[256], sets[6][64], args[3][32];
+	struct kb_result r;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t arrive = ((i + 1) * D + l_hs + l_se) * cyc;
+
+		end = (arrive > end ? arrive : end) + X * cyc;
+	}
+	want = end + (l_se + l_hs) * cyc;
+	kb_tmpdir(dir, sizeof(dir), "sweep");
+	snprintf(sets[0], 64, "dma.setup_cycles=%llu", (unsigned long long)setup);
+	snprintf(sets[1], 64, "dma.bytes_per_cycle=%llu", (unsigned long long)bpc);
+	snprintf(sets[2], 64, "dispatch.fixed_cycles=%llu", (unsigned long long)fixed);
+	snprintf(sets[3], 64, "dispatch.cycles_per_kib=%llu", (unsigned long long)per_kib);
+	snprintf(sets[4], 64, "links.host_sched_cycles=%llu", (unsigned long long)l_hs);
+	snprintf(sets[5], 64, "links.sched_engine_cycles=%llu", (unsigned long long)l_se);
+	snprintf(args[0], 32, "n=%u", n);
+	snprintf(args[1], 32, "rows=%u", rows);
+	snprintf(args[2], 32, "cols=%u", cols);
+	kb_run(&r, "run", "test_dma_sweep", "--quiet", "--out", dir, "--pes", "1",
+	       "--set", "machine.clock_mhz=1000", "--set", sets[0], "--set", sets[1],
+	       "--set", sets[2], "--set", sets[3], "--set", sets[4], "--set", sets[5],
+	       "--arg", args[0], "--arg", args[1], "--arg", args[2], NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(kb_summary_u64(dir, "latency_ps"), want,
+		     "n=%u %ux%u setup=%llu bpc=%llu D=%llu X=%llu: latency %llu, formula %llu",
+		     n, rows, cols, (unsigned long long)setup,
+		     (unsigned long long)bpc, (unsigned long long)D,
+		     (unsigned long long)X,
+		     (unsigned long long)kb_summary_u64(dir, "latency_ps"),
+		     (unsigned long long)want);
+}
+
+Test(tl_integ, dma_sweep_latency_follows_the_dma_and_dispatch_formulas,
+     .timeout = 120)
+{
+	check_sweep(16, 32, 64, 64, 64, 40, 64, 1, 1);   /* DMA-bound */
+	check_sweep(9, 24, 40, 10, 16, 20, 512, 3, 2);   /* DMA-bound, odd sizes */
+	check_sweep(12, 1, 8, 4, 64, 40, 64, 1, 1);      /* dispatch-bound */
 }

@@ -35,7 +35,7 @@ static char k_memory[] = "memory", k_dma_read[] = "dma_read",
 	    k_gemm[] = "gemm", k_math[] = "math", k_axis[] = "axis",
 	    k_scale[] = "scale";
 
-static const struct eng_memory sizes = { NULL, 1 << 20, NULL, 1 << 16 };
+static const struct eng_memory sizes = { NULL, 1 << 20, NULL, 1 << 24 };
 
 static Kb__View view(uint32_t rows, uint32_t cols, Kb__DType dt, bool trans)
 {
@@ -128,17 +128,81 @@ Test(gemm_model, systolic_latency_matches_hand_formula, .timeout = 10)
 	struct rt_config cfg = test_config();
 	struct gemm_case g;
 
-	/* passes = ceil(70/32) * ceil(33/32) = 3 * 2; 5 + 6 * (32 + 10) */
+	/* folds = ceil(70/32) * ceil(33/32) = 3 * 2; each 2*32 + 32 + 10 - 2 */
 	gemm_case_init(&g, 10, 70, 33, false);
-	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 257);
-	/* one pass: 5 + (32 + 64); B transposed reads the same logical dims */
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 5 + 6 * 104);
+	/* one fold: 5 + (64 + 32 + 64 - 2); B transposed, same logical dims */
 	gemm_case_init(&g, 64, 32, 32, true);
-	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 101);
-	/* a 16 x 8 array: ceil(32/16) * ceil(40/8) = 10 passes of 16 + 3 */
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 163);
+	/* a 16 x 8 array: ceil(32/16) * ceil(40/8) = 10 folds of 32 + 8 + 1 */
 	cfg.gemm_array_rows = 16;
 	cfg.gemm_array_cols = 8;
 	gemm_case_init(&g, 3, 32, 40, false);
-	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 5 + 10 * 19);
+	cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 5 + 10 * 41);
+}
+
+/* The fold timeline phase by phase (independent of the model's closed
+ * form): each fold loads its weights (R cycles), skews (R - 1), streams
+ * the T rows and drains (C - 1). Double-buffered, the next fold's load
+ * runs during the current fold's skew/stream/drain and the next fold
+ * starts when both are done. */
+static uint64_t fold_timeline(uint64_t setup, uint64_t R, uint64_t C,
+			      uint64_t T, uint64_t K, uint64_t N, bool db)
+{
+	uint64_t folds = ((K + R - 1) / R) * ((N + C - 1) / C);
+	uint64_t t = setup, loaded = setup + R; /* first weights in place */
+
+	for (uint64_t f = 0; f < folds; f++) {
+		uint64_t start = db ? (t > loaded ? t : loaded) : t + R;
+		uint64_t end = start + (R - 1) + T + (C - 1);
+
+		if (db)
+			loaded = start + R; /* next fold's weights, behind this one */
+		t = end;
+	}
+	return t;
+}
+
+Test(gemm_model, systolic_stage_cycles_equal_the_fold_formula, .timeout = 10)
+{
+	static const uint32_t T[] = { 1, 8, 128, 300 };
+	/* K and N multiples of the array and not, on 128x128 and 32x48 */
+	static const uint32_t KN[][2] = { { 128, 128 }, { 200, 130 },
+					  { 77, 300 }, { 1, 1 } };
+	static const uint32_t arr[][2] = { { 128, 128 }, { 32, 48 } };
+
+	for (int db = 0; db <= 1; db++)
+		for (size_t a = 0; a < 2; a++)
+			for (size_t t = 0; t < 4; t++)
+				for (size_t x = 0; x < 4; x++) {
+					struct rt_config cfg = test_config();
+					struct gemm_case g;
+					uint64_t want;
+
+					cfg.gemm_array_rows = arr[a][0];
+					cfg.gemm_array_cols = arr[a][1];
+					cfg.gemm_setup_cycles = 16;
+					cfg.gemm_weight_double_buffer = (uint32_t)db;
+					gemm_case_init(&g, T[t], KN[x][0], KN[x][1], false);
+					want = fold_timeline(16, arr[a][0], arr[a][1], T[t],
+							     KN[x][0], KN[x][1], db);
+					cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s),
+						     want, "T=%u K=%u N=%u on %ux%u db=%d",
+						     T[t], KN[x][0], KN[x][1], arr[a][0],
+						     arr[a][1], db);
+				}
+	/* the figures: 128^3 is 510 + 16, decode T = 8 is 390 + 16 */
+	{
+		struct rt_config cfg = test_config();
+		struct gemm_case g;
+
+		cfg.gemm_array_rows = cfg.gemm_array_cols = 128;
+		cfg.gemm_setup_cycles = 16;
+		gemm_case_init(&g, 128, 128, 128, false);
+		cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 16 + 510);
+		gemm_case_init(&g, 8, 128, 128, false);
+		cr_assert_eq(latency(ENG_GEMM, "systolic", &cfg, &g.s), 16 + 390);
+	}
 }
 
 Test(gemm_model, roofline_latency_matches_hand_formula, .timeout = 10)
@@ -178,15 +242,15 @@ static uint64_t math_latency(const char *op, uint32_t rows, uint32_t cols,
 	Kb__Extra e = KB__EXTRA__INIT;
 	Kb__Extra *extras[] = { &e };
 	Kb__Stage s = KB__STAGE__INIT;
-	enum eng_math_op kind;
+	const struct rt_isa_op *kind;
 	char name[32];
 
-	cr_assert_eq(eng_math_op_parse(op, &kind), RT_EOK);
+	cr_assert_eq(eng_math_op_find(op, &kind), RT_EOK);
 	s.engine = KB__ENGINE__ENGINE_MATH;
 	s.op_kind = k_math;
 	snprintf(name, sizeof(name), "%s", op);
 	s.op_name = name;
-	s.n_in = eng_math_op_arity(kind);
+	s.n_in = kind->arity;
 	s.in = ins;
 	s.out = &out;
 	e.name = axis >= 0 ? k_axis : k_scale;
@@ -194,7 +258,7 @@ static uint64_t math_latency(const char *op, uint32_t rows, uint32_t cols,
 	e.i = axis >= 0 ? axis : 2;
 	s.n_extras = 1;
 	s.extras = extras;
-	if (kind == ENG_MATH_RMAX || kind == ENG_MATH_RSUM)
+	if (kind->shape == RT_ISA_SHAPE_REDUCE)
 		out = axis == 0 ? view(1, cols, KB__DTYPE__DTYPE_F32, false)
 				: view(rows, 1, KB__DTYPE__DTYPE_F32, false);
 	return latency(ENG_MATH, "simd", &cfg, &s);
@@ -207,7 +271,15 @@ Test(math_model, simd_latency_matches_hand_formula, .timeout = 10)
 	cr_assert_eq(math_latency("scale", 3, 20, -1), 4 + 4 * 1);
 	cr_assert_eq(math_latency("exp", 3, 20, -1), 4 + 4 * 4);
 	cr_assert_eq(math_latency("exp_diff", 3, 20, -1), 4 + 4 * 4);
-	cr_assert_eq(math_latency("softmax", 3, 20, -1), 4 + 4 * 4);
+	/* fused softmax = its parts: rmax + exp_diff + rsum + div, each a
+	 * stage of its own with setup */
+	cr_assert_eq(math_latency("softmax", 3, 20, -1),
+		     math_latency("rmax", 3, 20, 1) +
+		     math_latency("exp_diff", 3, 20, -1) +
+		     math_latency("rsum", 3, 20, 1) +
+		     math_latency("div", 3, 20, -1));
+	cr_assert_eq(math_latency("softmax", 3, 20, -1),
+		     (4 + 4 * 2) + (4 + 4 * 4) + (4 + 4 * 2) + (4 + 4 * 1));
 	/* reductions count input elements, whichever axis */
 	cr_assert_eq(math_latency("rsum", 3, 20, 1), 4 + 4 * 2);
 	cr_assert_eq(math_latency("rmax", 3, 20, 0), 4 + 4 * 2);
@@ -292,7 +364,7 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
 	cr_assert_eq(eng_model_latency(&sys, &g.s, &c_sys), RT_EOK);
 	cr_assert_eq(c_fixed, 1000);
-	cr_assert_eq(c_sys, 5 + 1 * (32 + 16));
+	cr_assert_eq(c_sys, 5 + 1 * (2 * 32 + 32 + 16 - 2)); /* one fold */
 	/* same data effect, byte for byte */
 	run_gemm(&fixed, &g.s, mem_a);
 	run_gemm(&sys, &g.s, mem_b);

@@ -14,7 +14,7 @@
 
 /* Many events at few distinct times: ties must break by priority, source
  * and sequence, never by insertion order. */
-Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insertion_order)
+Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insertion_order, .timeout = 10)
 {
 	enum { N = 2000 };
 	struct rt_event *events = calloc(N, sizeof(*events));
@@ -59,7 +59,7 @@ Test(event_queue, simultaneous_events_pop_in_total_key_order_whatever_the_insert
 	free(events);
 }
 
-Test(event_queue, key_compares_time_then_priority_then_source_then_sequence)
+Test(event_queue, key_compares_time_then_priority_then_source_then_sequence, .timeout = 10)
 {
 	struct rt_key a = { 10, 1, 1, 1 }, b;
 
@@ -74,7 +74,7 @@ Test(event_queue, key_compares_time_then_priority_then_source_then_sequence)
 	cr_expect_eq(rt_key_cmp(&a, &a), 0);
 }
 
-Test(event_queue, payloads_survive_heap_moves)
+Test(event_queue, payloads_survive_heap_moves, .timeout = 10)
 {
 	struct rt_queue q;
 	struct rt_event ev = { 0 }, out;
@@ -116,7 +116,7 @@ static void three_pe_components(struct rt_topology *t)
 	cr_assert_eq(rt_topology_link(t, 1, 2, 100), RT_EOK);
 }
 
-Test(topology, lookahead_is_the_smallest_latency_crossing_daemons)
+Test(topology, lookahead_is_the_smallest_latency_crossing_daemons, .timeout = 10)
 {
 	struct rt_topology t;
 
@@ -134,7 +134,7 @@ Test(topology, lookahead_is_the_smallest_latency_crossing_daemons)
 	rt_topology_release(&t);
 }
 
-Test(topology, zero_latency_link_is_rejected_with_its_names)
+Test(topology, zero_latency_link_is_rejected_with_its_names, .timeout = 10)
 {
 	struct rt_topology t;
 
@@ -144,7 +144,7 @@ Test(topology, zero_latency_link_is_rejected_with_its_names)
 	rt_topology_release(&t);
 }
 
-Test(wire, garbage_and_truncated_frames_are_errors_not_crashes)
+Test(wire, garbage_and_truncated_frames_are_errors_not_crashes, .timeout = 10)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Grant grant = KB__GRANT__INIT;
@@ -176,7 +176,7 @@ Test(wire, garbage_and_truncated_frames_are_errors_not_crashes)
 	rt_buf_release(&b);
 }
 
-Test(wire, other_schema_version_and_empty_window_are_rejected)
+Test(wire, other_schema_version_and_empty_window_are_rejected, .timeout = 10)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Grant grant = KB__GRANT__INIT;
@@ -197,7 +197,7 @@ Test(wire, other_schema_version_and_empty_window_are_rejected)
 }
 
 /* docs/config.md carries the rendered field table: it must not drift. */
-Test(config_doc, docs_config_md_matches_the_field_table)
+Test(config_doc, docs_config_md_matches_the_field_table, .timeout = 10)
 {
 	const char *root = getenv("KB_ROOT");
 	char path[1024];

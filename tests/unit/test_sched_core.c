@@ -221,7 +221,7 @@ static struct sched_range rng(Kb__Space sp, uint32_t pe, uint64_t lo,
 	return (struct sched_range){.space = sp, .pe = pe, .lo = lo, .hi = hi};
 }
 
-Test(sched_hazard, raw_war_waw_conflict_and_disjoint_ranges_do_not)
+Test(sched_hazard, raw_war_waw_conflict_and_disjoint_ranges_do_not, .timeout = 10)
 {
 	struct sched_range r1 = rng(KB__SPACE__SPACE_TCM, 0, 0, 100);
 	struct sched_range w1 = rng(KB__SPACE__SPACE_TCM, 0, 100, 200);
@@ -251,7 +251,7 @@ Test(sched_hazard, raw_war_waw_conflict_and_disjoint_ranges_do_not)
 	cr_expect_not(sched_hazard_conflicts(&hb, &a));
 }
 
-Test(sched_hazard, rw_handles_are_read_and_written)
+Test(sched_hazard, rw_handles_are_read_and_written, .timeout = 10)
 {
 	struct cc *c = math_cmd(1, 0x1000, NULL);
 	struct sched_hazard_set h;
@@ -272,7 +272,7 @@ Test(sched_hazard, rw_handles_are_read_and_written)
 
 /* ------------------------------------------------------------ admission */
 
-Test(sched_core, adr0065_t4_strict_fifo_for_composites_sharing_an_rw_handle)
+Test(sched_core, adr0065_t4_strict_fifo_for_composites_sharing_an_rw_handle, .timeout = 10)
 {
 	struct sim *s = sim_new();
 	struct cc *h = cc_new(0);
@@ -310,7 +310,7 @@ Test(sched_core, adr0065_t4_strict_fifo_for_composites_sharing_an_rw_handle)
 	free(c4);
 }
 
-Test(sched_core, third_staged_command_waits_for_a_free_region)
+Test(sched_core, third_staged_command_waits_for_a_free_region, .timeout = 10)
 {
 	struct sim *s = sim_new();
 	struct cc *g1 = gemm_cmd(1, 0x10000), *g2 = gemm_cmd(2, 0x20000),
@@ -347,7 +347,7 @@ Test(sched_core, third_staged_command_waits_for_a_free_region)
 	free(g3);
 }
 
-Test(sched_core, every_stage_waits_for_its_deps_and_done_comes_last)
+Test(sched_core, every_stage_waits_for_its_deps_and_done_comes_last, .timeout = 10)
 {
 	struct sim *s = sim_new();
 	struct cc *g = gemm_cmd(7, 0x10000);
@@ -382,7 +382,7 @@ Test(sched_core, every_stage_waits_for_its_deps_and_done_comes_last)
 	free(g);
 }
 
-Test(sched_core, unexpected_stage_done_and_duplicate_ids_are_errors)
+Test(sched_core, unexpected_stage_done_and_duplicate_ids_are_errors, .timeout = 10)
 {
 	struct sim *s = sim_new();
 	struct cc *c = math_cmd(9, 0x1000, NULL);
@@ -402,7 +402,7 @@ Test(sched_core, unexpected_stage_done_and_duplicate_ids_are_errors)
 	free(c);
 }
 
-Test(sched_core, malformed_command_is_rejected_and_leaves_nothing_behind)
+Test(sched_core, malformed_command_is_rejected_and_leaves_nothing_behind, .timeout = 10)
 {
 	struct sim *s = sim_new();
 	struct cc *c = math_cmd(11, 0x1000, NULL);

@@ -7,7 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
+#include "eng.h"
 #include "rt/config.h"
+#include "rt/isa.h"
+#include "sched.h"
 #include "tl_host.h"
 
 #define MAX_CMDS 4096
@@ -19,7 +24,47 @@ struct fake {
 	uint64_t cmd_latency_ps;
 	uint64_t dma_latency_ps;
 	uint64_t read_free_ps;
+	/* data mode: each command is planned by the real scheduler plan
+	 * builder and its stages run by the real engine kernels at send */
+	const struct rt_config *cfg;
+	struct eng_memory *mem;
 };
+
+/* Runs one planned stage on the engines' data kernels. */
+static void exec_stage(const struct sched_stage *st, uint32_t index,
+		       const struct eng_memory *mem)
+{
+	struct sched_stage_msg m;
+	enum rt_err err;
+
+	sched_stage_msg_fill(&m, st, 0, index);
+	switch (st->engine) {
+	case KB__ENGINE__ENGINE_GEMM:
+		err = eng_gemm_run(&m.stage, mem);
+		break;
+	case KB__ENGINE__ENGINE_MATH:
+		err = eng_math_run(&m.stage, mem);
+		break;
+	default:
+		err = eng_dma_run(&m.stage, mem);
+		break;
+	}
+	cr_assert_eq(err, RT_EOK, "%s", rt_last_error());
+}
+
+/* Plans `cmd` with the scheduler's plan builder and runs its stages in
+ * plan order (every dependency points backwards, so that order is valid). */
+static void exec_command(const struct fake *f, const Kb__Command *cmd)
+{
+	struct sched_plan p;
+
+	sched_plan_init(&p);
+	cr_assert_eq(sched_plan_build(cmd, f->cfg, sched_region_base(f->cfg, 0),
+				      &p), RT_EOK, "%s", rt_last_error());
+	for (uint32_t i = 0; i < p.n_stages; i++)
+		exec_stage(&p.stages[i], i, f->mem);
+	sched_plan_release(&p);
+}
 
 static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
 			     uint64_t extra_ps, const Kb__Payload *msg)
@@ -32,6 +77,8 @@ static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
 
 	(void)dst, (void)extra_ps;
 	cr_assert(copy && f->n < MAX_CMDS);
+	if (f->mem)
+		exec_command(f, copy->command);
 	if (copy->command->body_case == KB__COMMAND__BODY_DMA &&
 	    !copy->command->dma->write) {
 		uint64_t start = send_ps > f->read_free_ps ? send_ps : f->read_free_ps;
@@ -89,6 +136,14 @@ static void run_kernel(struct run *r, tl_kernel_fn k, const struct tl_arg *args,
 	s.args = args;
 	s.n_args = n_args;
 	s.ranks = s.pes = 1;
+	if (r->fake.mem) {
+		r->fake.cfg = &r->cfg;
+		s.mode = TL_DATA;
+		s.hbm = r->fake.mem->hbm;
+		s.hbm_size = r->fake.mem->hbm_size;
+		s.tcm = r->fake.mem->tcm;
+		s.tcm_size = r->fake.mem->tcm_size;
+	}
 	s.port = &fake_ops;
 	s.port_ctx = &r->fake;
 	cr_assert_eq(tl_new(&s, &tl), RT_EOK);
@@ -332,6 +387,91 @@ Test(tl_validate, composite_above_logical_byte_cap_rejected, .timeout = 10)
 	expect_error(k_too_big, RT_ECOMPOSITE, "cap", &cfg);
 }
 
+/* Every op is validated against the instruction set (rt/isa.h) at emit
+ * time, at the kernel's file:line: an unknown op once got arity 2 and
+ * reached the scheduler. */
+static int k_unknown_unary(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_unary_at(tl, TL_HERE, "tanh", tl_zeros(tl, 4, 4, TL_F32));
+	return 0;
+}
+
+static int k_binary_op_as_unary(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_unary_at(tl, TL_HERE, "add", tl_zeros(tl, 4, 4, TL_F32));
+	return 0;
+}
+
+static int k_unknown_head(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor x = tl_zeros(tl, 4, 4, TL_F32);
+	tl_composite(tl, &(struct tl_composite_desc){ .op = "gelu", .a = x });
+	return 0;
+}
+
+static int k_unknown_epilogue(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor A = tl_zeros(tl, 16, 16, TL_F16);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = A, .epilogue = { { .op = "relu" } } });
+	return 0;
+}
+
+static int k_epilogue_bad_broadcast(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_tensor A = tl_zeros(tl, 16, 16, TL_F16);
+	tl_tensor x = tl_zeros(tl, 3, 16, TL_F32);
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = A,
+		.epilogue = { { .op = "add", .other = x } } });
+	return 0;
+}
+
+static int k_binary_bad_broadcast(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_add(tl, tl_zeros(tl, 4, 4, TL_F32), tl_zeros(tl, 3, 4, TL_F32));
+	return 0;
+}
+
+Test(tl_validate, unknown_op_is_an_error_at_the_call_site_listing_the_isa, .timeout = 10)
+{
+	expect_error(k_unknown_unary, RT_EKERNEL, "unknown op 'tanh'", NULL);
+	expect_error(k_unknown_unary, RT_EKERNEL, "rsum, softmax", NULL);
+	expect_error(k_unknown_head, RT_EKERNEL,
+		     "unknown op 'gelu'", NULL);
+	expect_error(k_unknown_epilogue, RT_EKERNEL, "unknown op 'relu'", NULL);
+}
+
+Test(tl_validate, op_arity_and_shape_rule_come_from_the_isa, .timeout = 10)
+{
+	expect_error(k_binary_op_as_unary, RT_EKERNEL, "takes 2 inputs", NULL);
+	expect_error(k_binary_bad_broadcast, RT_EKERNEL, "cannot broadcast", NULL);
+	expect_error(k_epilogue_bad_broadcast, RT_ECOMPOSITE, "cannot broadcast",
+		     NULL);
+}
+
+Test(tl_validate, adding_an_op_is_one_table_row, .timeout = 10)
+{
+	/* every row is consistent: a name, an arity the stage views carry,
+	 * and the host/scheduler/engine lookups all find it */
+	for (uint32_t id = 0; id < RT_ISA_COUNT; id++) {
+		const struct rt_isa_op *op = rt_isa_get((enum rt_isa_id)id);
+
+		cr_assert_eq(rt_isa_find(op->name), op);
+		cr_assert(op->arity >= 1 && op->arity <= RT_ISA_MAX_ARITY);
+		cr_assert(strstr(rt_isa_names(), op->name));
+		cr_assert_eq(rt_isa_op_logical_bytes(op),
+			     4 + 12 * (op->arity + 1) + 4 * op->n_extras);
+	}
+	cr_assert_null(rt_isa_find("tanh"));
+}
+
 /* ---------------------------------------------------------- scratch */
 
 static int k_sweep(struct tl *tl, const struct tl_args *a)
@@ -483,7 +623,7 @@ Test(tl_lazy, adr0062_d2_load_returns_at_once_and_first_use_waits, .timeout = 10
 {
 	struct run *r = run_new();
 	uint64_t cyc = rt_config_cycle_ps(&r->cfg);
-	uint64_t dma = tl_dispatch_cycles(&r->cfg, 28) * cyc;
+	uint64_t dma = rt_dispatch_cycles(&r->cfg, 28) * cyc;
 
 	run_kernel(r, k_lazy, NULL, 0);
 	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
@@ -596,7 +736,6 @@ Test(tl_ipcq, receive_queues_stay_small_over_many_messages, .timeout = 10)
 	m.nbytes = 128;
 	for (int i = 0; rc == RT_EOK && !tl_finished(tl) && i < IPCQ_ROUNDS; i++) {
 		now += 1000000;
-		m.seq = (uint64_t)i;
 		rc = tl_on_ipcq(tl, &m, now);
 	}
 	cr_assert_eq(rc, RT_EOK, "%s", rt_last_error());
@@ -607,4 +746,133 @@ Test(tl_ipcq, receive_queues_stay_small_over_many_messages, .timeout = 10)
 	tl_destroy(&tl);
 	for (uint32_t i = 0; i < f.n; i++)
 		kb__payload__free_unpacked(f.sent[i], NULL);
+}
+
+/* ---------------------------------------------------------- reductions */
+
+/* Every reduction op of the instruction set on 1xN, Nx1 and MxN along both
+ * axes, through tl_max / tl_sum in data mode (real plan builder, real
+ * engine kernels), against an fp64 reference. tl_sum(x, 0) of a 1xN row
+ * once gave [sum, 0, 0, ...] from uninitialised memory: the engine chose
+ * the direction from the shape instead of the axis. */
+#define RED_OUT_ADDR 0x40000u
+
+static struct {
+	const char *op;
+	uint32_t rows, cols;
+	int axis;
+} g_red;
+
+static int k_reduce(struct tl *tl, const struct tl_args *a)
+{
+	tl_tensor x = tl_load(tl, 0, g_red.rows, g_red.cols, TL_F32);
+	tl_tensor y = tl_reduce_at(tl, TL_HERE, g_red.op, x, g_red.axis);
+
+	(void)a;
+	tl_store(tl, RED_OUT_ADDR, y);
+	return 0;
+}
+
+/* fp64 reduction of row-major x (rows x cols) along `axis`. */
+static void ref_reduce(bool is_max, const float *x, uint32_t rows,
+		       uint32_t cols, int axis, double *out, uint32_t *n_out)
+{
+	bool over_rows = axis == 0;
+	uint32_t n = over_rows ? cols : rows, len = over_rows ? rows : cols;
+
+	for (uint32_t o = 0; o < n; o++) {
+		double acc = is_max ? -INFINITY : 0.0;
+
+		for (uint32_t i = 0; i < len; i++) {
+			double v = over_rows ? x[(size_t)i * cols + o]
+					     : x[(size_t)o * cols + i];
+
+			acc = is_max ? (v > acc ? v : acc) : acc + v;
+		}
+		out[o] = acc;
+	}
+	*n_out = n;
+}
+
+static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
+			 int axis)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+	double want[256];
+	uint32_t n_out;
+	float *x, *got;
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	cr_assert(mem.hbm && mem.tcm && rows * cols <= 4096);
+	x = (float *)mem.hbm;
+	for (uint32_t i = 0; i < rows * cols; i++) /* mixed signs, non-integer */
+		x[i] = (float)((int)(i * 7u % 11u) - 5) * 0.75f + 0.125f * (float)i;
+	if (rows == 1 && cols == 5) { /* the row of the defect report */
+		static const float row[5] = { 1, 2, 3, 4, 5.5f };
+		memcpy(x, row, sizeof(row));
+	}
+	got = (float *)(mem.hbm + RED_OUT_ADDR);
+	for (uint32_t i = 0; i < 256; i++) /* poison: unwritten shows as NaN */
+		got[i] = NAN;
+	g_red.op = op;
+	g_red.rows = rows;
+	g_red.cols = cols;
+	g_red.axis = axis;
+	r->fake.mem = &mem;
+	run_kernel(r, k_reduce, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	ref_reduce(strcmp(op, "rmax") == 0, x, rows, cols, axis, want, &n_out);
+	for (uint32_t o = 0; o < n_out; o++)
+		cr_assert(fabs(got[o] - want[o]) <= 1e-5 * (1.0 + fabs(want[o])),
+			  "%s of %ux%u along axis %d: out[%u] = %g, fp64 %g", op,
+			  rows, cols, axis, o, (double)got[o], want[o]);
+	cr_assert(isnan(got[n_out]), "%s wrote past its %u outputs", op, n_out);
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
+Test(tl_reduce, every_reduction_on_row_column_and_matrix_along_both_axes,
+     .timeout = 30)
+{
+	static const uint32_t shapes[][2] = { { 1, 5 }, { 1, 37 }, { 9, 1 },
+					      { 6, 13 }, { 1, 1 } };
+	static const int axes[] = { 0, 1, -1 };
+
+	for (uint32_t id = 0; id < RT_ISA_COUNT; id++) {
+		const struct rt_isa_op *op = rt_isa_get((enum rt_isa_id)id);
+
+		if (op->shape != RT_ISA_SHAPE_REDUCE)
+			continue;
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			for (size_t a = 0; a < sizeof(axes) / sizeof(axes[0]); a++)
+				check_reduce(op->name, shapes[s][0],
+					     shapes[s][1], axes[a]);
+	}
+}
+
+Test(tl_reduce, sum_of_the_reported_row_along_axis_0_is_the_row, .timeout = 10)
+{
+	check_reduce("rsum", 1, 5, 0); /* [1 2 3 4 5.5], not [15.5 0 0 0 0] */
+}
+
+Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
+{
+	struct run *r = run_new();
+
+	g_red.op = "rsum";
+	g_red.rows = 4;
+	g_red.cols = 4;
+	g_red.axis = 2;
+	run_kernel(r, k_reduce, NULL, 0);
+	cr_assert_eq(r->rc, RT_EKERNEL);
+	cr_assert(strstr(r->error, "test_tl.c:") &&
+		  strstr(r->error, "axis 2"), "%s", r->error);
+	run_release(r);
+	free(r);
 }

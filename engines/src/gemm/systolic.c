@@ -1,18 +1,27 @@
-/* gemm/systolic.c — the "systolic" GEMM timing model, a tiled weight-
- * stationary array of array_rows x array_cols PEs. For logical M x K x N:
+/* gemm/systolic.c — the "systolic" GEMM timing model: a weight-stationary
+ * array of R = array_rows x C = array_cols PEs streaming the T = M rows of
+ * A through each fold (SCALE-Sim's count). For logical M x K x N:
  *
- *   passes = ceil(K / array_rows) * ceil(N / array_cols)
- *   cycles = setup_cycles + passes * (array_rows + M)
+ *   folds = ceil(K / R) * ceil(N / C)
+ *   fold  = R (load the fold's weights) + (R - 1) (skew) + T (stream)
+ *           + (C - 1) (drain) = 2R + C + T - 2
+ *   cycles = setup + folds * (2R + C + T - 2)
  *
- * Each pass first loads one K x N weight tile of B (array_rows cycles, which
- * overlap nothing), then streams the M rows of A through the array (M
- * cycles). Fill/drain skew and partial tiles are not discounted. */
+ * With gemm.weight_double_buffer = 1 the next fold's weights load behind
+ * the current fold's skew, stream and drain (R + C + T - 2 >= R cycles,
+ * so the load is always hidden) and only the first load shows:
+ *
+ *   cycles = setup + R + folds * (R + C + T - 2)
+ *
+ * Partial folds (K or N not a multiple of the array) cost a whole fold:
+ * the skew and drain run through the whole array either way. */
 #include "eng.h"
 
 struct systolic_state {
 	uint64_t rows;
 	uint64_t cols;
 	uint64_t setup_cycles;
+	bool double_buffer;
 };
 
 static enum rt_err systolic_init(void *state, const struct rt_config *cfg)
@@ -26,6 +35,7 @@ static enum rt_err systolic_init(void *state, const struct rt_config *cfg)
 	st->rows = cfg->gemm_array_rows;
 	st->cols = cfg->gemm_array_cols;
 	st->setup_cycles = cfg->gemm_setup_cycles;
+	st->double_buffer = cfg->gemm_weight_double_buffer != 0;
 	return RT_EOK;
 }
 
@@ -33,12 +43,19 @@ static enum rt_err systolic_latency(const void *state, const Kb__Stage *stage,
 				    uint64_t *cycles)
 {
 	const struct systolic_state *st = state;
-	uint64_t m, k, n, passes;
+	uint64_t m, k, n, folds, compute;
 
 	eng_gemm_dims(stage, &m, &k, &n);
-	passes = eng_mul_sat(eng_ceil_div(k, st->rows),
-			     eng_ceil_div(n, st->cols));
-	*cycles = st->setup_cycles + eng_mul_sat(passes, st->rows + m);
+	folds = eng_mul_sat(eng_ceil_div(k, st->rows),
+			    eng_ceil_div(n, st->cols));
+	/* skew + stream + drain of one fold; the weight load comes on top */
+	compute = st->rows + st->cols + m - 2;
+	if (st->double_buffer)
+		*cycles = st->setup_cycles + st->rows +
+			  eng_mul_sat(folds, compute);
+	else
+		*cycles = st->setup_cycles +
+			  eng_mul_sat(folds, st->rows + compute);
 	return RT_EOK;
 }
 

@@ -178,17 +178,22 @@ static enum rt_err hbm_handle(struct rt_ctx *ctx, void *state, const struct rt_d
 	return err ? err : hbm_rearm(ctx, h);
 }
 
-static void hbm_fini(struct rt_ctx *ctx, void *state)
+static enum rt_err hbm_fini(struct rt_ctx *ctx, void *state)
 {
 	struct hbm *h = state;
+	enum rt_err undone = RT_EOK;
 
 	(void)ctx;
+	if (h->ops && h->state && h->ops->next_done(h->state) != UINT64_MAX)
+		undone = rt_fail(RT_EUNFINISHED,
+				 "rank memory did not finish: transfers still in flight");
 	if (h->ops && h->ops->fini && h->state)
 		h->ops->fini(h->state);
 	free(h->state);
 	if (h->dl)
 		dlclose(h->dl);
 	memset(h, 0, sizeof(*h));
+	return undone;
 }
 
 const struct rt_component_ops eng_hbm_ops = {

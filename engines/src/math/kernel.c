@@ -28,37 +28,37 @@ static float max_nan(float a, float b)
 	return (a > b || isnan(a)) ? a : b;
 }
 
-static float elementwise(enum eng_math_op op, float a, float b, float c,
+static float elementwise(enum rt_isa_id op, float a, float b, float c,
 			 float scale)
 {
 	switch (op) {
-	case ENG_MATH_COPY:
+	case RT_ISA_COPY:
 		return a;
-	case ENG_MATH_EXP:
+	case RT_ISA_EXP:
 		return expf(a);
-	case ENG_MATH_SCALE:
+	case RT_ISA_SCALE:
 		return a * scale;
-	case ENG_MATH_ADD:
+	case RT_ISA_ADD:
 		return a + b;
-	case ENG_MATH_SUB:
+	case RT_ISA_SUB:
 		return a - b;
-	case ENG_MATH_MUL:
-	case ENG_MATH_MUL_BCAST:
+	case RT_ISA_MUL:
+	case RT_ISA_MUL_BCAST:
 		return a * b;
-	case ENG_MATH_DIV:
+	case RT_ISA_DIV:
 		return a / b;
-	case ENG_MATH_MAX_ELEM:
+	case RT_ISA_MAX_ELEM:
 		return max_nan(a, b);
-	case ENG_MATH_EXP_DIFF:
+	case RT_ISA_EXP_DIFF:
 		return expf(a - b);
-	case ENG_MATH_FMA:
+	case RT_ISA_FMA:
 		return fmaf(a, b, c);
 	default:
 		return NAN; /* reductions and softmax never get here */
 	}
 }
 
-static void run_elementwise(const Kb__Stage *s, enum eng_math_op op,
+static void run_elementwise(const Kb__Stage *s, enum rt_isa_id op,
 			    const struct mat *in, struct mat *out)
 {
 	double scale = 1.0;
@@ -73,21 +73,23 @@ static void run_elementwise(const Kb__Stage *s, enum eng_math_op op,
 				(float)scale);
 }
 
-/* rmax / rsum: out is rows x 1 (along columns) or 1 x cols (axis 0). */
-static void run_reduce(enum eng_math_op op, const struct mat *in,
+/* rmax / rsum along `axis` (rt_isa_reduces_rows): over rows gives
+ * 1 x cols, over columns rows x 1. The direction comes from the axis, never
+ * from the shape: a 1 x N input reduced along axis 0 is N outputs. */
+static void run_reduce(enum rt_isa_id op, int64_t axis, const struct mat *in,
 		       struct mat *out)
 {
-	bool along_rows = out->rows == 1 && in->rows != 1;
-	uint32_t n_out = along_rows ? in->cols : in->rows;
-	uint32_t n_red = along_rows ? in->rows : in->cols;
+	bool over_rows = rt_isa_reduces_rows(axis);
+	uint32_t n_out = over_rows ? in->cols : in->rows;
+	uint32_t n_red = over_rows ? in->rows : in->cols;
 
 	for (uint32_t o = 0; o < n_out; o++) {
-		float acc = along_rows ? at(in, 0, o) : at(in, o, 0);
+		float acc = over_rows ? at(in, 0, o) : at(in, o, 0);
 
 		for (uint32_t i = 1; i < n_red; i++) {
-			float x = along_rows ? at(in, i, o) : at(in, o, i);
+			float x = over_rows ? at(in, i, o) : at(in, o, i);
 
-			acc = op == ENG_MATH_RMAX ? max_nan(acc, x) : acc + x;
+			acc = op == RT_ISA_RMAX ? max_nan(acc, x) : acc + x;
 		}
 		out->v[o] = acc;
 	}
@@ -142,26 +144,31 @@ static enum rt_err load_inputs(const Kb__Stage *s,
 	return RT_EOK;
 }
 
-static void compute(const Kb__Stage *s, enum eng_math_op op,
+static void compute(const Kb__Stage *s, const struct rt_isa_op *op,
 		    const struct mat *in, struct mat *out)
 {
-	if (eng_math_op_class(op) == ENG_MATH_REDUCE)
-		run_reduce(op, &in[0], out);
-	else if (op == ENG_MATH_SOFTMAX)
+	int64_t axis = -1;
+
+	eng_extra_i(s, "axis", &axis);
+	if (op->shape == RT_ISA_SHAPE_REDUCE)
+		run_reduce(op->id, axis, &in[0], out);
+	else if (op->id == RT_ISA_SOFTMAX)
 		run_softmax(&in[0], out);
 	else
-		run_elementwise(s, op, in, out);
+		run_elementwise(s, op->id, in, out);
 }
 
 enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem)
 {
-	struct mat in[3] = { { 0 } }, out = { 0 };
-	enum eng_math_op op;
+	struct mat in[RT_ISA_MAX_ARITY] = { { 0 } }, out = { 0 };
+	const struct rt_isa_op *op;
 	enum rt_err err = eng_stage_check(stage, ENG_MATH, mem);
 
 	if (err)
 		return err;
-	eng_math_op_parse(stage->op_name, &op);
+	err = eng_math_op_find(stage->op_name, &op);
+	if (err)
+		return err;
 	err = load_inputs(stage, mem, in);
 	if (!err)
 		err = mat_alloc(stage, stage->out, &out);
@@ -170,7 +177,7 @@ enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem)
 		err = eng_view_store(stage, "out", stage->out, mem, out.v);
 	}
 	free(out.v);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < RT_ISA_MAX_ARITY; i++)
 		free(in[i].v);
 	return err;
 }

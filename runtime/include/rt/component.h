@@ -38,9 +38,14 @@ struct rt_delivery {
 typedef enum rt_err (*rt_init_fn)(struct rt_ctx *ctx, void *state);
 typedef enum rt_err (*rt_handle_fn)(struct rt_ctx *ctx, void *state,
 				    const struct rt_delivery *d);
-/* Called once when the run ends, on success (final stats are written
- * afterwards) and after a failure (outputs are discarded): free everything. */
-typedef void (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
+/* Called once when the run ends, on success and after a failure: free
+ * everything. It also says whether the component finished its work: RT_EOK,
+ * or RT_EUNFINISHED with rt_fail's line saying what it still waits on or
+ * holds ("kernel k did not finish: blocked at k.c:12 waiting for ...").
+ * After a successful run that line travels in the component's end-of-run
+ * report and fails the run (the daemon prefixes the component's name);
+ * after a failed run it is ignored. Statistics may still be added. */
+typedef enum rt_err (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
 
 struct rt_component_ops {
 	const char *name;   /* kind: "dma", "gemm", "math", "sched", "host" */
@@ -58,6 +63,11 @@ const struct rt_topology *rt_topo(const struct rt_ctx *ctx);
 const struct rt_job *rt_job(const struct rt_ctx *ctx);
 /* Shortcut for &rt_job(ctx)->config. */
 const struct rt_config *rt_cfg(const struct rt_ctx *ctx);
+
+/* A component whose own clock runs ahead of its event time (a kernel host:
+ * its PE_CPU clock moves with every dispatch) says where it is, so error
+ * lines name that time rather than the event's. Never earlier than now. */
+void rt_note_clock(struct rt_ctx *ctx, uint64_t clock_ps);
 
 /* ---- messages and timers */
 
@@ -104,10 +114,22 @@ enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name,
 			   const char *cat, uint64_t start_ps, uint64_t end_ps,
 			   const char *args_json);
 
-/* Adds `value` to this component's named statistic (summed in summary). */
+/* Adds `value` to this component's named statistic (summed in summary).
+ * A name must pass rt_stat_name_check; a bad name (or running out of
+ * memory) fails the run after the current handler, naming the component.
+ * There is no limit on how many statistics a component keeps. */
 void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value);
 /* Raises this component's named statistic to at least `value` (max). */
 void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value);
+
+/* Longest statistic name, in bytes. */
+#define RT_STAT_NAME_MAX 128
+/* NULL if `name` is a valid statistic name: 1 to RT_STAT_NAME_MAX bytes of
+ * printable ASCII (space to '~'; quotes are escaped on output), and not
+ * "delivered" or "last_ps" (the runtime's own). Otherwise a phrase naming
+ * it and what is wrong ("statistic name \"a\x0ab\" has a non-printable
+ * byte 0x0a ..."), valid until the next call on this thread. */
+const char *rt_stat_name_check(const char *name);
 
 /* Writes a file into the run's output directory (e.g. an .npy). */
 enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path,

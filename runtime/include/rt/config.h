@@ -47,6 +47,7 @@ struct rt_config {
 	uint32_t gemm_array_rows;      /* systolic array rows (K per pass) */
 	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
 	uint64_t gemm_setup_cycles;
+	uint32_t gemm_weight_double_buffer; /* systolic: 1 hides weight loads */
 	uint64_t gemm_macs_per_cycle;  /* roofline peak */
 	uint64_t gemm_bytes_per_cycle; /* roofline operand bandwidth */
 	uint32_t gemm_tile_m;          /* scheduler tile sizes */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "kernbench.pb-c.h"
 #include "rt/err.h"
 #include "rt/job.h"
 #include "rt/topology.h"
@@ -37,6 +38,17 @@ struct rt_coord_stats {
 	double windows_wall_s;  /* wall time from the first GRANT to the last DONE */
 };
 
+/* What the components reported in BYE at the end of a successful run. */
+struct rt_end_reports {
+	Kb__Sync **byes;                   /* owned BYE frames, by daemon */
+	uint32_t n_byes;
+	const Kb__ComponentReport **by_id; /* into byes, by component id */
+	uint32_t n_components;
+};
+
+/* Frees the frames and the index; leaves `r` empty. */
+void rt_end_reports_release(struct rt_end_reports *r);
+
 /* Binds `endpoint` ("ipc://...", "tcp://127.0.0.1:*", "inproc://...").
  * Caller owns *out. */
 enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo,
@@ -45,9 +57,14 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 const char *rt_coord_endpoint(const struct rt_coord *c);
 /* Tells the coordinator a daemon's pid (for error messages). */
 void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid);
-/* Runs the whole job. */
+/* Runs the whole job. A run in which any component reported unfinished
+ * work (a kernel blocked in a wait, a scheduler or engine still holding
+ * commands) fails with RT_EUNFINISHED and one line naming each of them. */
 enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
 			 struct rt_coord_stats *stats);
+/* Moves the end-of-run reports of a successful run into *out (caller
+ * releases it with rt_end_reports_release). */
+void rt_coord_take_reports(struct rt_coord *c, struct rt_end_reports *out);
 /* Tells every daemon to stop at once (after a failure). */
 void rt_coord_abort(struct rt_coord *c);
 void rt_coord_destroy(struct rt_coord **c);

@@ -25,6 +25,7 @@
 	X(TRANSPORT, "transport error")                            \
 	X(KERNEL, "kernel error")                                  \
 	X(NOTFOUND, "not found")                                   \
+	X(UNFINISHED, "the run ended with unfinished work")        \
 	X(INTERRUPTED, "interrupted")
 
 enum rt_err {

@@ -1,0 +1,85 @@
+/* fuzz_stage.c — libFuzzer harness: a payload from a scheduler's daemon,
+ * decoded as an engine decodes it, then checked by each engine class
+ * (eng_stage_check) and, when a class accepts it, counted, timed by every
+ * built-in model of that class and executed on small data-mode memories.
+ * Any input must be accepted or rejected with a clean error; never a
+ * crash, an out-of-bounds access or a leak. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "eng.h"
+#include "rt/config.h"
+#include "rt/wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MEM_BYTES (128u << 10) /* small: data kernels stay fast */
+
+static const struct eng_model_ops *const models[] = {
+	&eng_dma_linear_model, &eng_gemm_systolic_model,
+	&eng_gemm_roofline_model, &eng_math_simd_model,
+};
+
+/* Times the stage with every model of `cls`. */
+static void time_stage(const Kb__Stage *s, enum eng_class cls,
+		       const struct rt_config *cfg)
+{
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		struct eng_model m;
+		uint64_t cycles;
+
+		if (models[i]->engine != cls)
+			continue;
+		if (eng_model_init(&m, cls, models[i]->name, cfg) != RT_EOK)
+			abort(); /* defaults are valid */
+		(void)eng_model_latency(&m, s, &cycles);
+		eng_model_release(&m);
+	}
+}
+
+static enum rt_err run_stage(const Kb__Stage *s, enum eng_class cls,
+			     const struct eng_memory *mem)
+{
+	switch (cls) {
+	case ENG_DMA:
+		return eng_dma_run(s, mem);
+	case ENG_GEMM:
+		return eng_gemm_run(s, mem);
+	case ENG_MATH:
+		return eng_math_run(s, mem);
+	}
+	return RT_EINVAL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct rt_arena arena;
+	static struct rt_config cfg;
+	static uint8_t hbm[MEM_BYTES], tcm[MEM_BYTES];
+	const struct eng_memory timing = { NULL, MEM_BYTES, NULL, MEM_BYTES };
+	const struct eng_memory mem = { hbm, MEM_BYTES, tcm, MEM_BYTES };
+	Kb__Payload *msg = NULL;
+
+	if (!arena.base) {
+		if (rt_arena_init(&arena, 1 << 20) != RT_EOK)
+			abort();
+		rt_config_defaults(&cfg);
+	}
+	rt_arena_reset(&arena);
+	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK ||
+	    msg->body_case != KB__PAYLOAD__BODY_STAGE)
+		return 0;
+	for (int c = ENG_DMA; c <= ENG_MATH; c++) {
+		enum eng_class cls = (enum eng_class)c;
+
+		if (eng_stage_check(msg->stage, cls, &timing) != RT_EOK)
+			continue;
+		(void)eng_stage_bytes(msg->stage);
+		(void)eng_stage_elements(msg->stage);
+		time_stage(msg->stage, cls, &cfg);
+		/* a stage that passed the check must run */
+		if (run_stage(msg->stage, cls, &mem) != RT_EOK)
+			abort();
+	}
+	return 0;
+}
