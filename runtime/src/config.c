@@ -105,9 +105,9 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("links.sched_engine_cycles", link_sched_engine_cycles, "1",
 	    "cycles", "doorbell latency scheduler to engine, at least 1"),
 	U64("links.ipcq_cycles", link_ipcq_cycles, "500", "cycles",
-	    "rank-to-rank IPCQ latency, at least 1"),
+	    "IPCQ ring link latency (per rank pair and direction), at least 1"),
 	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160",
-	    "bytes/cycle", "rank-to-rank IPCQ bandwidth, at least 1"),
+	    "bytes/cycle", "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank, at least 1"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles",
 	    "PE_CPU cost of dispatching one command, fixed part (ADR-0064)"),
