@@ -21,16 +21,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OUT "/tmp/kb-attention-bench"
+/* Output directory, per process: several benches may run at once. */
+static char out_dir[64];
 
-/* Runs `KB_BIN run ARGS --out OUT --quiet`; false on failure. */
+/* Runs `KB_BIN run ARGS --out out_dir --quiet`; false on failure. */
 static bool run(const char *args)
 {
 	const char *bin = getenv("KB_BIN");
 	char cmd[2048];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", OUT,
-		 bin ? bin : "build/bin/kernbench", args, OUT);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", out_dir,
+		 bin ? bin : "build/bin/kernbench", args, out_dir);
 	if (system(cmd) != 0) {
 		fprintf(stderr, "attention_bench: failed: %s\n", cmd);
 		return false;
@@ -38,14 +39,16 @@ static bool run(const char *args)
 	return true;
 }
 
-/* The first "key": number in OUT/summary.json (top level, then totals). */
+/* The first "key": number in out_dir/summary.json (top level, then totals). */
 static double field(const char *key)
 {
-	char pat[128], buf[1 << 16];
-	FILE *f = fopen(OUT "/summary.json", "r");
+	char pat[128], buf[1 << 16], path[96];
+	FILE *f;
 	size_t n;
 	const char *p;
 
+	snprintf(path, sizeof(path), "%s/summary.json", out_dir);
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -203,11 +206,15 @@ static void long_context(void)
 
 int main(void)
 {
+	char cleanup[96];
+
+	snprintf(out_dir, sizeof(out_dir), "/tmp/kb-attention-bench-%d", (int)getpid());
 	decode_utilisation();
 	ring_hidden();
 	long_context();
 	pe_scaling();
 	wall_times();
 	hbm_cost();
-	return 0;
+	snprintf(cleanup, sizeof(cleanup), "rm -rf %s", out_dir);
+	return system(cleanup) == 0 ? 0 : 1;
 }
