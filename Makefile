@@ -9,8 +9,15 @@
 #   make SAN=address,undefined test   the suite under sanitizers
 #   make clean      remove everything make made
 #
-# Each top-level folder builds one library; other folders see only its
-# include/ directory.
+# Each top-level folder builds one library. A library's sources see its own
+# include/ and the include/ of the libraries it depends on, nothing else
+# (INC_* below): runtime <- scheduler, engines <- kernel_host <- workloads
+# <- deploy. Tests, benches and fuzz harnesses see everything.
+#
+# Two binaries: build/bin/kernbench (release) and build/bin/kernbench-test,
+# the same program plus the test hooks (KB_FAULT fault injection, test_*
+# kernels), built from the few files that have them with -DKB_TEST_BUILD.
+# The test suites run kernbench-test.
 
 SAN ?=
 ifeq ($(SAN),)
@@ -21,20 +28,38 @@ endif
 
 CC ?= gcc
 PROTOC_C ?= protoc-c
-PKGS := libzmq libprotobuf-c libcyaml
+PKGS := libzmq libprotobuf-c libcyaml zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
-	libprotobuf-c-dev libcriterion-dev libcyaml-dev
+	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs \
+	python3-matplotlib
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
+
+# Without its dependencies the build would end in a wall of compiler or
+# linker errors: check up front and say what to run instead.
+NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz install
+ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
+DEPS_MISSING := $(strip $(shell command -v pkg-config >/dev/null || echo pkg-config; \
+	command -v $(PROTOC_C) >/dev/null || echo $(PROTOC_C); \
+	pkg-config --exists $(PKGS) criterion 2>/dev/null || echo "a library of: $(PKGS) criterion"))
+ifneq ($(DEPS_MISSING),)
+$(error missing build dependencies ($(DEPS_MISSING)): run `make deps` first, which installs the Debian packages listed in DEB_PKGS)
+endif
+endif
 
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Wwrite-strings -Wpointer-arith -fno-common -Wno-unused-parameter
 OPT ?= -O2 -g
-INCLUDES := -iquote runtime/include -iquote $(BUILD)/gen -iquote scheduler/include \
-	-iquote engines/include -iquote kernel_host/include -iquote workloads
+INC_RT := -iquote runtime/include -iquote $(BUILD)/gen
+INC_SCHED := -iquote scheduler/include $(INC_RT)
+INC_ENG := -iquote engines/include $(INC_RT)
+INC_TL := -iquote kernel_host/include $(INC_SCHED)
+INC_WORK := -iquote workloads -iquote kernel_host/include -iquote engines/include $(INC_SCHED)
+INC_LAUNCH := -iquote workloads $(INC_RT)
+INCLUDES = $(INC_WORK)
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
-CFLAGS := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) $(INCLUDES) $(SANFLAGS) \
+CFLAGS := -std=c17 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) \
 	-fPIC -MMD -MP $(EXTRA_CFLAGS)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -43,12 +68,16 @@ LDFLAGS := $(SANFLAGS) -rdynamic
 
 # ---------------------------------------------------------------- sources
 GEN_C := $(BUILD)/gen/kernbench.pb-c.c
-GEN_H := $(BUILD)/gen/kernbench.pb-c.h
+GEN_H := $(BUILD)/gen/kernbench.pb-c.h $(BUILD)/gen/perfetto_trace.pb-c.h
 
 RT_SRC := $(wildcard runtime/src/*.c)
 SCHED_SRC := $(wildcard scheduler/src/*.c)
 ENG_SRC := $(wildcard engines/src/*.c engines/src/*/*.c)
-TL_SRC := $(wildcard kernel_host/src/*.c kernel_host/kernels/*.c)
+# test hooks: files compiled a second time with -DKB_TEST_BUILD, and files
+# only the test build has
+TEST_ONLY_SRC := kernel_host/kernels/test_kernels.c
+TEST_HOOK_SRC := runtime/src/daemon.c kernel_host/kernels/registry.c
+TL_SRC := $(filter-out $(TEST_ONLY_SRC),$(wildcard kernel_host/src/*.c kernel_host/kernels/*.c))
 WORK_SRC := $(wildcard workloads/*.c)
 LAUNCH_SRC := $(wildcard deploy/src/*.c)
 
@@ -63,9 +92,12 @@ LIB_WORK := $(BUILD)/lib/libkbwork.a
 ALL_LIBS := $(LIB_WORK) $(LIB_TL) $(LIB_SCHED) $(LIB_ENG) $(LIB_RT)
 
 KERNBENCH := $(BUILD)/bin/kernbench
+KERNBENCH_TEST := $(BUILD)/bin/kernbench-test
+# placed before the libraries, these replace the release objects they shadow
+TEST_OBJ := $(patsubst %.c,$(BUILD)/obj-test/%.o,$(TEST_HOOK_SRC) $(TEST_ONLY_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/*.c)
-INTEG_SRC := $(wildcard tests/integration/*.c)
+INTEG_SRC := $(wildcard tests/integration/*.c tests/hostile/*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 PLUGIN_SRC := $(wildcard engines/plugins/*.c kernel_host/examples/*.c)
@@ -77,11 +109,11 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all deps fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
 	golden clean help
 .DEFAULT_GOAL := all
 
-all: $(KERNBENCH) $(PLUGINS)
+all: $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS)
 
 help:
 	@sed -n '2,13p' Makefile
@@ -104,24 +136,58 @@ endef
 
 deps:
 	$(call install_missing,$(DEB_PKGS))
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps-npm
+
+# Debian's node ships npm apart; a node that brings its own npm needs none
+deps-npm:
+	$(call install_missing,npm)
 
 fuzz-deps:
 	$(call install_missing,$(FUZZ_DEB_PKGS))
 
 # ---------------------------------------------------------------- generated
-$(GEN_C) $(GEN_H) &: proto/kernbench.proto
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h &: proto/%.proto
 	@mkdir -p $(BUILD)/gen
-	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/kernbench.proto
+	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen $<
 
 # generated code is not ours: build it without the developer warning set
-$(BUILD)/obj/gen/kernbench.pb-c.o: $(GEN_C)
+$(BUILD)/obj/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 $(OPT) $(SANFLAGS) -fPIC $(PKG_CFLAGS) -I$(BUILD)/gen -c $< -o $@
+
+# which headers each library may use
+$(BUILD)/obj/runtime/%.o $(BUILD)/obj-test/runtime/%.o: INCLUDES = $(INC_RT)
+$(BUILD)/obj/scheduler/%.o: INCLUDES = $(INC_SCHED)
+$(BUILD)/obj/engines/%.o: INCLUDES = $(INC_ENG)
+$(BUILD)/obj/kernel_host/%.o $(BUILD)/obj-test/kernel_host/%.o: INCLUDES = $(INC_TL)
+# kernels see the public tl.h and tl_io.h only; the registry table also tl_host.h
+$(BUILD)/obj/kernel_host/kernels/%.o $(BUILD)/obj-test/kernel_host/kernels/%.o: \
+	INCLUDES = -iquote kernel_host/include
+$(BUILD)/obj/kernel_host/kernels/registry.o $(BUILD)/obj-test/kernel_host/kernels/registry.o: \
+	INCLUDES = $(INC_TL)
+$(BUILD)/obj/workloads/%.o: INCLUDES = $(INC_WORK)
+$(BUILD)/obj/deploy/%.o: INCLUDES = $(INC_LAUNCH)
+$(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: INCLUDES = $(INC_WORK) -iquote deploy/src
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(INCLUDES) $(PKG_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj-test/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	@echo "  CC TEST $<"
+	@$(CC) $(CFLAGS) -DKB_TEST_BUILD $(INCLUDES) $(PKG_CFLAGS) -c $< -o $@
+
+# the build's commit for `kernbench --version`; rewritten only when it
+# changes, so an unchanged tree does not relink
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@v=$$(git describe --always --dirty 2>/dev/null || echo "not a git checkout"); \
+	  echo "#define KB_BUILD_COMMIT \"$$v\"" > $@.tmp; \
+	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/obj/deploy/src/main.o: $(BUILD)/gen/version.h
+FORCE:
 
 # ---------------------------------------------------------------- libraries
 $(LIB_RT): $(call obj,$(RT_SRC)) $(BUILD)/obj/gen/kernbench.pb-c.o
@@ -135,40 +201,58 @@ $(BUILD)/lib/%.a:
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
-$(KERNBENCH): $(call obj,$(LAUNCH_SRC)) $(ALL_LIBS)
+LAUNCH_OBJ := $(call obj,$(LAUNCH_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o
+$(KERNBENCH): $(LAUNCH_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(LAUNCH_SRC)) $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(ALL_LIBS) $(LDLIBS)
+
+$(KERNBENCH_TEST): $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) $(LDLIBS)
 
 $(BUILD)/plugins/%.so: engines/plugins/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -shared -o $@ $<
+	$(CC) $(CFLAGS) $(INC_ENG) $(PKG_CFLAGS) -shared -o $@ $<
 
-$(BUILD)/plugins/%.so: kernel_host/examples/%.c $(GEN_H)
+# a kernel sees tl.h and tl_io.h only
+$(BUILD)/plugins/%.so: kernel_host/examples/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -shared -o $@ $<
+	$(CC) $(CFLAGS) -iquote kernel_host/include -shared -o $@ $<
 
 # ---------------------------------------------------------------- tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(ALL_LIBS)
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS) -lcriterion $(LDLIBS)
 
-$(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(ALL_LIBS)
+$(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o \
+	  $(ALL_LIBS) -lcriterion $(LDLIBS)
 
 # corpus replay: the harness plus a main() that feeds it every corpus file
 $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS) $(LDLIBS)
 
-TEST_ENV := KB_BIN=$(abspath $(KERNBENCH)) KB_PLUGINS=$(abspath $(BUILD)/plugins) \
+# The trace importer test loads traces with Chrome DevTools' trace engine
+# (npm package, installed by name into build/node when absent; run with node).
+TRACE_ENGINE_PKG := @paulirish/trace_engine@0.0.65
+TRACE_ENGINE := build/node/node_modules/@paulirish/trace_engine
+$(TRACE_ENGINE)/package.json:
+	@command -v npm >/dev/null || { echo "npm is missing: run \`make deps\`" >&2; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix build/node $(TRACE_ENGINE_PKG)
+
+TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
+	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
+	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) KB_STAGE=$(abspath $(BUILD)/stage) \
 	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
-integration: $(INTEG_BIN) $(KERNBENCH) $(PLUGINS)
+integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json \
+	$(BUILD)/stage/lib/pkgconfig/kernbench.pc
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
 
 fuzz-replay: $(FUZZ_REPLAY)
@@ -213,8 +297,31 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(ALL_LIBS) $(LDLIBS)
 
+# ---------------------------------------------------------------- install
+# The author kit: the binary, the public headers (a kernel needs tl.h and
+# tl_io.h, an engine plug-in kb_engine_plugin.h; none exposes generated or
+# protobuf-c types), kernbench.pc and the plot script.
+#   make install PREFIX=DIR; cc $$(pkg-config --cflags kernbench) ...
+PREFIX ?= /usr/local
+PUBLIC_HEADERS := kernel_host/include/tl.h kernel_host/include/tl_io.h \
+	engines/include/kb_engine_plugin.h
+
+install: $(KERNBENCH)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kernbench \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench
+	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
+	install -m 644 deploy/plot/kernbench_plot.py deploy/configs/default.yaml \
+	  $(DESTDIR)$(PREFIX)/share/kernbench/
+	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
+
+# what the install test builds against
+$(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in
+	$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage)
+
 golden: all
-	KB_BIN=$(abspath $(KERNBENCH)) tests/golden/regenerate.sh
+	KB_BIN=$(abspath $(KERNBENCH_TEST)) tests/golden/regenerate.sh
 
 clean:
 	rm -rf build out

@@ -5,7 +5,7 @@
  *   2. ring_attention prefill (pass=kv) ring figures for R = 2, 4, 8:
  *      link busy, waits split into exposed / latency / imbalance, and
  *      hidden = 1 - exposed / link busy;
- *   3. peak scratch at seq_kv 8K and 128K (ADR-0063: independent of length);
+ *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. the PE-scaling curve of Llama-3-70B decode at 32K, one KV head per
  *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
  *   5. wall time of Llama-3-70B decode at 32K with per-engine daemons,
@@ -191,7 +191,7 @@ static void wall_times(void)
 	}
 }
 
-/* ADR-0063 at scale: with scratch scopes, 128K keys per rank need no more
+/* scratch-scope design at scale: with scratch scopes, 128K keys per rank need no more
  * scratch than 8K (one daemon, so the sweep takes seconds, not minutes). */
 static void long_context(void)
 {

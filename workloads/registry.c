@@ -1,6 +1,7 @@
 /* registry.c — workload lookup: built-ins first, then kernels. */
 #include <string.h>
 
+#include "rt/config.h"
 #include "tl_host.h"
 #include "workloads.h"
 
@@ -16,10 +17,8 @@ enum rt_err kb_workload_find(const char *name, struct kb_workload *out)
 			*out = builtins[i];
 			return RT_EOK;
 		}
-	struct tl_kernel_ref ref;
-
-	if (tl_kernel_find(name, &ref) == RT_EOK) {
-		tl_kernel_ref_release(&ref);
+	/* checked, not loaded: user code runs only inside daemons */
+	if (tl_kernel_check(name) == RT_EOK) {
 		out->name = name;
 		out->summary = "kernel";
 		out->build = kb_pe_build;
@@ -29,6 +28,25 @@ enum rt_err kb_workload_find(const char *name, struct kb_workload *out)
 		return RT_ENOTFOUND; /* tl_kernel_find said why */
 	return rt_fail(RT_ENOTFOUND, "unknown workload '%s' (see `kernbench list`; a kernel in a "
 		       "shared object is named path/lib.so:NAME)", name);
+}
+
+const char *kb_workload_suggest(const char *name)
+{
+	size_t n, best = 3; /* at most two edits away */
+	const struct tl_kernel_info *k = tl_kernel_builtins(&n);
+	const char *near = NULL;
+
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
+		if (rt_edit_distance(name, builtins[i].name) < best) {
+			best = rt_edit_distance(name, builtins[i].name);
+			near = builtins[i].name;
+		}
+	for (size_t i = 0; i < n; i++)
+		if (rt_edit_distance(name, k[i].name) < best) {
+			best = rt_edit_distance(name, k[i].name);
+			near = k[i].name;
+		}
+	return near;
 }
 
 void kb_workload_list(FILE *out)

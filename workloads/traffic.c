@@ -40,20 +40,14 @@ static enum rt_err traffic_shape(const struct rt_job *job, struct traffic_shape 
 		    strcmp(job->args[i].name, "tokens"))
 			return rt_fail(RT_EINVAL, "traffic: unknown --arg %s (expected components, "
 				       "messages or tokens)", job->args[i].name);
-	err = rt_job_arg_u64(job, "components", 8, &s->components);
-
+	/* hops per token must fit 32 bits, so messages stays below 2^32 */
+	err = rt_job_arg_u64(job, "components", 8, 2, 4096, &s->components);
 	if (!err)
-		err = rt_job_arg_u64(job, "messages", 10000, &s->messages);
+		err = rt_job_arg_u64(job, "messages", 10000, 1, UINT32_MAX, &s->messages);
 	if (!err)
-		err = rt_job_arg_u64(job, "tokens", 4, &s->tokens);
+		err = rt_job_arg_u64(job, "tokens", 4, 1, 1024, &s->tokens);
 	if (err)
 		return err;
-	if (s->components < 2 || s->components > 4096)
-		return rt_fail(RT_EINVAL, "traffic: --arg components=%llu (expected 2..4096)",
-			       (unsigned long long)s->components);
-	if (s->tokens < 1 || s->tokens > 1024)
-		return rt_fail(RT_EINVAL, "traffic: --arg tokens=%llu (expected 1..1024)",
-			       (unsigned long long)s->tokens);
 	return RT_EOK;
 }
 

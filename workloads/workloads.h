@@ -21,6 +21,8 @@ struct kb_workload {
 
 /* Resolves a workload name (a built-in, a kernel, or lib.so:NAME). */
 enum rt_err kb_workload_find(const char *name, struct kb_workload *out);
+/* The known workload name closest to `name` (two edits at most), or NULL. */
+const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
 

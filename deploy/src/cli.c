@@ -15,7 +15,12 @@ void kb_cli_usage(FILE *out)
 	      "commands:\n"
 	      "  run WORKLOAD [options]   run a workload (see `kernbench run --help`)\n"
 	      "  list                     list built-in workloads and kernels\n"
-	      "  config                   print every configuration key, default and unit\n"
+	      "  config [--config F]... [--set k=v]... [--format yaml|json|markdown]\n"
+	      "                           print the effective configuration (loads back with\n"
+	      "                           --config); markdown: the reference table\n"
+	      "  --version                release and build commit\n"
+	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
+	      "                           --window START:END, --arrows, --format svg)\n"
 	      "  --help                   this text\n"
 	      "\n"
 	      "kernbench simulates NPU processing elements: one daemon per component\n"
@@ -43,12 +48,23 @@ void kb_cli_run_usage(FILE *out)
 	      "  --seed N                 seed of every random stream (default 1)\n"
 	      "  --arg name=value         workload argument (repeatable)\n"
 	      "  --set key=value          configuration override (repeatable; `kernbench config`)\n"
-	      "  --config FILE.yaml       configuration file (deploy/configs/default.yaml)\n"
+	      "  --config FILE.yaml       configuration file (repeatable, later files override\n"
+	      "                           earlier ones; deploy/configs/default.yaml)\n"
 	      "  --inputs DIR             input tensors (.npy) for kernels that take them\n"
 	      "  --trace on|off           write trace.json (default on)\n"
 	      "  --trace-windows          add lockstep window counters to trace.json (their\n"
 	      "                           timing depends on --colocate, so off by default)\n"
+	      "  --trace-window START:END only events in [START, END] simulated us (END may\n"
+	      "                           be empty: to the end)\n"
+	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3\n"
+	      "  --trace-flows on|off     message slices and arrows (default on)\n"
+	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
+	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
+	      "\n"
+	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
+	      "An --arg the kernel never asks for is a usage error (the line lists the ones\n"
+	      "it asks for).\n"
 	      "\n"
 	      "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
 	      "2 usage error, 130 interrupted.\n",
@@ -64,20 +80,47 @@ static enum rt_err parse_arg(struct rt_job *job, const char *text)
 		return rt_fail(RT_EINVAL, "--arg '%s': expected name=value", text);
 	if (job->n_args == RT_MAX_ARGS)
 		return rt_fail(RT_EINVAL, "more than %d --arg options", RT_MAX_ARGS);
+	if ((size_t)(eq - text) >= sizeof(a->name) || strlen(eq + 1) >= sizeof(a->value))
+		return rt_fail(RT_EINVAL, "--arg '%.60s...': a name has at most %zu bytes, a value "
+			       "at most %zu", text, sizeof(a->name) - 1, sizeof(a->value) - 1);
 	a = &job->args[job->n_args++];
-	snprintf(a->name, sizeof(a->name), "%.*s", (int)(eq - text), text);
-	snprintf(a->value, sizeof(a->value), "%s", eq + 1);
+	memcpy(a->name, text, (size_t)(eq - text));
+	a->name[eq - text] = '\0';
+	memcpy(a->value, eq + 1, strlen(eq + 1) + 1);
 	return RT_EOK;
+}
+
+static enum rt_err parse_number(const char *opt, const char *text, uint64_t min, uint64_t max,
+				uint64_t *out)
+{
+	if (rt_parse_u64(text, min, max, out) == RT_PARSE_OK)
+		return RT_EOK;
+	return rt_fail(RT_EINVAL, "%s '%.40s%s': expected a decimal whole number from %llu to %llu",
+		       opt, text, strlen(text) > 40 ? "..." : "", (unsigned long long)min,
+		       (unsigned long long)max);
 }
 
 static enum rt_err parse_u32(const char *opt, const char *text, uint32_t *out)
 {
-	char *end;
-	unsigned long v = strtoul(text, &end, 10);
+	uint64_t v = 0;
+	enum rt_err err = parse_number(opt, text, 1, 64, &v);
 
-	if (end == text || *end || text[0] == '-' || v == 0 || v > 64)
-		return rt_fail(RT_EINVAL, "%s '%s': expected a number from 1 to 64", opt, text);
 	*out = (uint32_t)v;
+	return err;
+}
+
+/* Room kept after --out for the staging folder and the part files. */
+#define OUT_DIR_SLACK 96
+
+/* Copies a path option, refusing (not truncating) one that does not fit. */
+static enum rt_err parse_path(const char *opt, const char *text, char *out, size_t cap)
+{
+	size_t len = strlen(text);
+
+	if (!len || len >= cap)
+		return rt_fail(RT_EINVAL, "%s: the path is %zu bytes; expected 1 to %zu", opt, len,
+			       cap - 1);
+	memcpy(out, text, len + 1);
 	return RT_EOK;
 }
 
@@ -95,6 +138,7 @@ static enum rt_err parse_mode(const char *text, enum rt_mode *out)
 enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
+	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
 	OPT_HELP,
 };
 
@@ -112,70 +156,92 @@ static const struct option run_options[] = {
 	{ "inputs", required_argument, NULL, OPT_INPUTS },
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "trace-windows", no_argument, NULL, OPT_TRACE_WINDOWS },
+	{ "trace-window", required_argument, NULL, OPT_TRACE_WINDOW },
+	{ "trace-ranks", required_argument, NULL, OPT_TRACE_RANKS },
+	{ "trace-flows", required_argument, NULL, OPT_TRACE_FLOWS },
+	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
 
+#define MAX_CONFIGS 16
+
 /* Options that shape the machine are applied after --config and --set. */
 struct machine_flags {
 	uint32_t ranks;
 	uint32_t pes;
-	const char *config;
+	const char *configs[MAX_CONFIGS]; /* loaded in order, each over the last */
+	uint32_t n_configs;
 	const char *sets[RT_MAX_ARGS];
 	uint32_t n_sets;
 };
 
+static enum rt_err add_config(struct machine_flags *m, const char *path)
+{
+	if (m->n_configs == MAX_CONFIGS)
+		return rt_fail(RT_EINVAL, "more than %d --config options", MAX_CONFIGS);
+	m->configs[m->n_configs++] = path;
+	return RT_EOK;
+}
+
+static enum rt_err add_set(struct machine_flags *m, const char *kv)
+{
+	if (m->n_sets == RT_MAX_ARGS)
+		return rt_fail(RT_EINVAL, "more than %d --set options", RT_MAX_ARGS);
+	m->sets[m->n_sets++] = kv;
+	return RT_EOK;
+}
+
 static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int id,
 				const char *val)
 {
-	char *end;
-
 	switch (id) {
-	case OPT_OUT: snprintf(job->out_dir, sizeof(job->out_dir), "%s", val); return RT_EOK;
+	case OPT_OUT: return parse_path("--out", val, job->result_dir, RT_PATH_MAX - OUT_DIR_SLACK);
 	case OPT_TRANSPORT: return rt_transport_parse(val, &job->transport);
 	case OPT_COLOCATE: return rt_colocate_parse(val, &job->colocate);
 	case OPT_MODE: return parse_mode(val, &job->mode);
 	case OPT_RANKS: return parse_u32("--ranks", val, &m->ranks);
 	case OPT_PES: return parse_u32("--pes", val, &m->pes);
-	case OPT_SEED:
-		job->seed = strtoull(val, &end, 0);
-		if (end == val || *end || val[0] == '-')
-			return rt_fail(RT_EINVAL, "--seed '%s': expected an unsigned integer", val);
-		return RT_EOK;
+	case OPT_SEED: return parse_number("--seed", val, 0, UINT64_MAX, &job->seed);
 	case OPT_ARG: return parse_arg(job, val);
-	case OPT_SET:
-		if (m->n_sets == RT_MAX_ARGS)
-			return rt_fail(RT_EINVAL, "more than %d --set options", RT_MAX_ARGS);
-		m->sets[m->n_sets++] = val;
-		return RT_EOK;
-	case OPT_CONFIG: m->config = val; return RT_EOK;
-	case OPT_INPUTS: snprintf(job->inputs_dir, sizeof(job->inputs_dir), "%s", val); return RT_EOK;
+	case OPT_SET: return add_set(m, val);
+	case OPT_CONFIG: return add_config(m, val);
+	case OPT_INPUTS: return parse_path("--inputs", val, job->inputs_dir, RT_PATH_MAX - 64);
 	case OPT_TRACE:
 		if (strcmp(val, "on") && strcmp(val, "off"))
 			return rt_fail(RT_EINVAL, "--trace '%s': expected on or off", val);
 		job->trace_off = !strcmp(val, "off");
 		return RT_EOK;
 	case OPT_TRACE_WINDOWS: job->trace_windows = true; return RT_EOK;
+	case OPT_TRACE_WINDOW: return rt_trace_parse_window(val, &job->trace);
+	case OPT_TRACE_RANKS: return rt_trace_parse_ranks(val, &job->trace);
+	case OPT_TRACE_FORMAT: return rt_trace_parse_format(val, &job->trace);
+	case OPT_TRACE_FLOWS:
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return rt_fail(RT_EINVAL, "--trace-flows '%s': expected on or off", val);
+		job->trace.no_flows = !strcmp(val, "off");
+		return RT_EOK;
 	case OPT_QUIET: job->quiet = true; return RT_EOK;
 	default: return rt_fail(RT_EINVAL, "unknown option (see `kernbench run --help`)");
 	}
 }
 
-static enum rt_err build_config(struct rt_job *job, const struct machine_flags *m)
+/* defaults < each --config in order < each --set < --ranks/--pes */
+static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m)
 {
 	enum rt_err err = RT_EOK;
 
-	rt_config_defaults(&job->config);
-	if (m->config)
-		err = rt_config_load_file(&job->config, m->config);
+	rt_config_defaults(cfg);
+	for (uint32_t i = 0; !err && i < m->n_configs; i++)
+		err = rt_config_load_file(cfg, m->configs[i]);
 	for (uint32_t i = 0; !err && i < m->n_sets; i++)
-		err = rt_config_set(&job->config, m->sets[i]);
+		err = rt_config_set(cfg, m->sets[i]);
 	if (m->ranks)
-		job->config.ranks = m->ranks;
+		cfg->ranks = m->ranks;
 	if (m->pes)
-		job->config.pes = m->pes;
-	return err ? err : rt_config_validate(&job->config);
+		cfg->pes = m->pes;
+	return err ? err : rt_config_validate(cfg);
 }
 
 static void job_defaults(struct rt_job *job)
@@ -191,22 +257,34 @@ static void job_defaults(struct rt_job *job)
 		job->tcm_fds[i] = -1;
 }
 
+/* An unknown workload: one line with the closest known name. */
+static enum rt_err check_workload(const char *name)
+{
+	struct kb_workload w;
+	const char *near;
+
+	if (kb_workload_find(name, &w) == RT_EOK)
+		return RT_EOK;
+	if (strchr(name, ':'))
+		return RT_EINVAL; /* the loader said why */
+	near = kb_workload_suggest(name);
+	return rt_fail(RT_EINVAL, "unknown workload '%s'%s%s%s (see `kernbench list`; a kernel in "
+		       "a shared object is path/lib.so:NAME)", name, near ? " (did you mean '" : "",
+		       near ? near : "", near ? "'?)" : "");
+}
+
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 {
 	struct machine_flags m = { 0 };
 	enum rt_err err = RT_EOK;
 	int id;
 
+	/* argv[0] is the command ("run"); options and the one WORKLOAD may
+	 * come in any order (GNU getopt permutes them) */
 	job_defaults(job);
-	if (argc < 1 || argv[0][0] == '-') {
-		if (argc >= 1 && !strcmp(argv[0], "--help"))
-			return RT_EINTERRUPTED; /* caller prints help */
-		return rt_fail(RT_EINVAL, "run: missing WORKLOAD (see `kernbench list`)");
-	}
-	snprintf(job->workload, sizeof(job->workload), "%s", argv[0]);
 	optind = 1;
 	opterr = 0;
-	while (!err && (id = getopt_long(argc, argv, "+", run_options, NULL)) != -1) {
+	while (!err && (id = getopt_long(argc, argv, "", run_options, NULL)) != -1) {
 		if (id == OPT_HELP)
 			return RT_EINTERRUPTED;
 		if (id == '?')
@@ -214,12 +292,67 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 				       "`kernbench run --help`)", argv[optind - 1]);
 		err = apply_option(job, &m, id, optarg);
 	}
-	if (!err && optind < argc)
-		err = rt_fail(RT_EINVAL, "run: unexpected argument '%s'", argv[optind]);
-	if (!err && !job->out_dir[0])
-		snprintf(job->out_dir, sizeof(job->out_dir), "out/%.200s",
+	if (err)
+		return err;
+	if (optind >= argc)
+		return rt_fail(RT_EINVAL, "run: missing WORKLOAD (see `kernbench list`)");
+	if (optind + 1 < argc)
+		return rt_fail(RT_EINVAL, "run: unexpected argument '%s' after WORKLOAD '%s'",
+			       argv[optind + 1], argv[optind]);
+	err = parse_path("WORKLOAD", argv[optind], job->workload, sizeof(job->workload));
+	if (!err && !job->result_dir[0])
+		snprintf(job->result_dir, sizeof(job->result_dir), "out/%.200s",
 			 strrchr(job->workload, ':') ? strrchr(job->workload, ':') + 1 : job->workload);
-	return err ? err : build_config(job, &m);
+	if (!err)
+		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
+	if (!err)
+		err = check_workload(job->workload);
+	return err ? err : build_config(&job->config, &m);
+}
+
+static const struct option config_options[] = {
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "ranks", required_argument, NULL, OPT_RANKS },
+	{ "pes", required_argument, NULL, OPT_PES },
+	{ "format", required_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format)
+{
+	struct machine_flags m = { 0 };
+	enum rt_err err = RT_EOK;
+	int id;
+
+	*format = 0;
+	optind = 1;
+	opterr = 0;
+	while (!err && (id = getopt_long(argc, argv, "", config_options, NULL)) != -1) {
+		if (id == OPT_HELP)
+			return RT_EINTERRUPTED;
+		if (id == '?')
+			return rt_fail(RT_EINVAL, "config: unknown or incomplete option '%s' (see "
+				       "`kernbench config --help`)", argv[optind - 1]);
+		if (id == OPT_CONFIG)
+			err = add_config(&m, optarg);
+		else if (id == OPT_SET)
+			err = add_set(&m, optarg);
+		else if (id == OPT_RANKS)
+			err = parse_u32("--ranks", optarg, &m.ranks);
+		else if (id == OPT_PES)
+			err = parse_u32("--pes", optarg, &m.pes);
+		else if (!strcmp(optarg, "yaml") || !strcmp(optarg, "json") ||
+			 !strcmp(optarg, "markdown"))
+			*format = optarg[0] == 'y' ? 0 : optarg[0] == 'j' ? 1 : 2;
+		else
+			err = rt_fail(RT_EINVAL, "--format '%s': expected yaml, json or markdown",
+				      optarg);
+	}
+	if (!err && optind < argc)
+		err = rt_fail(RT_EINVAL, "config: unexpected argument '%s'", argv[optind]);
+	return err ? err : build_config(cfg, &m);
 }
 
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)

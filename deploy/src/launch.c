@@ -4,9 +4,17 @@
  * told to stop, reaped (SIGKILL after a grace period), the ipc socket
  * directory is removed and the shared-memory segments (memfds, which have no
  * name to leak) are closed. Daemon processes also die with the launcher
- * (PR_SET_PDEATHSIG), so even a SIGKILLed launcher leaves no daemon. */
+ * (PR_SET_PDEATHSIG), so even a SIGKILLed launcher leaves no daemon.
+ *
+ * The launcher is a child subreaper: a process a kernel forked is re-parented
+ * to it when its daemon ends, and teardown kills and reaps every child left.
+ * A daemon that ends before the coordinator released it is a failure, even
+ * with status 0 (and, for inproc daemon threads, so is a call to exit()).
+ * Each daemon learns its secret routing token from its environment, never
+ * from argv (which `ps` shows to everyone). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,7 +31,10 @@
 #include <zmq.h>
 
 #include "launcher.h"
+#include "rt/buf.h"
 #include "rt/daemon.h"
+
+extern char **environ;
 
 #define GRACE_MS 3000
 
@@ -36,14 +48,24 @@ struct launch {
 	pid_t *pids;              /* per daemon; 0 once reaped or for threads */
 	pthread_t *threads;       /* inproc daemons */
 	struct rt_daemon_opts *thread_opts;
+	bool *thread_ended;       /* set by each thread as it returns */
 	uint32_t n_threads;
 	char ipc_dir[64];
 	char endpoint[512];
-	char memfds[4096];        /* "-" or fd list handed to daemons */
+	struct rt_buf memfds;     /* "-" or fd list handed to daemons */
+	int job_fd;               /* the resolved job, shared with the daemons */
+	int lock_fd;              /* flock on the output folder */
 	int run_argc;
 	char **run_argv;          /* `run WORKLOAD ...` as given, forwarded */
+	char **child_argv;        /* built before forking: no malloc after fork */
+	char **child_envp;        /* environ + the daemon's token */
+	size_t token_slot;        /* index of the token in child_envp */
+	char (*token_vars)[RT_COORD_TOKEN_MAX + 32];
 	int signal_seen;
 };
+
+/* The run in progress, for the exit() guard of inproc daemon threads. */
+static struct launch *running;
 
 static double wall_now(void)
 {
@@ -61,32 +83,34 @@ static enum rt_err make_memory(struct launch *l)
 {
 	struct rt_job *job = l->job;
 	const struct rt_config *cfg = &job->config;
-	size_t used = 0;
+	enum rt_err err = rt_buf_printf(&l->memfds, "%s", job->mode == RT_MODE_DATA ? "" : "-");
 
-	snprintf(l->memfds, sizeof(l->memfds), "-");
-	if (job->mode != RT_MODE_DATA)
-		return RT_EOK;
-	for (uint32_t r = 0; r < cfg->ranks; r++) {
+	for (uint32_t r = 0; !err && job->mode == RT_MODE_DATA && r < cfg->ranks; r++) {
 		int fd = memfd_create("kb-hbm", 0);
 
-		if (fd < 0 || ftruncate(fd, (off_t)cfg->hbm_bytes) < 0)
+		if (fd < 0 || ftruncate(fd, (off_t)cfg->hbm_bytes) < 0) {
+			if (fd >= 0)
+				close(fd);
 			return rt_fail(RT_EIO, "cannot create %llu bytes of HBM for rank %u: %s",
 				       (unsigned long long)cfg->hbm_bytes, r, strerror(errno));
+		}
 		job->hbm_fds[r] = fd;
-		used += (size_t)snprintf(l->memfds + used, sizeof(l->memfds) - used, "%s%d",
-					 used ? "," : "", fd);
-		for (uint32_t p = 0; p < cfg->pes; p++) {
+		err = rt_buf_printf(&l->memfds, "%s%d", r ? "," : "", fd);
+		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
 			int t = memfd_create("kb-tcm", 0);
 
 			if (t < 0 || ftruncate(t, (off_t)(cfg->tcm_scratch_bytes +
-							   cfg->tcm_staging_bytes)) < 0)
+							   cfg->tcm_staging_bytes)) < 0) {
+				if (t >= 0)
+					close(t);
 				return rt_fail(RT_EIO, "cannot create TCM for r%u.pe%u: %s", r, p,
 					       strerror(errno));
+			}
 			job->tcm_fds[r * 64 + p] = t;
-			used += (size_t)snprintf(l->memfds + used, sizeof(l->memfds) - used, ",%d", t);
+			err = rt_buf_printf(&l->memfds, ",%d", t);
 		}
 	}
-	return RT_EOK;
+	return err;
 }
 
 static void close_memory(struct rt_job *job)
@@ -130,26 +154,40 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 /* ---------------------------------------------------------------- endpoint */
 
 /* A launcher that was SIGKILLed could not remove its socket directory; the
- * next one removes every /tmp/kb-<pid>-* whose launcher is gone. */
+ * next one removes every /tmp/kb-<pid>-* whose launcher is gone — only a
+ * real directory of ours (never a link), and in it only our socket. */
 static void sweep_stale_endpoints(void)
 {
 	DIR *d = opendir("/tmp");
 	struct dirent *e;
 
 	while (d && (e = readdir(d))) {
-		char path[300];
-		int pid = 0, used = 0;
+		struct stat st;
+		int pid = 0, used = 0, fd;
 
 		if (sscanf(e->d_name, "kb-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
 		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
-		snprintf(path, sizeof(path), "/tmp/%s/coord", e->d_name);
-		unlink(path);
-		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
-		rmdir(path);
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
+		    st.st_uid == geteuid())
+			unlinkat(fd, "coord", 0);
+		close(fd);
+		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
 	}
 	if (d)
 		closedir(d);
+}
+
+static bool is_loopback(const char *host)
+{
+	return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1") ||
+	       !strcmp(host, "[::1]") || !strcmp(host, "lo");
 }
 
 static enum rt_err make_endpoint(struct launch *l)
@@ -160,6 +198,11 @@ static enum rt_err make_endpoint(struct launch *l)
 		return RT_EOK;
 	case RT_TRANSPORT_TCP:
 		/* loopback unless the config names an interface */
+		if (!is_loopback(l->job->config.bind_host))
+			fprintf(stderr, "kernbench: warning: run.bind_host=%s accepts connections from "
+				"other hosts and the coordinator has no authentication (no CURVE keys); "
+				"use 127.0.0.1 unless the network is trusted\n",
+				l->job->config.bind_host);
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
@@ -188,63 +231,141 @@ static void remove_endpoint(struct launch *l)
 
 /* ---------------------------------------------------------------- spawning */
 
+struct thread_arg {
+	struct launch *l;
+	uint32_t index;
+};
+
+/* An inproc daemon; its end is announced like a child's (SIGCHLD), so the
+ * launcher notices a thread that returned before it was released. */
 static void *daemon_thread(void *arg)
 {
-	rt_daemon_run(arg);
+	struct launch *l = ((struct thread_arg *)arg)->l;
+	uint32_t i = ((struct thread_arg *)arg)->index;
+
+	free(arg);
+	rt_daemon_run(&l->thread_opts[i]);
+	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
+	kill(getpid(), SIGCHLD);
 	return NULL;
+}
+
+/* exit() from an inproc daemon thread (a kernel, say) would end the
+ * launcher with that status and no output: it becomes a failure naming the
+ * daemon. _exit() skips the other handlers, which could block on the
+ * threads still running. */
+static void exit_guard(void)
+{
+	struct launch *l = running;
+	const char *who = "a daemon thread";
+	char name[128];
+
+	if (!l)
+		return;
+	for (uint32_t i = 0; i < l->n_threads; i++)
+		if (pthread_equal(l->threads[i], pthread_self())) {
+			snprintf(name, sizeof(name), "daemon %s %s (inproc thread)",
+				 l->topo.daemons[i].name, l->topo.daemons[i].label);
+			who = name;
+		}
+	if (l->lock_fd >= 0) /* only a run holding the folder may clear it */
+		kb_outputs_abandon(l->job);
+	fprintf(stderr, "kernbench: error: %s called exit() before the end of the run\n", who);
+	fflush(stderr);
+	_exit(1);
 }
 
 static enum rt_err spawn_threads(struct launch *l)
 {
 	uint32_t n = l->topo.n_daemons;
+	static bool guarded;
 
 	l->threads = calloc(n, sizeof(*l->threads));
 	l->thread_opts = calloc(n, sizeof(*l->thread_opts));
-	if (!l->threads || !l->thread_opts)
+	l->thread_ended = calloc(n, sizeof(*l->thread_ended));
+	if (!l->threads || !l->thread_opts || !l->thread_ended)
 		return rt_fail(RT_ENOMEM, "cannot allocate %u daemon threads", n);
+	if (!guarded && atexit(exit_guard) == 0)
+		guarded = true;
+	running = l;
 	for (uint32_t i = 0; i < n; i++) {
+		struct thread_arg *arg = malloc(sizeof(*arg));
+
 		l->thread_opts[i] = (struct rt_daemon_opts){ .job = l->job, .topo = &l->topo,
 							     .index = i,
 							     .endpoint = rt_coord_endpoint(l->coord),
-							     .zmq_ctx = l->zctx };
-		if (pthread_create(&l->threads[i], NULL, daemon_thread, &l->thread_opts[i]))
+							     .zmq_ctx = l->zctx,
+							     .token = rt_coord_token(l->coord, i) };
+		if (!arg)
+			return rt_fail(RT_ENOMEM, "cannot start daemon thread %u", i);
+		*arg = (struct thread_arg){ l, i };
+		if (pthread_create(&l->threads[i], NULL, daemon_thread, arg)) {
+			free(arg);
 			return rt_fail(RT_EIO, "cannot start daemon thread %u", i);
+		}
 		l->n_threads++;
 	}
 	return RT_EOK;
 }
 
-static void exec_daemon(struct launch *l, uint32_t i)
+/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run WORKLOAD [options]; the
+ * environment is ours plus RT_DAEMON_TOKEN_ENV. Both are built before any
+ * fork: a forked child of a threaded process must not allocate. */
+static enum rt_err prepare_exec(struct launch *l)
 {
-	char index[16];
-	char **argv = calloc((size_t)l->run_argc + 7, sizeof(*argv));
+	size_t n_env = 0, k = 0;
+	uint32_t n = l->topo.n_daemons;
 
-	if (!argv)
-		_exit(127);
-	snprintf(index, sizeof(index), "%u", i);
-	argv[0] = l->topo.daemons[i].name;
-	argv[1] = (char *)"__daemon";
-	argv[2] = index;
-	argv[3] = (char *)rt_coord_endpoint(l->coord);
-	argv[4] = l->memfds;
-	for (int k = 0; k < l->run_argc; k++)
-		argv[5 + k] = l->run_argv[k];
+	while (environ[n_env])
+		n_env++;
+	l->child_argv = calloc((size_t)l->run_argc + 7, sizeof(*l->child_argv));
+	l->child_envp = calloc(n_env + 2, sizeof(*l->child_envp));
+	l->token_vars = calloc(n, sizeof(*l->token_vars));
+	if (!l->child_argv || !l->child_envp || !l->token_vars)
+		return rt_fail(RT_ENOMEM, "cannot prepare %u daemon command lines", n);
+	for (size_t i = 0; i < n_env; i++)
+		if (strncmp(environ[i], RT_DAEMON_TOKEN_ENV "=", strlen(RT_DAEMON_TOKEN_ENV) + 1))
+			l->child_envp[k++] = environ[i];
+	l->token_slot = k;
+	for (uint32_t i = 0; i < n; i++)
+		snprintf(l->token_vars[i], sizeof(l->token_vars[i]), "%s=%s", RT_DAEMON_TOKEN_ENV,
+			 rt_coord_token(l->coord, i));
+	l->child_argv[1] = (char *)"__daemon";
+	l->child_argv[3] = (char *)rt_coord_endpoint(l->coord);
+	l->child_argv[4] = l->memfds.data;
+	for (int a = 0; a < l->run_argc; a++)
+		l->child_argv[5 + a] = l->run_argv[a];
+	return RT_EOK;
+}
+
+static void exec_daemon(struct launch *l)
+{
 	sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
-	execv("/proc/self/exe", argv);
+	execve("/proc/self/exe", l->child_argv, l->child_envp);
 	_exit(127);
 }
 
 static enum rt_err spawn_processes(struct launch *l)
 {
 	pid_t self = getpid();
+	char index[16];
+	enum rt_err err;
 
 	l->pids = calloc(l->topo.n_daemons, sizeof(*l->pids));
 	if (!l->pids)
 		return rt_fail(RT_ENOMEM, "cannot allocate the daemon table");
+	err = prepare_exec(l);
+	if (err)
+		return err;
 	fflush(NULL);
 	for (uint32_t i = 0; i < l->topo.n_daemons; i++) {
-		pid_t pid = fork();
+		pid_t pid;
 
+		snprintf(index, sizeof(index), "%u", i);
+		l->child_argv[0] = l->topo.daemons[i].name;
+		l->child_argv[2] = index;
+		l->child_envp[l->token_slot] = l->token_vars[i];
+		pid = fork();
 		if (pid < 0)
 			return rt_fail(RT_EIO, "cannot start daemon %s %s: %s", l->topo.daemons[i].name,
 				       l->topo.daemons[i].label, strerror(errno));
@@ -252,7 +373,7 @@ static enum rt_err spawn_processes(struct launch *l)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != self)
 				_exit(1);
-			exec_daemon(l, i);
+			exec_daemon(l);
 		}
 		l->pids[i] = pid;
 		rt_coord_set_pid(l->coord, i, pid);
@@ -278,11 +399,16 @@ static enum rt_err describe_exit(const struct launch *l, int i, pid_t pid, int s
 		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) died: killed by signal %d (%s)",
 			       d->name, d->label, (int)pid, WTERMSIG(status),
 			       strsignal(WTERMSIG(status)));
+	if (WEXITSTATUS(status) == 0)
+		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status 0 before the end "
+			       "of the run", d->name, d->label, (int)pid);
 	return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status %d", d->name, d->label,
 		       (int)pid, WEXITSTATUS(status));
 }
 
-/* Reaps exited daemons; a daemon that did not exit cleanly ends the run. */
+/* Reaps exited children. A daemon that did not exit cleanly, or exited
+ * before the coordinator released it, ends the run; anything else (a
+ * process a kernel forked, re-parented to us) is killed with its group. */
 static enum rt_err reap(struct launch *l)
 {
 	enum rt_err err = RT_EOK;
@@ -291,13 +417,19 @@ static enum rt_err reap(struct launch *l)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		int i = daemon_of(l, pid);
+		bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
 		if (i < 0)
 			continue;
 		l->pids[i] = 0;
-		if (!err && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		if (!err && (!clean || !(l->coord && rt_coord_released(l->coord, (uint32_t)i))))
 			err = describe_exit(l, i, pid, status);
 	}
+	for (uint32_t i = 0; !err && i < l->n_threads; i++)
+		if (__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE) &&
+		    !rt_coord_released(l->coord, i))
+			err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of "
+				      "the run", l->topo.daemons[i].name, l->topo.daemons[i].label);
 	return err;
 }
 
@@ -362,6 +494,36 @@ static void reap_all(struct launch *l, int grace_ms)
 		}
 }
 
+/* Kills and reaps every child that is not a daemon: what kernels forked,
+ * re-parented to us (we are a subreaper) when their daemon ended. */
+static void kill_strays(void)
+{
+	for (int round = 0; round < 100; round++) {
+		char path[64], line[4096];
+		bool any = false;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+		f = fopen(path, "r");
+		if (!f)
+			return;
+		while (fscanf(f, "%4095s", line) == 1) {
+			pid_t pid = (pid_t)strtol(line, NULL, 10);
+
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				any = true;
+			}
+		}
+		fclose(f);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			any = true;
+		if (!any)
+			return;
+		usleep(1000);
+	}
+}
+
 static bool join_threads(struct launch *l, int grace_ms)
 {
 	struct timespec until;
@@ -382,8 +544,10 @@ static void teardown(struct launch *l, bool failed)
 	if (failed && l->coord)
 		rt_coord_abort(l->coord);
 	reap_all(l, failed ? GRACE_MS / 3 : GRACE_MS);
+	kill_strays();
 	if (l->n_threads)
 		threads_done = join_threads(l, GRACE_MS);
+	running = NULL;
 	rt_coord_destroy(&l->coord);
 	/* a hung daemon thread still holds a socket; the process exit frees it */
 	if (l->zctx && threads_done)
@@ -392,42 +556,168 @@ static void teardown(struct launch *l, bool failed)
 	close_memory(l->job);
 	if (l->sigfd >= 0)
 		close(l->sigfd);
+	if (l->job_fd >= 0) {
+		close(l->job_fd);
+		unsetenv(RT_JOB_FD_ENV);
+	}
 	sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
 	free(l->pids);
 	free(l->threads);
 	free(l->thread_opts);
+	free(l->thread_ended);
+	free(l->child_argv);
+	free(l->child_envp);
+	free(l->token_vars);
+	rt_buf_release(&l->memfds);
 	rt_topology_release(&l->topo);
+}
+
+/* ---------------------------------------------------------------- limits */
+
+/* Raises a soft limit toward `want` (never above the hard one); true when
+ * the soft limit then allows at least `need`. */
+static bool raise_limit(int resource, rlim_t need, rlim_t want, struct rlimit *out)
+{
+	struct rlimit rl;
+
+	if (getrlimit(resource, &rl))
+		return true; /* cannot tell: let the run try */
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		struct rlimit raised = rl;
+
+		raised.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want
+											: rl.rlim_max;
+		if (setrlimit(resource, &raised) == 0)
+			rl = raised;
+	}
+	*out = rl;
+	return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need;
+}
+
+/* Descriptors: the launcher holds every memfd and one connection per
+ * daemon (two for inproc threads), plus what ZeroMQ and stdio keep. */
+static uint64_t descriptors_needed(const struct launch *l)
+{
+	const struct rt_config *cfg = &l->job->config;
+	uint64_t memfds = l->job->mode == RT_MODE_DATA ? (uint64_t)cfg->ranks * (cfg->pes + 1) : 0;
+
+	return memfds + 2ull * l->topo.n_daemons + 64;
+}
+
+/* Address space of the largest process in data mode: the HBM and TCM a
+ * daemon may map (every rank's under --colocate all; every daemon's, each
+ * mapping its own, when they are inproc threads of one process) plus what a
+ * process holds anyway (ZeroMQ threads, arenas, kernel stacks). */
+static uint64_t address_space_needed(const struct launch *l)
+{
+	const struct rt_config *cfg = &l->job->config;
+	uint64_t ranks = l->job->colocate == RT_COLOCATE_ALL ? cfg->ranks : 1;
+	uint64_t tcm = cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
+	uint64_t pes = l->job->colocate == RT_COLOCATE_ALL || l->job->colocate == RT_COLOCATE_RANK
+			       ? cfg->pes : 1;
+
+	uint64_t threads = l->job->transport == RT_TRANSPORT_INPROC ? l->topo.n_daemons : 1;
+
+	return threads * (ranks * cfg->hbm_bytes + ranks * pes * tcm) + (256ull << 20);
+}
+
+/* Limits that would otherwise fail deep inside ZeroMQ (an abort) or as a
+ * failed mapping: checked before anything is spawned, one line each. */
+static enum rt_err check_limits(const struct launch *l)
+{
+	uint64_t fds = descriptors_needed(l);
+	struct rlimit rl;
+
+	if (!raise_limit(RLIMIT_NOFILE, fds, fds, &rl))
+		return rt_fail(RT_ECONFIG, "this run needs about %llu open file descriptors and the "
+			       "limit is %llu (raise it: ulimit -n %llu)", (unsigned long long)fds,
+			       (unsigned long long)rl.rlim_cur, (unsigned long long)fds);
+	if (l->job->mode == RT_MODE_DATA) {
+		uint64_t as = address_space_needed(l);
+
+		if (!raise_limit(RLIMIT_AS, as, RLIM_INFINITY, &rl))
+			return rt_fail(RT_ECONFIG, "data mode maps the simulated HBM and TCM: a daemon "
+				       "of this run needs about %llu KiB of address space and the limit "
+				       "is %llu KiB (raise it: ulimit -v %llu, or lower memory.hbm_bytes)",
+				       (unsigned long long)(as >> 10),
+				       (unsigned long long)(rl.rlim_cur >> 10),
+				       (unsigned long long)(as >> 10));
+	}
+	return RT_EOK;
+}
+
+#define STACK_NEEDED (1024u << 10)
+#define STACK_WANTED (8u << 20)
+
+/* Writes text and a number without printf, whose frames alone can exceed
+ * a tiny stack. */
+static void put_text(const char *text)
+{
+	if (write(STDERR_FILENO, text, strlen(text)) < 0)
+		return;
+}
+
+static void put_u64(uint64_t v)
+{
+	char digits[24];
+	size_t k = sizeof(digits) - 1;
+
+	digits[k] = '\0';
+	do
+		digits[--k] = (char)('0' + v % 10);
+	while ((v /= 10) && k);
+	put_text(digits + k);
+}
+
+void kb_check_stack(char **argv)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_STACK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= STACK_NEEDED)
+		return;
+	if (!raise_limit(RLIMIT_STACK, STACK_NEEDED, STACK_WANTED, &rl)) {
+		put_text("kernbench: error: the stack limit is ");
+		put_u64(rl.rlim_cur >> 10);
+		put_text(" KiB and kernbench needs at least ");
+		put_u64(STACK_NEEDED >> 10);
+		put_text(" KiB (raise it: ulimit -s ");
+		put_u64(STACK_NEEDED >> 10);
+		put_text(")\n");
+		_exit(2);
+	}
+	/* thread stacks are sized from the limit at start-up: start again */
+	execv("/proc/self/exe", argv);
+	put_text("kernbench: error: cannot restart with a larger stack\n");
+	_exit(2);
 }
 
 /* ---------------------------------------------------------------- run */
 
-/* Creates OUT/.parts (and every missing parent), after removing parts a
- * previous run left behind. */
-static enum rt_err make_dirs(const struct rt_job *job)
+/* Daemons get the resolved job through an inherited sealed memfd named in
+ * the environment: they never re-read --config or re-parse argv. */
+static enum rt_err share_job(struct launch *l)
 {
-	char parts[RT_PATH_MAX + 16];
+	char fd[16];
+	enum rt_err err = rt_job_share(l->job, &l->job_fd);
 
-	snprintf(parts, sizeof(parts), "%s/%s", job->out_dir, RT_PARTS_DIR);
-	kb_outputs_discard(job);
-	for (char *p = parts + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(parts, 0755); /* an existing parent is fine; the last mkdir reports */
-			*p = '/';
-		}
-	if (mkdir(parts, 0755) && errno != EEXIST)
-		return rt_fail(RT_EIO, "cannot create output directory %s: %s", job->out_dir,
-			       strerror(errno));
-	return RT_EOK;
+	snprintf(fd, sizeof(fd), "%d", l->job_fd);
+	if (!err && setenv(RT_JOB_FD_ENV, fd, 1))
+		err = rt_fail(RT_EIO, "cannot pass the job to the daemons: %s", strerror(errno));
+	return err;
 }
 
 static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .arg = l };
-	enum rt_err err = make_dirs(l->job);
+	enum rt_err err = check_limits(l);
 
 	if (!err)
+		err = kb_outputs_prepare(l->job, &l->lock_fd);
+	if (!err)
 		err = make_memory(l);
+	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
+		err = share_job(l);
 	if (!err)
 		err = make_endpoint(l);
 	if (!err) {
@@ -445,11 +735,17 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 
 int kb_launch(struct rt_job *job, int argc, char **argv)
 {
-	struct launch l = { .job = job, .sigfd = -1, .run_argc = argc, .run_argv = argv };
-	struct kb_run_facts facts = { 0 };
+	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+			    .run_argc = argc, .run_argv = argv };
+	struct kb_run_facts facts = { .argc = argc, .argv = argv };
 	double start = wall_now();
 	enum rt_err err = kb_job_topology(job, &l.topo);
+	/* a workload refusing its arguments is a usage error, like the CLI's */
+	bool usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 
+	rt_buf_init(&l.memfds);
+	/* what kernels fork outlives its daemon as our child, to be killed */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (!err)
 		err = watch_signals(&l);
 	if (!err)
@@ -461,9 +757,12 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 
 		snprintf(line, sizeof(line), "%s", rt_last_error());
 		teardown(&l, true);
-		kb_outputs_discard(job);
+		if (l.lock_fd >= 0) /* only a run holding the folder may clear it */
+			kb_outputs_abandon(job);
 		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
-		return l.signal_seen == SIGINT ? 130 : l.signal_seen ? 128 + l.signal_seen : 1;
+		if (l.signal_seen)
+			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
+		return usage ? 2 : 1;
 	}
 	teardown(&l, false);
 	facts.wall_s = wall_now() - start;
@@ -471,11 +770,17 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	err = kb_job_topology(job, &l.topo);
 	if (!err)
 		err = kb_outputs_merge(job, &l.topo, &facts);
+	if (!err)
+		err = kb_outputs_commit(job);
 	rt_topology_release(&l.topo);
 	rt_end_reports_release(&facts.reports);
 	if (err) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
-		return 1;
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s", rt_last_error());
+		kb_outputs_abandon(job);
+		fprintf(stderr, "kernbench: error: %s\n", line);
+		return err == RT_EINVAL ? 2 : 1; /* an --arg nothing read is a usage error */
 	}
 	return 0;
 }
@@ -487,14 +792,21 @@ int kb_daemon_main(int argc, char **argv)
 	struct rt_job *job = calloc(1, sizeof(*job));
 	struct rt_topology topo;
 	struct rt_daemon_opts opts = { 0 };
+	const char *env = getenv(RT_DAEMON_TOKEN_ENV);
+	const char *job_fd = getenv(RT_JOB_FD_ENV);
+	char token[RT_COORD_TOKEN_MAX];
 	enum rt_err err;
 
-	/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run WORKLOAD [options] */
-	if (!job || argc < 7 || strcmp(argv[5], "run"))
+	/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run ...; the job itself
+	 * comes resolved from the launcher (RT_JOB_FD_ENV), never from argv */
+	if (!job || argc < 6 || !job_fd)
 		return 2;
+	/* the token is ours alone: nothing a kernel starts inherits it */
+	snprintf(token, sizeof(token), "%s", env ? env : "");
+	unsetenv(RT_DAEMON_TOKEN_ENV);
 	prctl(PR_SET_NAME, argv[0]);
 	signal(SIGINT, SIG_IGN); /* the launcher owns Ctrl-C and tells us */
-	err = kb_cli_parse_run(argc - 6, argv + 6, job);
+	err = rt_job_adopt((int)strtol(job_fd, NULL, 10), job);
 	if (!err)
 		err = parse_memfds(job, argv[4]);
 	if (!err)
@@ -504,6 +816,7 @@ int kb_daemon_main(int argc, char **argv)
 		opts.topo = &topo;
 		opts.index = (uint32_t)strtoul(argv[2], NULL, 10);
 		opts.endpoint = argv[3];
+		opts.token = token;
 		err = opts.index < topo.n_daemons
 			      ? rt_daemon_run(&opts)
 			      : rt_fail(RT_EINVAL, "daemon index %u out of range", opts.index);

@@ -1,17 +1,40 @@
 /* main.c — `kernbench`: the launcher's command line. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <stdbool.h>
 
 #include "launcher.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
+#include "version.h" /* generated: KB_BUILD_COMMIT from `git describe` */
 #include "workloads.h"
+
+/* The release; KB_BUILD_COMMIT says which commit it was built from. */
+#define KB_RELEASE "0.1.0"
+
+const char *kb_version(void)
+{
+	return "kernbench " KB_RELEASE " (" KB_BUILD_COMMIT ")";
+}
 
 static int cmd_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
-	enum rt_err err = kb_cli_parse_run(argc - 1, argv + 1, &job);
+	static char *given[256];  /* argv as typed: getopt permutes argv */
+	enum rt_err err;
+
+	if (argc >= (int)(sizeof(given) / sizeof(given[0]))) {
+		fprintf(stderr, "kernbench: error: more than %zu arguments\n",
+			sizeof(given) / sizeof(given[0]) - 1);
+		return 2;
+	}
+	memcpy(given, argv, (size_t)argc * sizeof(*argv));
+	err = kb_cli_parse_run(argc, argv, &job);
 
 	if (err == RT_EINTERRUPTED) {
 		kb_cli_run_usage(stdout);
@@ -21,28 +44,100 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		return 2;
 	}
-	return kb_launch(&job, argc, argv);
+	return kb_launch(&job, argc, given);
 }
 
-static int cmd_config(void)
+static int cmd_config(int argc, char **argv)
 {
+	struct rt_config cfg;
 	struct rt_buf b;
+	int format;
+	enum rt_err err = kb_cli_parse_config(argc, argv, &cfg, &format);
 
+	if (err == RT_EINTERRUPTED) {
+		puts("usage: kernbench config [--config F]... [--set key=value]... [--ranks R] "
+		     "[--pes P]\n                       [--format yaml|json|markdown]\n\n"
+		     "Prints the effective configuration (defaults < files < --set < flags) in a\n"
+		     "form --config loads back; markdown prints the reference table of every key.");
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
+		return 2;
+	}
 	rt_buf_init(&b);
-	rt_config_doc(&b);
-	fputs(b.data ? b.data : "", stdout);
+	err = format == 2 ? rt_config_doc(&b)
+			  : rt_config_emit(&cfg, format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b);
+	if (!err)
+		fputs(b.data ? b.data : "", stdout);
 	rt_buf_release(&b);
-	return 0;
+	return err ? 1 : 0;
+}
+
+/* The plot script: installed beside the binary's share/ folder, or in the
+ * source tree the binary was built in (build/bin, build/san/bin). */
+static bool find_plot_script(char *path, size_t cap)
+{
+	static const char *const rel[] = {
+		"../share/kernbench/kernbench_plot.py",
+		"../../deploy/plot/kernbench_plot.py",
+		"../../../deploy/plot/kernbench_plot.py",
+	};
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, cap, "%s/%s", exe, rel[i]);
+		if (!access(path, R_OK))
+			return true;
+	}
+	return false;
+}
+
+/* `kernbench plot OUT_DIR [...]`: pictures drawn by a matplotlib script
+ * run with Debian's python3 (deploy/plot/kernbench_plot.py). */
+static int cmd_plot(int argc, char **argv)
+{
+	char script[PATH_MAX + 64];
+	char *args[64];
+	int n = 0;
+
+	if (!find_plot_script(script, sizeof(script))) {
+		fprintf(stderr, "kernbench: error: plot: kernbench_plot.py not found beside this binary (make install, or run from the build tree)\n");
+		return 1;
+	}
+	args[n++] = (char *)"python3";
+	args[n++] = script;
+	for (int i = 1; i < argc && n < 63; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	execv("/usr/bin/python3", args);
+	fprintf(stderr, "kernbench: error: plot: cannot run /usr/bin/python3: %s (run `make deps`)\n",
+		strerror(errno));
+	return 1;
 }
 
 int main(int argc, char **argv)
 {
+	kb_check_stack(argv);
 	if (argc >= 2 && !strcmp(argv[1], "__daemon"))
 		return kb_daemon_main(argc, argv);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		kb_cli_usage(stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		puts(kb_version());
+		return 0;
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
@@ -52,7 +147,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "config"))
-		return cmd_config();
+		return cmd_config(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "plot"))
+		return cmd_plot(argc - 1, argv + 1);
 	fprintf(stderr, "kernbench: error: unknown command '%s' (see `kernbench --help`)\n", argv[1]);
 	return 2;
 }

@@ -5,18 +5,22 @@
  * mention daemons makes the outputs identical whatever the transport or
  * colocation:
  *   op_log.jsonl  all records sorted by (start, end, component, seq)
- *   trace.json    metadata, then each component's events in id order
+ *   trace.json    all records sorted by time (trace_out.c)
  *   summary.json  statistics from the components' end-of-run reports (BYE),
  *                 summed (or maxed) over components, by kind */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "launcher.h"
 #include "report.h"
+#include "trace_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/daemon.h"
@@ -106,60 +110,6 @@ static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topolog
 	free(lines);
 	rt_buf_release(&all);
 	rt_buf_release(&out);
-	return err;
-}
-
-/* ---------------------------------------------------------------- trace */
-
-static void trace_metadata(const struct rt_topology *topo, struct rt_buf *b)
-{
-	uint32_t last_rank = UINT32_MAX;
-
-	for (uint32_t id = 0; id < topo->n_components; id++) {
-		const struct rt_component_desc *c = &topo->components[id];
-
-		if (c->rank != last_rank) {
-			rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
-				      "\"args\":{\"name\":\"rank %u\"}},\n", c->rank, c->rank);
-			last_rank = c->rank;
-		}
-		rt_buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
-			      "\"args\":{\"name\":", c->rank, id);
-		rt_buf_json_str(b, c->name);
-		rt_buf_printf(b, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
-			      "\"tid\":%u,\"args\":{\"sort_index\":%u}},\n", c->rank, id, id);
-	}
-}
-
-static enum rt_err write_trace(const struct rt_job *job, const struct rt_topology *topo)
-{
-	struct rt_buf out, part;
-	char name[32], path[RT_PATH_MAX + 32];
-	enum rt_err err = RT_EOK;
-
-	if (job->trace_off)
-		return RT_EOK;
-	rt_buf_init(&out);
-	rt_buf_init(&part);
-	rt_buf_printf(&out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-	trace_metadata(topo, &out);
-	for (uint32_t id = 0; !err && id <= topo->n_components; id++) {
-		if (id < topo->n_components)
-			snprintf(name, sizeof(name), "%u.trace", id);
-		else
-			snprintf(name, sizeof(name), "coord.trace");
-		err = read_part(job, name, &part);
-		if (!err && part.len)
-			err = rt_buf_append(&out, part.data, part.len);
-	}
-	/* a closing event without a trailing comma keeps the JSON valid */
-	rt_buf_printf(&out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":0,\"tid\":0,"
-		      "\"args\":{\"sort_index\":0}}\n]}\n");
-	out_path(job, "trace.json", path, sizeof(path));
-	if (!err)
-		err = rt_buf_write_file(&out, path);
-	rt_buf_release(&out);
-	rt_buf_release(&part);
 	return err;
 }
 
@@ -309,40 +259,388 @@ const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *
 	return set->n ? &agg->kinds_max[set - agg->kinds] : set;
 }
 
-/* ---------------------------------------------------------------- cleanup */
+/* ---------------------------------------------------------------- folder */
+
+/* Names inside the result folder that belong to kernbench. */
+#define LOCK_NAME ".kernbench.lock"      /* flock()ed while a run uses the folder */
+#define MANIFEST_NAME ".kernbench-results" /* the results of the last good run */
+#define STAGE_NAME ".kernbench-staging"    /* where a run writes until it succeeds */
+#define MANIFEST_MAX 65536
+
+/* A result file name as a manifest may list it: one plain name. */
+static bool plain_name(const char *name)
+{
+	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
+}
+
+/* Removes `name` in folder `at` only if it is ours: a regular file (or, with
+ * `dirs`, a folder whose entries are ours) owned by this user. A link is
+ * never followed; anything else is left alone. */
+static void remove_owned(int at, const char *name, bool dirs)
+{
+	struct stat st;
+
+	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) || st.st_uid != geteuid())
+		return;
+	if (S_ISREG(st.st_mode)) {
+		unlinkat(at, name, 0);
+	} else if (S_ISDIR(st.st_mode) && dirs) {
+		int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *e;
+
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				remove_owned(dirfd(d), e->d_name, true);
+		closedir(d);
+		unlinkat(at, name, AT_REMOVEDIR);
+	}
+}
+
+/* Creates `path` and its missing parents (an existing folder is fine). */
+static enum rt_err make_path(const char *path)
+{
+	char buf[RT_PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(buf, 0755); /* the final mkdir reports */
+			*p = '/';
+		}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return rt_fail(RT_EIO, "cannot create output folder %s: %s", path, strerror(errno));
+	return RT_EOK;
+}
+
+/* Takes the folder's lock; a second run into the same folder is told so. */
+static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
+{
+	int fd = openat(at, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			0644);
+	char pid[32] = "";
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return rt_fail(RT_EIO, "output folder %s: cannot create %s: %s", dir, LOCK_NAME,
+			       strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return rt_fail(RT_EIO, "output folder %s: %s is not a regular file", dir, LOCK_NAME);
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return rt_fail(RT_EIO, "output folder %s is in use by another kernbench run%s%s%s; "
+			       "wait for it or choose another --out", dir, pid[0] ? " (pid " : "",
+			       pid, pid[0] ? ")" : "");
+	}
+	n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
+		/* the pid is only for the message above */
+	}
+	*lock_fd = fd;
+	return RT_EOK;
+}
+
+/* OUT/.parts inside the staging folder, for the daemons' part files. */
+static int mkdir_parts(const struct rt_job *job)
+{
+	char parts[RT_PATH_MAX + 16];
+
+	snprintf(parts, sizeof(parts), "%s/%s", job->out_dir, RT_PARTS_DIR);
+	return mkdir(parts, 0700);
+}
+
+/* Writes the manifest beside the results, atomically (temporary file in
+ * the staging folder, created exclusively, then renamed). */
+static enum rt_err write_manifest(int stagefd, int at, const struct rt_buf *list)
+{
+	int fd = openat(stagefd, ".manifest", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0644);
+	bool ok = fd >= 0 && write(fd, list->data ? list->data : "", list->len) ==
+				     (ssize_t)list->len;
+
+	if (fd >= 0)
+		ok = !close(fd) && ok;
+	if (!ok || renameat(stagefd, ".manifest", at, MANIFEST_NAME))
+		return rt_fail(RT_EIO, "cannot write the results manifest %s: %s", MANIFEST_NAME,
+			       strerror(errno));
+	return RT_EOK;
+}
+
+/* Removes the files the last good run listed as its results. */
+static void remove_previous_results(int at)
+{
+	/* non-blocking: a FIFO planted under the manifest's name must not hang */
+	int fd = openat(at, MANIFEST_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	char *text = malloc(MANIFEST_MAX + 1), *line, *save = NULL;
+	struct stat st;
+	ssize_t n = -1;
+
+	if (fd >= 0 && text && !fstat(fd, &st) && S_ISREG(st.st_mode))
+		n = read(fd, text, MANIFEST_MAX);
+	if (n > 0) {
+		text[n] = '\0';
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (plain_name(line))
+				remove_owned(at, line, false);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	remove_owned(at, MANIFEST_NAME, false);
+}
+
+enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd)
+{
+	const char *dir = job->result_dir;
+	enum rt_err err = make_path(dir);
+	int dfd = -1;
+
+	*lock_fd = -1;
+	if (!err && (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		err = rt_fail(RT_EIO, "cannot open output folder %s: %s", dir, strerror(errno));
+	if (!err)
+		err = lock_folder(dfd, dir, lock_fd);
+	if (!err) {
+		remove_previous_results(dfd);
+		remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
+		if (mkdirat(dfd, STAGE_NAME, 0700))
+			err = rt_fail(RT_EIO, "cannot create %s/%s: %s", dir, STAGE_NAME,
+				      strerror(errno));
+	}
+	if (!err) {
+		char stage[RT_PATH_MAX + sizeof(STAGE_NAME) + 1];
+		int len = snprintf(stage, sizeof(stage), "%s/%s", dir, STAGE_NAME);
+
+		if (len < 0 || (size_t)len >= sizeof(job->out_dir))
+			err = rt_fail(RT_EINVAL, "output folder path %s is too long", dir);
+		else
+			memcpy(job->out_dir, stage, (size_t)len + 1);
+		if (!err && mkdir_parts(job))
+			err = rt_fail(RT_EIO, "cannot create %s/%s: %s", job->out_dir, RT_PARTS_DIR,
+				      strerror(errno));
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return err;
+}
+
+void kb_outputs_abandon(struct rt_job *job)
+{
+	int dfd = open(job->result_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	remove_owned(dfd, STAGE_NAME, true);
+	close(dfd);
+	memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The staged result files, sorted (caller frees the array and names). */
+static enum rt_err staged_names(int stagefd, char ***names_out, size_t *n_out)
+{
+	DIR *d = fdopendir(dup(stagefd));
+	struct dirent *e;
+	char **names = NULL, **grown;
+	size_t n = 0;
+	struct stat st;
+
+	if (!d)
+		return rt_fail(RT_EIO, "cannot list the staging folder: %s", strerror(errno));
+	while ((e = readdir(d))) {
+		if (!plain_name(e->d_name) || fstatat(stagefd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		grown = realloc(names, (n + 1) * sizeof(*names));
+		if (!grown || !(grown[n] = strdup(e->d_name))) {
+			names = grown ? grown : names;
+			break;
+		}
+		names = grown;
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	*names_out = names;
+	*n_out = n;
+	return e ? rt_fail(RT_ENOMEM, "out of memory listing the results") : RT_EOK;
+}
+
+/* Moves the results into place (a rename replaces a link, never writes
+ * through it), then lists them in the manifest for the next run. */
+enum rt_err kb_outputs_commit(struct rt_job *job)
+{
+	const char *dir = job->result_dir;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), stagefd = -1;
+	char **names = NULL;
+	size_t n = 0;
+	struct rt_buf list;
+	enum rt_err err = RT_EOK;
+
+	rt_buf_init(&list);
+	if (dfd < 0 || (stagefd = openat(dfd, STAGE_NAME, O_RDONLY | O_DIRECTORY |
+					   O_NOFOLLOW | O_CLOEXEC)) < 0)
+		err = rt_fail(RT_EIO, "cannot open %s/%s: %s", dir, STAGE_NAME, strerror(errno));
+	if (!err)
+		err = staged_names(stagefd, &names, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		err = rt_buf_printf(&list, "%s\n", names[i]);
+		if (!err && renameat(stagefd, names[i], dfd, names[i]))
+			err = rt_fail(RT_EIO, "cannot move %s into %s: %s", names[i], dir,
+				      strerror(errno));
+	}
+	if (!err)
+		err = write_manifest(stagefd, dfd, &list);
+	if (err) /* no half set of results: take back what was moved */
+		for (size_t i = 0; i < n; i++)
+			remove_owned(dfd, names[i], false);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	rt_buf_release(&list);
+	if (stagefd >= 0)
+		close(stagefd);
+	if (dfd >= 0)
+		close(dfd);
+	kb_outputs_abandon(job);
+	return err;
+}
 
 void kb_outputs_discard(const struct rt_job *job)
 {
-	char dir[RT_PATH_MAX + 16], path[RT_PATH_MAX + 300];
-	DIR *d;
-	struct dirent *e;
+	int fd = open(job->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	snprintf(dir, sizeof(dir), "%s/%s", job->out_dir, RT_PARTS_DIR);
-	d = opendir(dir);
-	if (!d)
+	if (fd < 0)
 		return;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			unlink(path);
-		}
-	closedir(d);
-	rmdir(dir);
+	remove_owned(fd, RT_PARTS_DIR, true);
+	close(fd);
+}
+
+/* ---------------------------------------------------------------- args */
+
+/* Merges every kernel host's args part ("name\tgiven|default\tvalue"
+ * lines) into `out`: one line per name, sorted. Traffic and other
+ * workloads without kernel hosts have none. */
+static enum rt_err gather_args(const struct rt_job *job, const struct rt_topology *topo,
+			       struct rt_buf *out)
+{
+	struct rt_buf all, part;
+	char name[32], **lines = NULL;
+	size_t n = 0;
+	enum rt_err err = RT_EOK;
+
+	rt_buf_init(&all);
+	rt_buf_init(&part);
+	for (uint32_t id = 0; !err && id < topo->n_components; id++) {
+		const struct rt_component_desc *c = &topo->components[id];
+
+		if (strcmp(c->ops->name, "host"))
+			continue;
+		snprintf(name, sizeof(name), "args.%u.%u", c->rank, c->pe);
+		err = read_part(job, name, &part);
+		if (!err && part.len)
+			err = rt_buf_append(&all, part.data, part.len);
+	}
+	for (size_t i = 0; !err && i < all.len; i++)
+		n += all.data[i] == '\n';
+	lines = calloc(n ? n : 1, sizeof(*lines));
+	if (!err && !lines)
+		err = rt_fail(RT_ENOMEM, "cannot sort %zu argument records", n);
+	for (size_t i = 0, k = 0; !err && k < n; k++) {
+		lines[k] = all.data + i;
+		i = (size_t)(strchr(all.data + i, '\n') - all.data) + 1;
+		all.data[i - 1] = '\0';
+	}
+	if (!err && n)
+		qsort(lines, n, sizeof(*lines), line_cmp);
+	/* every host saw the same --arg list, so equal names carry equal lines */
+	for (size_t k = 0; !err && k < n; k++)
+		if (!k || strcmp(lines[k - 1], lines[k]))
+			err = rt_buf_printf(out, "%s\n", lines[k]);
+	free(lines);
+	rt_buf_release(&all);
+	rt_buf_release(&part);
+	return err;
+}
+
+/* Whether merged args text has a "name\tgiven\t" line. */
+static bool arg_given(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') + 1)
+		if (!strncmp(p, name, len) && !strncmp(p + len, "\tgiven\t", 7))
+			return true;
+	return false;
+}
+
+/* An --arg no kernel asked for is most likely a typo: a usage error
+ * (RT_EINVAL) that lists the names the kernel does ask for. */
+static enum rt_err check_args_read(const struct rt_job *job, const struct rt_topology *topo,
+				   const struct rt_buf *args)
+{
+	struct rt_buf asked;
+	enum rt_err err = RT_EOK;
+	bool hosts = false;
+
+	for (uint32_t id = 0; id < topo->n_components; id++)
+		hosts = hosts || !strcmp(topo->components[id].ops->name, "host");
+	if (!hosts) /* other workloads check their own arguments up front */
+		return RT_EOK;
+	for (uint32_t i = 0; !err && i < job->n_args; i++) {
+		if (arg_given(args->data, job->args[i].name))
+			continue;
+		rt_buf_init(&asked);
+		for (const char *p = args->data; p && *p; p = strchr(p, '\n') + 1)
+			rt_buf_printf(&asked, "%s%.*s", asked.len ? ", " : "", (int)strcspn(p, "\t"),
+				      p);
+		err = rt_fail(RT_EINVAL, "--arg %s=%.60s: kernel %s never reads '%s' (it reads: %s)",
+			      job->args[i].name, job->args[i].value, job->workload,
+			      job->args[i].name, asked.len ? asked.data : "no arguments");
+		rt_buf_release(&asked);
+	}
+	return err;
 }
 
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
+	struct kb_run_facts f = *facts;
 	struct kb_agg agg;
+	struct rt_buf args;
 	enum rt_err err = kb_agg_build(&agg, topo, &facts->reports);
 
+	rt_buf_init(&args);
+	if (!err)
+		err = gather_args(job, topo, &args);
+	if (!err)
+		err = check_args_read(job, topo, &args);
+	f.args = args.data ? args.data : "";
 	if (!err)
 		err = write_oplog(job, topo);
 	if (!err)
-		err = write_trace(job, topo);
+		err = kb_trace_write(job, topo);
 	if (!err)
-		err = kb_report_write(job, topo, facts, &agg);
+		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);
+	rt_buf_release(&args);
 	kb_agg_release(&agg);
 	return err;
 }

@@ -11,6 +11,7 @@
 #include "report.h"
 #include "rt/buf.h"
 #include "rt/component.h"
+#include "rt/config_doc.h"
 #include "rt/json.h"
 
 static int stat_cmp(const void *a, const void *b)
@@ -159,6 +160,47 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 		rt_json_null(j, "ipcq_hidden_fraction");
 }
 
+/* What the run ran: non-finite counts, the kernel arguments with their
+ * resolved values, the model names and the whole configuration (all
+ * deterministic, so above "transport"). */
+static void summary_provenance(struct rt_json *j, const struct rt_job *job,
+			       const struct kb_run_facts *f, const struct kb_agg *agg)
+{
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
+
+	rt_json_u64(j, "nonfinite_inputs", kb_stat_get(host, "nonfinite_inputs"));
+	rt_json_u64(j, "nonfinite_outputs", kb_stat_get(host, "nonfinite_outputs"));
+	rt_json_object(j, "args", RT_JSON_LINES);
+	for (const char *p = f->args; p && *p; p = strchr(p, '\n') + 1) {
+		char name[64], value[256];
+		size_t nlen = strcspn(p, "\t");
+		const char *v = p + nlen + 1;
+
+		v += strcspn(v, "\t") + 1; /* skip "given"/"default" */
+		snprintf(name, sizeof(name), "%.*s", (int)nlen, p);
+		snprintf(value, sizeof(value), "%.*s", (int)strcspn(v, "\n"), v);
+		rt_json_str(j, name, value);
+	}
+	rt_json_close(j);
+	rt_json_object(j, "models", RT_JSON_INLINE);
+	rt_json_str(j, "dma", job->config.dma_model);
+	rt_json_str(j, "gemm", job->config.gemm_model);
+	rt_json_str(j, "math", job->config.math_model);
+	rt_json_close(j);
+	rt_config_json(j, "config", &job->config);
+}
+
+/* The build and the command line as typed: how this run was asked for. */
+static void summary_invocation(struct rt_json *j, const struct kb_run_facts *f)
+{
+	rt_json_str(j, "version", kb_version());
+	rt_json_array(j, "command", RT_JSON_INLINE);
+	rt_json_str(j, NULL, "kernbench");
+	for (int i = 0; i < f->argc; i++)
+		rt_json_str(j, NULL, f->argv[i]);
+	rt_json_close(j);
+}
+
 static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_facts *f,
 				const struct kb_agg *agg, const struct pe_metrics *m,
 				struct rt_buf *b)
@@ -178,6 +220,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_hex64(&j, "delivery_digest", agg->digest);
 	if (m->present)
 		summary_pe(&j, m);
+	summary_provenance(&j, job, f, agg);
 	json_set(&j, "totals", &agg->totals);
 	rt_json_object(&j, "by_kind", RT_JSON_LINES);
 	for (size_t i = 0; i < agg->n_kinds; i++)
@@ -185,6 +228,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_close(&j);
 	/* from here on: how this particular run went */
 	rt_json_str(&j, "transport", rt_transport_name(job->transport));
+	summary_invocation(&j, f);
 	rt_json_str(&j, "colocate", rt_colocate_name(job->colocate));
 	rt_json_u64(&j, "daemons", f->daemons);
 	rt_json_u64(&j, "lookahead_ps", f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps);
@@ -235,24 +279,21 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
 	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
 	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->out_dir,
+	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->result_dir,
 	       job->trace_off ? "" : ", trace.json");
 }
 
-/* A kernel argument no program read is most likely a typo: say so. */
-static void warn_unread_args(const struct rt_job *job, const struct kb_agg *agg)
+/* NaN or infinity in an input or an output: the numbers cannot be trusted. */
+static void warn_nonfinite(const struct kb_agg *agg)
 {
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
-	char name[96];
+	uint64_t in = kb_stat_get(host, "nonfinite_inputs");
+	uint64_t out = kb_stat_get(host, "nonfinite_outputs");
 
-	if (!host->n)
-		return;
-	for (uint32_t i = 0; i < job->n_args; i++) {
-		snprintf(name, sizeof(name), "arg_used:%s", job->args[i].name);
-		if (!kb_stat_get(host, name))
-			fprintf(stderr, "kernbench: warning: --arg %s=%s was not read by kernel %s "
-				"(misspelt?)\n", job->args[i].name, job->args[i].value, job->workload);
-	}
+	if (in || out)
+		fprintf(stderr, "kernbench: warning: %llu non-finite (NaN or infinite) input "
+			"elements and %llu in the outputs; see nonfinite_* in summary.json\n",
+			(unsigned long long)in, (unsigned long long)out);
 }
 
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
@@ -265,7 +306,7 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 
 	(void)topo;
 	pe_metrics(job, agg, &m);
-	warn_unread_args(job, agg);
+	warn_nonfinite(agg);
 	rt_buf_init(&b);
 	err = summary_json(job, facts, agg, &m, &b);
 	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);

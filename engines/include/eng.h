@@ -51,6 +51,7 @@
 #include "rt/err.h"
 #include "rt/isa.h"
 #include "rt/wire.h"
+#include "kb_engine_plugin.h"
 
 /* ---------------------------------------------------------------- memory */
 
@@ -172,11 +173,15 @@ enum rt_err eng_model_find(enum eng_class cls, const char *name_or_path,
 			   const struct eng_model_ops **out, void **dl);
 void eng_model_unload(void *dl);
 
-/* A model bound to its state: what an engine holds. */
+/* A model bound to its state: what an engine holds. A plug-in written
+ * against the public kb_engine_plugin.h gives the latency (`pub`); the
+ * class's built-in model (`ops`) still gives the data effect. */
 struct eng_model {
 	const struct eng_model_ops *ops;
 	void *state; /* ops->state_size bytes (owned) */
 	void *dl;    /* plug-in handle, NULL for built-ins (owned) */
+	const struct kb_engine_plugin *pub; /* public-ABI plug-in or NULL */
+	void *pub_state;                    /* what its create returned */
 };
 
 /* Finds, allocates and initialises the model. On failure *m is empty. */

@@ -328,8 +328,11 @@ static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
 }
 
 /* Op log, trace slice and stats of a finished stage. Busy time is the
- * union of the channel's stage intervals (transfers in flight overlap). */
-static enum rt_err record(struct rt_ctx *ctx, struct channel *ch,
+ * union of the channel's stage intervals (transfers in flight overlap); the
+ * trace slice covers the part of that union this stage adds, so slices on
+ * the channel's track never overlap, and the op log keeps the full
+ * [start, end]. */
+static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned channel,
 			  const struct queued *q)
 {
 	const Kb__Stage *s = q->s;
@@ -346,16 +349,25 @@ static enum rt_err record(struct rt_ctx *ctx, struct channel *ch,
 	};
 	uint64_t from = q->start_ps > ch->busy_end_ps ? q->start_ps : ch->busy_end_ps;
 	uint64_t busy = q->end_ps > from ? q->end_ps - from : 0;
-	char args[96], stat[48];
+	struct rt_trace_span span = {
+		.track = 1 + channel, /* channels run concurrently: a track each */
+		.track_name = ch->name,
+		.name = s->op_name,
+		.cat = s->op_kind,
+		.start_ps = from < q->end_ps ? from : q->end_ps,
+		.end_ps = q->end_ps,
+		.has_command = true,
+		.has_stage = true,
+		.command = s->command,
+		.stage = s->index,
+	};
+	char stat[48];
 	enum rt_err err = rt_oplog(ctx, &rec);
 
 	if (q->end_ps > ch->busy_end_ps)
 		ch->busy_end_ps = q->end_ps;
-	snprintf(args, sizeof(args), "{\"command\":%llu,\"stage\":%u}",
-		 (unsigned long long)s->command, s->index);
 	if (!err)
-		err = rt_trace_slice(ctx, s->op_name, s->op_kind, q->start_ps,
-				     q->end_ps, args);
+		err = rt_trace_slice(ctx, &span);
 	rt_stat_add(ctx, "busy_ps", busy);
 	rt_stat_add(ctx, "stages", 1);
 	rt_stat_add(ctx, "bytes", rec.bytes);
@@ -404,7 +416,7 @@ static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 		if (err)
 			return err; /* the daemon names this component */
 	}
-	err = record(ctx, ch, q);
+	err = record(ctx, ch, (unsigned)tag, q);
 	if (!err)
 		err = send_done(ctx, e, q);
 	if (err)

@@ -3,6 +3,7 @@
 #include "eng.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,32 @@ static enum rt_err plugin_validate(enum eng_class cls, const char *path,
 	return RT_EOK;
 }
 
+/* The built-in model whose data effect a public-ABI plug-in keeps. */
+static const struct eng_model_ops *default_builtin(enum eng_class cls)
+{
+	return cls == ENG_DMA ? &eng_dma_linear_model
+	     : cls == ENG_GEMM ? &eng_gemm_systolic_model : &eng_math_simd_model;
+}
+
+static enum rt_err pub_validate(enum eng_class cls, const char *path,
+				const struct kb_engine_plugin *p)
+{
+	if (p->abi != KB_ENGINE_PLUGIN_ABI)
+		return rt_fail(RT_ECONFIG,
+			       "%s model plug-in %s: plug-in ABI %u, this kernbench expects %u (rebuild it against this kernbench's kb_engine_plugin.h)",
+			       eng_class_name(cls), path, p->abi, KB_ENGINE_PLUGIN_ABI);
+	if ((int)p->engine != (int)cls)
+		return rt_fail(RT_ECONFIG, "%s model plug-in %s models a %s engine, not %s",
+			       eng_class_name(cls), path,
+			       p->engine <= KB_ENGINE_MATH ? eng_class_name((enum eng_class)p->engine)
+							   : "unknown",
+			       eng_class_name(cls));
+	if (!p->latency)
+		return rt_fail(RT_ECONFIG, "%s model plug-in %s: latency is required",
+			       eng_class_name(cls), path);
+	return RT_EOK;
+}
+
 static enum rt_err load_plugin(enum eng_class cls, const char *path,
 			       const struct eng_model_ops **out, void **dl)
 {
@@ -68,12 +95,17 @@ static enum rt_err load_plugin(enum eng_class cls, const char *path,
 	if (!h)
 		return rt_fail(RT_ENOTFOUND, "%s model plug-in: %s",
 			       eng_class_name(cls), dlerror());
+	if (dlsym(h, KB_ENGINE_PLUGIN_SYMBOL)) { /* the public form: see eng_model_init */
+		*out = default_builtin(cls);
+		*dl = h;
+		return RT_EOK;
+	}
 	ops = dlsym(h, ENG_PLUGIN_SYMBOL);
 	if (!ops) {
 		dlclose(h);
 		return rt_fail(RT_ENOTFOUND,
-			       "%s model plug-in %s exports no '%s' (const struct eng_model_ops)",
-			       eng_class_name(cls), path, ENG_PLUGIN_SYMBOL);
+			       "%s model plug-in %s exports neither '%s' (kb_engine_plugin.h) nor '%s'",
+			       eng_class_name(cls), path, KB_ENGINE_PLUGIN_SYMBOL, ENG_PLUGIN_SYMBOL);
 	}
 	err = plugin_validate(cls, path, ops);
 	if (err) {
@@ -100,6 +132,57 @@ void eng_model_unload(void *dl)
 		dlclose(dl);
 }
 
+static const char *params_of(const struct rt_config *cfg, enum eng_class cls)
+{
+	return cls == ENG_DMA ? cfg->dma_params : cls == ENG_GEMM ? cfg->gemm_params
+								   : cfg->math_params;
+}
+
+/* Splits "a=1,b=2" in place into name/value pairs ("none": no pairs). */
+static enum rt_err split_params(enum eng_class cls, char *text,
+				struct kb_plugin_param *out, size_t cap, size_t *n)
+{
+	*n = 0;
+	if (!strcmp(text, "none"))
+		return RT_EOK;
+	for (char *item = strtok(text, ","); item; item = strtok(NULL, ",")) {
+		char *eq = strchr(item, '=');
+
+		if (!eq || eq == item || *n == cap)
+			return rt_fail(RT_ECONFIG,
+				       "%s.params: '%s' is not name=value (at most %zu, comma-separated)",
+				       eng_class_name(cls), item, cap);
+		*eq = '\0';
+		out[(*n)++] = (struct kb_plugin_param){ item, eq + 1 };
+	}
+	return RT_EOK;
+}
+
+/* Binds a public-ABI plug-in: checks it, hands it its parameters. */
+static enum rt_err pub_create(struct eng_model *m, enum eng_class cls, const char *path,
+			      const struct rt_config *cfg)
+{
+	const struct kb_engine_plugin *p = dlsym(m->dl, KB_ENGINE_PLUGIN_SYMBOL);
+	struct kb_plugin_param params[32];
+	char text[RT_MODEL_NAME_MAX], why[256] = "";
+	size_t n;
+	enum rt_err err = pub_validate(cls, path, p);
+
+	snprintf(text, sizeof(text), "%s", params_of(cfg, cls));
+	if (!err)
+		err = split_params(cls, text, params, 32, &n);
+	if (err)
+		return err;
+	if (!p->create && n)
+		return rt_fail(RT_ECONFIG, "%s model plug-in %s takes no parameters (%s.params=%s)",
+			       eng_class_name(cls), path, eng_class_name(cls), params_of(cfg, cls));
+	if (p->create && p->create(params, n, &m->pub_state, why, sizeof(why)))
+		return rt_fail(RT_ECONFIG, "%s model plug-in %s: %s", eng_class_name(cls), path,
+			       why[0] ? why : "its parameters were refused");
+	m->pub = p;
+	return RT_EOK;
+}
+
 enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const char *name_or_path,
 			   const struct rt_config *cfg)
@@ -120,6 +203,12 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 	m->ops = ops;
 	m->dl = dl;
 	err = ops->init ? ops->init(m->state, cfg) : RT_EOK;
+	if (!err && dl && dlsym(dl, KB_ENGINE_PLUGIN_SYMBOL)) {
+		err = pub_create(m, cls, name_or_path, cfg);
+		if (err)
+			eng_model_release(m);
+		return err;
+	}
 	if (err) {
 		m->ops = NULL; /* init failed: no fini */
 		free(m->state);
@@ -131,6 +220,8 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 
 void eng_model_release(struct eng_model *m)
 {
+	if (m->pub && m->pub->destroy)
+		m->pub->destroy(m->pub_state);
 	if (m->ops && m->ops->fini)
 		m->ops->fini(m->state);
 	free(m->state);
@@ -138,10 +229,33 @@ void eng_model_release(struct eng_model *m)
 	memset(m, 0, sizeof(*m));
 }
 
+/* What a public-ABI plug-in sees of a stage. */
+static void stage_info(const Kb__Stage *s, struct kb_stage_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->op_kind = s->op_kind;
+	info->op_name = s->op_name;
+	info->bytes = eng_stage_bytes(s);
+	info->elements = eng_stage_elements(s);
+	if (s->engine == KB__ENGINE__ENGINE_GEMM)
+		eng_gemm_dims(s, &info->m, &info->k, &info->n);
+	info->command = s->command;
+	info->index = s->index;
+}
+
 enum rt_err eng_model_latency(const struct eng_model *m,
 			      const Kb__Stage *stage, uint64_t *cycles)
 {
-	return m->ops->latency(m->state, stage, cycles);
+	struct kb_stage_info info;
+	char why[256] = "";
+
+	if (!m->pub)
+		return m->ops->latency(m->state, stage, cycles);
+	stage_info(stage, &info);
+	if (m->pub->latency(m->pub_state, &info, cycles, why, sizeof(why)))
+		return rt_fail(RT_EINVAL, "model plug-in %s: %s", m->pub->name ? m->pub->name : "?",
+			       why[0] ? why : "latency failed");
+	return RT_EOK;
 }
 
 enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,

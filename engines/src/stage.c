@@ -46,7 +46,7 @@ bool eng_extra_i(const Kb__Stage *stage, const char *name, int64_t *out)
 
 	if (!e || e->value_case == KB__EXTRA__VALUE__NOT_SET)
 		return false;
-	*out = e->value_case == KB__EXTRA__VALUE_I ? e->i : (int64_t)e->f;
+	*out = rt_isa_extra_int(e);
 	return true;
 }
 
@@ -148,6 +148,9 @@ static enum rt_err out_dims(const Kb__Stage *s, const struct rt_isa_op *op,
 	for (size_t i = 0; i < s->n_in && i < RT_ISA_MAX_ARITY; i++)
 		eng_view_dims(s->in[i], &r[i], &c[i]);
 	eng_extra_i(s, "axis", &axis);
+	*rows = *cols = 0;
+	if (s->out) /* stands for an op without inputs */
+		eng_view_dims(s->out, rows, cols);
 	if (rt_isa_out_shape(op, (uint32_t)s->n_in, r, c, axis, rows, cols))
 		return stage_fail(s, RT_EINVAL, "%s", rt_last_error());
 	return RT_EOK;

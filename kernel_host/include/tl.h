@@ -13,7 +13,7 @@
  * cycles (FIXED + R * logical_bytes) and returns at once: results are
  * handles whose producing command may still be running. The first call
  * that *consumes* a handle waits for its producer (auto-wait at first use,
- * ADR-0062): loads overlap whatever the kernel issues next.
+ * lazy-load design): loads overlap whatever the kernel issues next.
  *
  * Tensors are 2-D, row-major, `rows x cols` (a vector is 1 x n), of dtype
  * f16, bf16 or f32. Handles live in HBM (tl_ref) or in the PE's TCM scratch
@@ -62,7 +62,7 @@ typedef struct tl_future {
 enum tl_dtype { TL_F16 = 0, TL_BF16 = 1, TL_F32 = 2 };
 enum tl_dir { TL_LEFT = 0, TL_RIGHT = 1 };     /* IPCQ ring directions */
 enum tl_mode { TL_TIMING = 0, TL_DATA = 1 };
-/* Placement of an epilogue op in a composite's tile loop (ADR-0065 D3). */
+/* Placement of an epilogue op in a composite's tile loop (flat-composite design D3). */
 enum tl_scope { TL_OUTPUT_TILE = 0, TL_K_TILE = 1, TL_ONCE = 2 };
 
 /* ------------------------------------------------------------ identity */
@@ -75,8 +75,13 @@ enum tl_mode tl_mode(const struct tl *tl);
  * command would be issued. */
 uint64_t tl_now_ps(const struct tl *tl);
 
-/* --arg name=value lookup: `def` when absent; a value that is not an
- * unsigned integer ends the run with a line naming the argument. */
+/* --arg name=value lookup: `def` when absent. Values are decimal digits
+ * only (no sign, 0x or leading zero); one that is not a number, overflows
+ * or lies outside [min, max] ends the run with one line naming the
+ * argument and its range. An --arg that no lookup asked for fails the run
+ * (exit 2) with the list of names the kernel asked for. */
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max);
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def);
 const char *tl_arg_str(const struct tl_args *args, const char *name,
@@ -85,18 +90,33 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 /* ------------------------------------------------------------ memory */
 
 /* HBM -> TCM load, lazy: posts one DMA read and returns at once; the
- * first consumer waits for it (ADR-0062). The buffer is scratch. */
+ * first consumer waits for it (lazy-load design). The buffer is scratch. */
 tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		     uint32_t rows, uint32_t cols, enum tl_dtype dtype);
 #define tl_load(tl, addr, rows, cols, dtype) \
 	tl_load_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
 
-/* The same load, as an explicit future (the earlier ADR-0062 proposal). */
+/* The same load, as an explicit future (the load_async proposal). */
 tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 			   uint64_t hbm_addr, uint32_t rows, uint32_t cols,
 			   enum tl_dtype dtype);
 #define tl_load_async(tl, addr, rows, cols, dtype) \
 	tl_load_async_at((tl), TL_HERE, (addr), (rows), (cols), (dtype))
+
+/* Prefetch into a buffer that outlives the current scratch scope (the load
+ * proposal's D4 double buffer across per-tile scopes, scratch-scope design: prefetch
+ * buffers belong to the persistent arena). Loads dst's shape and dtype
+ * from hbm_addr into dst, a TCM tensor allocated outside the current scope
+ * (persistent, or an enclosing scope's), and returns at once; the future
+ * resolves to dst. Hazards are the runtime's: the load is issued after
+ * every earlier command still reading or writing dst's bytes has finished
+ * (the kernel waits at this call if one is pending), and later consumers
+ * of dst wait for the load (auto-wait at first use). A scope's end does
+ * not wait for it unless dst lies inside the recycled region. */
+tl_future tl_load_async_into_at(struct tl *tl, struct tl_site at,
+				tl_tensor dst, uint64_t hbm_addr);
+#define tl_load_async_into(tl, dst, addr) \
+	tl_load_async_into_at((tl), TL_HERE, (dst), (addr))
 
 /* Waits until the future's producer (load, IPCQ receive, composite) has
  * completed; returns its tensor. Also accepts any handle's future. */
@@ -116,14 +136,15 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 #define tl_store(tl, addr, t) tl_store_at((tl), TL_HERE, (addr), (t))
 
 /* TCM -> TCM copy of src's bytes into dst (same shape and dtype, both
- * TCM): writes running state into a persistent handle (ADR-0063 D3.1). */
+ * TCM): writes running state into a persistent handle (scratch-scope design D3.1). */
 void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 		   tl_tensor src);
 #define tl_copy_to(tl, dst, src) tl_copy_to_at((tl), TL_HERE, (dst), (src))
 
 /* A fresh scratch tensor with every element = value (persistent when
- * allocated outside any scope: use for running accumulators). Costs one
- * dispatch in both modes; the host writes the bytes in data mode. */
+ * allocated outside any scope: use for running accumulators). Issued as a
+ * MATH `fill` command: one dispatch and PE_MATH time, ready when it
+ * completes (consumers wait for it like for a load). */
 tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 		     uint32_t cols, enum tl_dtype dtype, double value);
 #define tl_full(tl, rows, cols, dtype, value) \
@@ -160,7 +181,9 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 #define tl_scale(tl, a, s) tl_scale_at((tl), TL_HERE, (a), (s))
 
 /* Reduction along `axis` (1 or -1: across columns -> rows x 1; 0: across
- * rows -> 1 x cols), keeping dims. op: "rmax" | "rsum". */
+ * rows -> 1 x cols), keeping dims, whatever the shape (a 1 x N row along
+ * axis 0 gives N values). op: "rmax" | "rsum"; anything else, or another
+ * axis, ends the kernel at the call. */
 tl_tensor tl_reduce_at(struct tl *tl, struct tl_site at, const char *op,
 		       tl_tensor a, int axis);
 #define tl_max(tl, a, axis) tl_reduce_at((tl), TL_HERE, "rmax", (a), (axis))
@@ -173,7 +196,7 @@ tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
 
 /* ------------------------------------------------------------ scratch
  * TCM scratch is a bump cursor reset at kernel entry. A scope records the
- * cursor and rewinds to it at its end (ADR-0063); scopes nest. Handles
+ * cursor and rewinds to it at its end (scratch-scope design); scopes nest. Handles
  * allocated inside a scope die with it: using one later is an error.
  * At scope end the host first waits for every pending command that reads
  * or writes the recycled region (so an in-flight load is never recycled
@@ -194,7 +217,7 @@ uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
 /* ------------------------------------------------------------ composites
  * One command fusing an optional prologue (named recipes, expanded by the
  * host), a head op ("gemm" or a MATH op) and epilogue ops, lowered to the
- * flat CompositeCmd the scheduler takes (ADR-0065). */
+ * flat CompositeCmd the scheduler takes (flat-composite design). */
 #define TL_MAX_PROLOGUE 2
 #define TL_MAX_RECIPE_ARGS 6
 #define TL_MAX_EPILOGUE 4
@@ -227,7 +250,8 @@ struct tl_composite_desc {
 			      recipe's primary output (auto-bind) */
 	tl_tensor out;     /* write-back handle; TL_NONE: fresh f32 scratch */
 	double scale;      /* head op "scale" */
-	int axis;          /* head reductions */
+	int axis;          /* head reductions, as tl_max / tl_sum (0: over
+			      rows, 1 or -1: over columns) */
 	struct tl_epilogue epilogue[TL_MAX_EPILOGUE];
 };
 
@@ -258,7 +282,11 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 bool tl_read_at(struct tl *tl, struct tl_site at, tl_tensor t, float *out,
 		size_t n);
 #define tl_read(tl, t, out, n) tl_read_at((tl), TL_HERE, (t), (out), (n))
-/* Writes n floats into HBM at addr, converted to dtype. */
+/* Writes n floats into HBM at addr, converted to dtype. Ordered after
+ * this program's pending commands that read or write those HBM bytes (an
+ * in-flight lazy tl_load, a composite streaming a tl_ref, a tl_store): it
+ * waits for them first, so a load issued before the write returns the old
+ * bytes, as a blocking load would. */
 bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
 		     enum tl_dtype dtype, const float *src, size_t n);
 #define tl_hbm_write(tl, addr, dtype, src, n) \

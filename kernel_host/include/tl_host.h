@@ -45,6 +45,11 @@ struct tl_kernel_ref {
  * RT_ENOTFOUND with a line naming it when absent. Release with
  * tl_kernel_ref_release. */
 enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out);
+/* Whether `workload` names a kernel, without loading anything: a built-in,
+ * or path/lib.so:NAME whose file is a readable regular file. The launcher
+ * uses this; only daemons dlopen user code (its constructors run there,
+ * supervised like any daemon). */
+enum rt_err tl_kernel_check(const char *workload);
 void tl_kernel_ref_release(struct tl_kernel_ref *ref);
 /* The built-in table (for `kernbench list`). */
 const struct tl_kernel_info *tl_kernel_builtins(size_t *count);
@@ -63,6 +68,12 @@ struct tl_port_ops {
 	/* Full path of `file` in the output directory (may be NULL). */
 	enum rt_err (*output_path)(void *ctx, const char *file, char *path,
 				   size_t cap);
+	/* Trace (each may be NULL): a slice of the kernel's own clock
+	 * ("dispatch", "wait") with its call site; a counter of this PE. */
+	void (*trace_slice)(void *ctx, const char *name, const char *file,
+			    int line, uint64_t start_ps, uint64_t end_ps);
+	void (*trace_counter)(void *ctx, const char *name, uint64_t ts_ps,
+			      uint64_t value);
 };
 
 /* One name=value workload argument. */
@@ -114,10 +125,6 @@ struct tl_totals {
 	uint64_t ipcq_bytes;
 };
 void tl_totals(const struct tl *tl, struct tl_totals *out);
-
-/* Logical bytes of a command by the rule of rt/isa.h (the PE_CPU dispatch
- * cost is rt_dispatch_cycles of it). */
-uint64_t tl_command_logical_bytes(const Kb__Command *cmd);
 
 /* ------------------------------------------------------------ component */
 

@@ -43,4 +43,53 @@ void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t
  * idle link: link latency + serialisation (picoseconds). */
 uint64_t tl_ipcq_transfer_ps(const struct tl *tl, uint64_t bytes);
 
+/* ------------------------------------------------------------ .npy files
+ * Kernels read their inputs and write their outputs through these (and see
+ * no runtime header). Element types: */
+enum tl_npy_type { TL_NPY_F16, TL_NPY_F32, TL_NPY_F64, TL_NPY_I32 };
+#define TL_NPY_MAX_DIMS 8
+
+/* An .npy array read whole: `count` little-endian elements of `type` in C
+ * order at `data`. */
+struct tl_npy {
+	enum tl_npy_type type;
+	uint32_t ndim;
+	uint64_t shape[TL_NPY_MAX_DIMS];
+	uint64_t count;
+	const void *data;
+	void *owned; /* the file's bytes, freed by tl_npy_release */
+};
+
+/* Reads `path`; a missing or malformed file ends the run with one line
+ * naming the file and what is wrong. Caller releases with tl_npy_release. */
+void tl_npy_read_at(struct tl *tl, struct tl_site at, const char *path,
+		    struct tl_npy *out);
+#define tl_npy_read(tl, path, out) tl_npy_read_at((tl), TL_HERE, (path), (out))
+/* Like tl_npy_read, refusing a file with more than `max_data_bytes` of
+ * data (what the kernel's shapes allow) before reading it. */
+void tl_npy_read_max_at(struct tl *tl, struct tl_site at, const char *path,
+			uint64_t max_data_bytes, struct tl_npy *out);
+#define tl_npy_read_max(tl, path, max_data_bytes, out) \
+	tl_npy_read_max_at((tl), TL_HERE, (path), (max_data_bytes), (out))
+/* Elements of `data` (`count` of `type`) that are NaN or infinite: what a
+ * kernel reports as the nonfinite_inputs / nonfinite_outputs statistics. */
+uint64_t tl_nonfinite(enum tl_npy_type type, const void *data, uint64_t count);
+void tl_npy_release(struct tl_npy *n);
+/* Element i widened to double (any type). */
+double tl_npy_get(const struct tl_npy *n, uint64_t i);
+/* Writes `data` as `file` in the run's output directory (false when the
+ * run has none); a write error ends the run. */
+bool tl_npy_write_at(struct tl *tl, struct tl_site at, const char *file,
+		     enum tl_npy_type type, const uint64_t *shape,
+		     uint32_t ndim, const void *data);
+#define tl_npy_write(tl, file, type, shape, ndim, data) \
+	tl_npy_write_at((tl), TL_HERE, (file), (type), (shape), (ndim), (data))
+/* The name of a type as NumPy spells it ("float16", "int32", ...). */
+const char *tl_npy_type_name(enum tl_npy_type type);
+
+/* fp16 bits <-> float (round to nearest even), for kernels that build or
+ * check fp16 tensors on the host. */
+float tl_f16_to_f32(uint16_t h);
+uint16_t tl_f32_to_f16(float f);
+
 #endif

@@ -2,12 +2,17 @@
  * the HBM layout, seeded or file inputs, the flash-attention tile fold and
  * the output file. Layout and generator are documented in docs/attention.md.
  *
- * Shapes (fp16 in HBM): q [heads_q, seq_q, d], k and v [heads_kv,
- * ranks*seq_kv, d] of which rank r holds rows [r*seq_kv, (r+1)*seq_kv) of
- * every head, o [heads_q, seq_q, d]. For KV head h the G = heads_q/heads_kv
- * query heads h*G .. h*G+G-1 form the "group matrix" [G*seq_q, d]: q rows
- * h*G*seq_q .. (h+1)*G*seq_q, contiguous. A query block is a run of rows of
- * a group matrix; its running state (m, l, O) is f32 in TCM. */
+ * Shapes (fp16 in HBM): q [heads_q, seq_q, d], k and v [heads_kv, S, d]
+ * with S = ranks*seq_kv keys in all, o [heads_q, seq_q, d]. Every length
+ * is free (no multiple of the tile, of qblock or of the ring size): the
+ * last KV tile of a run of keys is computed on its true width and query
+ * blocks may be ragged. A rank holds one or two runs of keys (contiguous:
+ * rank r holds [r*seq_kv, (r+1)*seq_kv); zigzag: chunks r and 2R-1-r of
+ * 2R) in its K/V shard [heads_kv, kv_rows, d], runs one after the other.
+ * For KV head h the G = heads_q/heads_kv query heads h*G .. h*G+G-1 form
+ * the "group matrix" [G*seq_q, d]: q rows h*G*seq_q .. (h+1)*G*seq_q,
+ * contiguous. A query block is a run of rows of a group matrix; its
+ * running state (m, l, O) is f32 in TCM. */
 #ifndef ATTN_H
 #define ATTN_H
 
@@ -21,31 +26,54 @@
 #define ATTN_NEG 1e30
 /* Largest number of KV tiles per scratch scope in a sweep. */
 #define ATTN_MAX_GROUP 64
+/* Runs of keys or queries a rank holds (zigzag: 2). */
+#define ATTN_MAX_RUNS 2
+/* Largest ring and largest dimension an argument may ask for. */
+#define ATTN_MAX_DIM (1u << 24)
 
 enum attn_opt { ATTN_OPT2 = 2, ATTN_OPT3 = 3 };
+
+/* A run of consecutive positions [pos, pos + len). */
+struct attn_run {
+	uint64_t pos, len;
+};
 
 struct attn {
 	uint32_t hq, hkv, d, sq, skv, tile, g;
 	uint32_t ranks, rank, pes, pe;
-	uint32_t qblock;      /* rows per query block */
+	uint32_t qblock;      /* rows per query block (the last may be fewer) */
 	uint32_t depth;       /* Q·Kᵀ composites issued ahead of the fold */
 	uint32_t group;       /* KV tiles per scratch scope in a sweep */
 	uint32_t qwindow;     /* ring pass=kv: query blocks per ring pass */
 	bool causal, scopes, pass_q;
+	bool zigzag;          /* ring: rank i holds chunks i and 2R-1-i */
+	bool merge_chain;     /* ring pass=q: the serial chain (else tree) */
+	bool vstream;         /* sweep: V streamed by the fold (else loaded ahead) */
 	enum attn_opt opt;
 	double scale;         /* 1 / sqrt(d) */
 	uint64_t p0;          /* absolute position of query 0 */
+	uint64_t kv_rows;     /* rows per head of a rank's K/V shard */
 	/* this rank's HBM layout (bytes) */
-	uint64_t q_addr, k_addr, v_addr, o_addr, mask_addr;
-	tl_tensor mask_d;     /* [qblock, tile] f32: c - rel(row), or TL_NONE */
+	uint64_t q_addr, k_addr, v_addr, o_addr, rel_addr, cols_addr;
+	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 
 /* A query block: rows [row0, row0+rows) of KV head `head`'s group matrix. */
 struct attn_block {
 	uint32_t head, row0, rows;
-	uint64_t pos0;        /* absolute position of its first row */
-	uint32_t span;        /* positions covered: rows or seq_q */
+	uint64_t pos_lo, pos_hi; /* absolute positions of its first and last query */
+	uint64_t o_hbm;       /* where its output rows go */
 	tl_tensor q, m, l, o; /* q f16 [rows, d]; m, l [rows, 1]; o [rows, d] */
+	tl_tensor rel;        /* [rows, 1] f32 query position - p0 (causal) */
+};
+
+/* Keys a sweep reads: `len` keys from absolute position kpos0, in tiles of
+ * a->tile (the last one narrower), K/V tile j at k_hbm/v_hbm + j*tile rows
+ * or, paged, at k_page[j]/v_page[j]. */
+struct attn_kv {
+	uint64_t k_hbm, v_hbm;
+	const uint64_t *k_page, *v_page;
+	uint64_t kpos0, len;
 };
 
 /* Reads the arguments (defaults: the Llama-3-70B shape), checks them and
@@ -53,11 +81,27 @@ struct attn_block {
  * group, depth 2). Fails the run with a clear line on bad arguments. */
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a);
+/* The shape arguments only (heads_q, heads_kv, head_dim, depth, group,
+ * opt, scopes), for kernels with their own layout (gqa_decode_paged). */
+void attn_init_heads(struct tl *tl, const struct tl_args *args,
+		     struct attn *a);
 /* Data mode: puts this PE's q, k, v slices into HBM (from --inputs or the
  * seeded generator); rank 0 program 0 also writes q.npy, k.npy, v.npy. */
 void attn_inputs(struct tl *tl, const struct attn *a);
-/* Loads the causal helper matrix when some tile needs masking. */
+/* Loads the causal mask's column indices when some tile needs masking. */
 void attn_mask_prepare(struct tl *tl, struct attn *a);
+
+/* Runs of keys rank `rank` holds (returns how many), in shard order. */
+uint32_t attn_kv_runs(const struct attn *a, uint32_t rank,
+		      struct attn_run *out);
+/* Runs of query positions (relative to query 0) rank `rank` owns in
+ * ring pass=kv. */
+uint32_t attn_q_runs(const struct attn *a, uint32_t rank,
+		     struct attn_run *out);
+/* Number of tiles of `len` keys. */
+uint32_t attn_tiles(const struct attn *a, uint64_t len);
+/* Keys in tile j of `len` keys. */
+uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j);
 
 /* Sets up a block: loads its q (or takes `q` when given) and allocates
  * its running state in the current scope. */
@@ -67,43 +111,49 @@ void attn_block_begin(struct tl *tl, const struct attn *a,
 void attn_block_with_q(struct tl *tl, const struct attn *a,
 		       struct attn_block *b, uint32_t head, uint32_t row0,
 		       uint32_t rows, tl_tensor q);
+/* Rows of the block starting at group row `row0` (qblock, or what is left
+ * of the group). */
+uint32_t attn_block_rows(const struct attn *a, uint32_t row0);
 /* HBM address of a block's q rows. */
 uint64_t attn_q_addr(const struct attn *a, uint32_t head, uint32_t row0);
-/* Number of leading KV tiles of a range starting at absolute position kpos0
- * (n tiles) that are not entirely in the future of the block. */
+/* Number of leading tiles of `kv` that are not entirely in the future of
+ * the block. */
 uint32_t attn_visible_tiles(const struct attn *a, const struct attn_block *b,
-			    uint64_t kpos0, uint32_t n);
+			    const struct attn_kv *kv);
 /* Scores of one tile: Q·Kᵀ·scale into `out` (TL_NONE: fresh scratch),
  * returned; one composite, K streamed when it is a tl_ref, read in place
  * when pinned. */
 tl_tensor attn_scores(struct tl *tl, const struct attn *a,
 		      const struct attn_block *b, tl_tensor k, tl_tensor out);
-/* Folds one tile (scores s, values v) into the block's running state: the
- * causal mask when the tile straddles the diagonal, then opt2 (one
- * softmax_merge + P·V composite) or opt3 (separate ops + a P·V composite).
- * Allocates in the current scope. Counts the "tiles" statistic. */
+/* Folds one tile (scores s [rows, width], values v [width, d]) into the
+ * block's running state: the causal mask when the tile straddles the
+ * diagonal, then opt2 (one softmax_merge + P·V composite) or opt3
+ * (separate ops + a P·V composite). Allocates in the current scope. */
 void attn_fold(struct tl *tl, const struct attn *a,
 	       const struct attn_block *b, tl_tensor s, tl_tensor v,
-	       uint64_t kpos, enum attn_opt opt);
-/* Streams `n` KV tiles from this rank's HBM (tile 0 at absolute position
- * kpos0) through the block: Q·Kᵀ issued `depth` tiles ahead into a ring of
- * persistent score buffers, the folds inside a scratch scope per `group`
- * tiles (unless scopes=0). */
+	       uint64_t kpos, uint32_t width, enum attn_opt opt);
+/* Streams the visible tiles of `kv` through the block: Q·Kᵀ issued
+ * `depth` tiles ahead into fresh score buffers, the folds inside a scratch
+ * scope per `group` tiles (unless scopes=0). Counts the "tiles" stat. */
 void attn_sweep(struct tl *tl, const struct attn *a,
-		const struct attn_block *b, uint64_t k_hbm, uint64_t v_hbm,
-		uint64_t kpos0, uint32_t n);
+		const struct attn_block *b, const struct attn_kv *kv);
 /* LSE merge of a partial state (m2, l2, o2) into the block's state. */
 void attn_merge(struct tl *tl, const struct attn_block *b, tl_tensor m2,
 		tl_tensor l2, tl_tensor o2);
-/* O / l as fp16 into o in HBM. */
+/* O / l as fp16 into the block's output rows in HBM. */
 void attn_block_finish(struct tl *tl, const struct attn *a,
 		       const struct attn_block *b);
 /* Data mode, after the last block: rows [row0, row0+rows) of head `head`'s
  * group in o (HBM) into o.npy (every program writes its own rows). */
 void attn_save_o(struct tl *tl, const struct attn *a, uint32_t head,
 		 uint32_t row0, uint32_t rows);
+/* Data mode: `n` rows of d fp16 values at HBM o_hbm into rows [row,
+ * row+n) of the [shape0, shape1, d] file `file` every program shares. */
+void attn_save_rows(struct tl *tl, const struct attn *a, const char *file,
+		    const uint64_t shape[3], uint64_t row, uint64_t n,
+		    uint64_t o_hbm);
 
-/* HBM address of K/V row `row` of head `head` in this rank's shard. */
+/* HBM address of K/V shard row `row` of head `head`. */
 uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
 		      uint64_t row);
 
@@ -111,9 +161,14 @@ uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
  * (0 q, 1 k, 2 v, in its full row-major layout), standard normal rounded
  * to fp16 (returned widened). */
 float attn_normal(uint64_t seed, uint32_t which, uint64_t index);
+/* splitmix64's output function (a kernel sees only the tl API, so the
+ * attention kernels keep their own copy). */
+uint64_t attn_mix(uint64_t z);
 
 int gqa_decode_opt2(struct tl *tl, const struct tl_args *args);
 int gqa_decode_opt3(struct tl *tl, const struct tl_args *args);
+int gqa_decode_prefetch(struct tl *tl, const struct tl_args *args);
+int gqa_decode_paged(struct tl *tl, const struct tl_args *args);
 int gqa_prefill(struct tl *tl, const struct tl_args *args);
 int ring_attention(struct tl *tl, const struct tl_args *args);
 

@@ -1,5 +1,6 @@
-/* attn_common.c — arguments, HBM layout, inputs (seeded or --inputs) and
- * the o.npy writer shared by the attention kernels (see attn.h). */
+/* attn_common.c — arguments, HBM layout, inputs (seeded or --inputs), query
+ * blocks and the output writer shared by the attention kernels (attn.h).
+ * Only the public headers: tl.h and tl_io.h. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,133 +9,193 @@
 #include <unistd.h>
 
 #include "attn.h"
-#include "rt/half.h"
-#include "rt/npy.h"
 
 #define ALIGN4K(x) (((x) + 4095) & ~(uint64_t)4095)
 
 /* ------------------------------------------------------------ arguments */
 
 /* Rows per query block when not given: decode takes the whole group;
- * otherwise up to `tile` rows that divide the span a block may cover. */
-static uint32_t default_qblock(uint32_t tile, uint32_t g, uint32_t sq,
-			       uint32_t span, bool decode)
+ * otherwise up to `tile` rows of the longest run of queries a rank owns,
+ * or, for short queries, whole heads up to a tile. */
+static uint32_t default_qblock(const struct attn *a, uint64_t span,
+			       bool decode)
 {
-	uint32_t b, k;
-
 	if (decode)
-		return g * sq;
-	if (span >= tile || span != sq) {
-		for (b = span < tile ? span : tile; b > 1; b--)
-			if (span % b == 0)
-				return b;
-		return 1;
-	}
-	for (k = g; k > 1; k--) /* short queries: whole heads per block */
-		if (g % k == 0 && k * sq <= tile)
-			return k * sq;
-	return sq;
+		return a->g * a->sq;
+	if (span >= a->tile || span != a->sq)
+		return span < a->tile ? (uint32_t)(span ? span : 1) : a->tile;
+	for (uint32_t k = a->g; k > 1; k--) /* short queries: whole heads */
+		if (a->g % k == 0 && (uint64_t)k * a->sq <= a->tile)
+			return k * a->sq;
+	return a->sq;
 }
 
-static void check_shape(struct tl *tl, const struct attn *a)
+void attn_init_heads(struct tl *tl, const struct tl_args *args,
+		     struct attn *a)
 {
-	if (!a->hq || !a->hkv || !a->d || !a->sq || !a->skv || !a->tile)
-		tl_fail(tl, "heads_q, heads_kv, head_dim, seq_q, seq_kv and tile must be positive");
+	a->ranks = tl_num_ranks(tl);
+	a->rank = tl_rank(tl);
+	a->pes = tl_num_programs(tl);
+	a->pe = tl_program_id(tl);
+	a->hq = tl_arg_u32(args, "heads_q", 64, 1, 65536);
+	a->hkv = tl_arg_u32(args, "heads_kv", 8, 1, 65536);
+	a->d = tl_arg_u32(args, "head_dim", 128, 1, 65536);
+	a->scopes = tl_arg_u32(args, "scopes", 1, 0, 1) != 0;
+	a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
+	a->depth = tl_arg_u32(args, "depth", a->depth, 1, ATTN_MAX_GROUP);
+	a->opt = tl_arg_u32(args, "opt", 2, 2, 3) == 3 ? ATTN_OPT3 : ATTN_OPT2;
+	a->vstream = tl_arg_u32(args, "vstream", 0, 0, 1) != 0;
 	if (a->hq % a->hkv)
 		tl_fail(tl, "heads_q=%u is not a multiple of heads_kv=%u", a->hq, a->hkv);
-	if (a->skv % a->tile)
-		tl_fail(tl, "seq_kv=%u is not a multiple of tile=%u", a->skv, a->tile);
-	if (a->causal && a->sq > (uint64_t)a->ranks * a->skv)
-		tl_fail(tl, "causal: seq_q=%u exceeds ranks*seq_kv=%llu", a->sq,
-			(unsigned long long)a->ranks * a->skv);
-	if (a->depth == 0 || a->group == 0 || a->group > ATTN_MAX_GROUP)
-		tl_fail(tl, "depth must be at least 1 and group 1 to %d", ATTN_MAX_GROUP);
+	a->g = a->hq / a->hkv;
+	a->scale = 1.0 / sqrt((double)a->d);
 }
 
-/* A block covers rows of one head (qblock divides seq_q) or whole heads
- * (seq_q divides qblock, qblock divides the group). */
-static void check_qblock(struct tl *tl, const struct attn *a, uint32_t span)
+/* Chunk j of n equal-as-can-be chunks of `total` positions. */
+static struct attn_run chunk(uint64_t total, uint64_t j, uint64_t n)
 {
-	uint32_t b = a->qblock;
-	bool in_head = b && span % b == 0;
-	bool heads = b && b % a->sq == 0 && (a->g * a->sq) % b == 0 &&
-		     span == a->sq;
+	struct attn_run r = { j * total / n, (j + 1) * total / n - j * total / n };
 
-	if (!in_head && !heads)
-		tl_fail(tl, "qblock=%u must divide the %u query rows of a head (or be a multiple of seq_q=%u dividing the group of %u rows)",
-			b, span, a->sq, a->g * a->sq);
+	return r;
 }
 
-static void layout(struct tl *tl, struct attn *a)
+uint32_t attn_kv_runs(const struct attn *a, uint32_t rank,
+		      struct attn_run *out)
 {
+	uint64_t S = (uint64_t)a->ranks * a->skv;
+
+	if (!a->zigzag) {
+		out[0] = (struct attn_run){ (uint64_t)rank * a->skv, a->skv };
+		return 1;
+	}
+	out[0] = chunk(S, rank, 2ull * a->ranks);
+	out[1] = chunk(S, 2ull * a->ranks - 1 - rank, 2ull * a->ranks);
+	return 2;
+}
+
+uint32_t attn_q_runs(const struct attn *a, uint32_t rank,
+		     struct attn_run *out)
+{
+	if (!a->zigzag) {
+		out[0] = chunk(a->sq, rank, a->ranks);
+		return 1;
+	}
+	out[0] = chunk(a->sq, rank, 2ull * a->ranks);
+	out[1] = chunk(a->sq, 2ull * a->ranks - 1 - rank, 2ull * a->ranks);
+	return 2;
+}
+
+/* Longest run of queries any rank owns in pass=kv (the block size bound). */
+static uint64_t longest_q_run(const struct attn *a)
+{
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint64_t best = 0;
+
+	if (a->ranks == 1 || a->pass_q)
+		return a->sq;
+	for (uint32_t rank = 0; rank < a->ranks; rank++)
+		for (uint32_t i = 0, n = attn_q_runs(a, rank, r); i < n; i++)
+			best = r[i].len > best ? r[i].len : best;
+	return best;
+}
+
+static void layout(struct attn *a)
+{
+	struct attn_run r[ATTN_MAX_RUNS];
 	uint64_t qo = (uint64_t)a->hq * a->sq * a->d * 2;
-	uint64_t kv = (uint64_t)a->hkv * a->skv * a->d * 2;
-	uint64_t mask = (uint64_t)a->qblock * a->tile * 4;
+	uint64_t kv, per_pe;
 
+	a->kv_rows = 0;
+	for (uint32_t rank = 0; rank < a->ranks; rank++) {
+		uint64_t rows = 0;
+
+		for (uint32_t i = 0, n = attn_kv_runs(a, rank, r); i < n; i++)
+			rows += r[i].len;
+		a->kv_rows = rows > a->kv_rows ? rows : a->kv_rows;
+	}
+	kv = (uint64_t)a->hkv * a->kv_rows * a->d * 2;
+	per_pe = ALIGN4K(((uint64_t)a->sq + a->qblock) * 4) + ALIGN4K((uint64_t)a->tile * 4);
 	a->q_addr = 0;
 	a->k_addr = ALIGN4K(a->q_addr + qo);
 	a->v_addr = ALIGN4K(a->k_addr + kv);
 	a->o_addr = ALIGN4K(a->v_addr + kv);
-	a->mask_addr = ALIGN4K(a->o_addr + qo) + ALIGN4K(mask) * a->pe;
-	(void)tl;
+	a->rel_addr = ALIGN4K(a->o_addr + qo) + per_pe * a->pe;
+	a->cols_addr = a->rel_addr + ALIGN4K(((uint64_t)a->sq + a->qblock) * 4);
+}
+
+static void ring_args(struct tl *tl, const struct tl_args *args,
+		      struct attn *a)
+{
+	const char *pass = tl_arg_str(args, "pass", "kv");
+	const char *lay = tl_arg_str(args, "layout", "contiguous");
+	const char *merge = tl_arg_str(args, "merge", "tree");
+
+	a->pass_q = strcmp(pass, "q") == 0;
+	if (!a->pass_q && strcmp(pass, "kv") != 0)
+		tl_fail(tl, "pass=%s: expected kv or q", pass);
+	a->zigzag = strcmp(lay, "zigzag") == 0;
+	if (!a->zigzag && strcmp(lay, "contiguous") != 0)
+		tl_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
+	a->merge_chain = strcmp(merge, "chain") == 0;
+	if (!a->merge_chain && strcmp(merge, "tree") != 0)
+		tl_fail(tl, "merge=%s: expected tree or chain", merge);
 }
 
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a)
 {
-	const char *pass = tl_arg_str(args, "pass", "kv");
-	uint32_t span;
+	uint64_t all_keys;
 
 	memset(a, 0, sizeof(*a));
-	a->ranks = tl_num_ranks(tl);
-	a->rank = tl_rank(tl);
-	a->pes = tl_num_programs(tl);
-	a->pe = tl_program_id(tl);
-	a->pass_q = strcmp(pass, "q") == 0;
-	if (!a->pass_q && strcmp(pass, "kv") != 0)
-		tl_fail(tl, "pass=%s: expected kv or q", pass);
-	a->hq = (uint32_t)tl_arg_u64(args, "heads_q", 64);
-	a->hkv = (uint32_t)tl_arg_u64(args, "heads_kv", 8);
-	a->d = (uint32_t)tl_arg_u64(args, "head_dim", 128);
-	a->skv = (uint32_t)tl_arg_u64(args, "seq_kv", 1024);
-	a->sq = (uint32_t)tl_arg_u64(args, "seq_q",
-				     decode || a->pass_q ? 1 : (uint64_t)a->ranks * a->skv);
-	a->tile = (uint32_t)tl_arg_u64(args, "tile", 128);
-	a->causal = tl_arg_u64(args, "causal", 1) != 0;
-	a->scopes = tl_arg_u64(args, "scopes", 1) != 0;
-	a->depth = (uint32_t)tl_arg_u64(args, "depth", decode ? 2 : 1);
-	a->group = (uint32_t)tl_arg_u64(args, "group", decode ? 16 : 1);
-	a->opt = tl_arg_u64(args, "opt", 2) == 3 ? ATTN_OPT3 : ATTN_OPT2;
-	a->qwindow = (uint32_t)tl_arg_u64(args, "qwindow", 0); /* 0: fit ~512 rows */
-	check_shape(tl, a);
-	a->g = a->hq / a->hkv;
-	/* pass-KV splits the queries of each head into one chunk per rank */
-	span = a->sq;
-	if (a->ranks > 1 && !a->pass_q) {
-		if (a->sq % a->ranks)
-			tl_fail(tl, "pass=kv: seq_q=%u is not a multiple of ranks=%u (use pass=q for decode)",
-				a->sq, a->ranks);
-		span = a->sq / a->ranks;
-	}
-	a->qblock = (uint32_t)tl_arg_u64(args, "qblock",
-					 default_qblock(a->tile, a->g, a->sq, span, decode));
-	check_qblock(tl, a, span);
-	a->scale = 1.0 / sqrt((double)a->d);
+	a->depth = decode ? 2 : 1;
+	a->group = decode ? 16 : 1;
+	attn_init_heads(tl, args, a);
+	ring_args(tl, args, a);
+	a->skv = tl_arg_u32(args, "seq_kv", 1024, 1, ATTN_MAX_DIM);
+	all_keys = (uint64_t)a->ranks * a->skv;
+	/* prefill's default: a query per key (capped at the largest length) */
+	a->sq = tl_arg_u32(args, "seq_q",
+			   decode || a->pass_q ? 1
+			   : all_keys > ATTN_MAX_DIM ? ATTN_MAX_DIM : (uint32_t)all_keys,
+			   1, ATTN_MAX_DIM);
+	a->tile = tl_arg_u32(args, "tile", 128, 1, 65536);
+	a->causal = tl_arg_u32(args, "causal", 1, 0, 1) != 0;
+	a->qwindow = tl_arg_u32(args, "qwindow", 0, 0, ATTN_MAX_DIM); /* 0: fit ~512 rows */
+	if ((uint64_t)a->g * a->sq > ATTN_MAX_DIM)
+		tl_fail(tl, "a group of %u query heads x seq_q=%u is %llu rows, above %u",
+			a->g, a->sq, (unsigned long long)a->g * a->sq, ATTN_MAX_DIM);
+	if (a->causal && a->sq > all_keys)
+		tl_fail(tl, "causal: seq_q=%u exceeds ranks*seq_kv=%llu", a->sq,
+			(unsigned long long)all_keys);
+	a->qblock = tl_arg_u32(args, "qblock", default_qblock(a, longest_q_run(a), decode),
+			       1, ATTN_MAX_DIM);
+	if (a->qblock > a->g * a->sq) /* a block never spans two KV heads */
+		a->qblock = a->g * a->sq;
 	a->p0 = (uint64_t)a->ranks * a->skv - (a->causal ? a->sq : 0);
-	layout(tl, a);
+	layout(a);
 }
 
 uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
 		      uint64_t row)
 {
-	return base + (((uint64_t)head * a->skv + row) * a->d) * 2;
+	return base + (((uint64_t)head * a->kv_rows + row) * a->d) * 2;
+}
+
+uint32_t attn_tiles(const struct attn *a, uint64_t len)
+{
+	return (uint32_t)((len + a->tile - 1) / a->tile);
+}
+
+uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j)
+{
+	uint64_t left = len - (uint64_t)j * a->tile;
+
+	return left < a->tile ? (uint32_t)left : a->tile;
 }
 
 /* ------------------------------------------------------------ generator */
 
-/* splitmix64's output function for state z (rt/rand.h has the same; a
- * kernel sees only the tl API, so it keeps its own copy). */
-static uint64_t mix(uint64_t z)
+uint64_t attn_mix(uint64_t z)
 {
 	z += 0x9e3779b97f4a7c15ULL;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -144,23 +205,22 @@ static uint64_t mix(uint64_t z)
 
 float attn_normal(uint64_t seed, uint32_t which, uint64_t index)
 {
-	uint64_t base = mix(seed ^ mix((uint64_t)which + 1));
+	uint64_t base = attn_mix(seed ^ attn_mix((uint64_t)which + 1));
 	uint64_t pair = index >> 1;
-	double u1 = (double)((mix(base + 2 * pair) >> 11) + 1) * 0x1.0p-53;
-	double u2 = (double)(mix(base + 2 * pair + 1) >> 11) * 0x1.0p-53;
+	double u1 = (double)((attn_mix(base + 2 * pair) >> 11) + 1) * 0x1.0p-53;
+	double u2 = (double)(attn_mix(base + 2 * pair + 1) >> 11) * 0x1.0p-53;
 	double r = sqrt(-2.0 * log(u1));
 	double z = (index & 1) ? r * sin(2.0 * M_PI * u2) : r * cos(2.0 * M_PI * u2);
 
-	return rt_f16_to_f32(rt_f32_to_f16((float)z));
+	return tl_f16_to_f32(tl_f32_to_f16((float)z));
 }
 
 /* ------------------------------------------------------------ inputs */
 
 /* A full input tensor (fp16 bits) with its shape. */
 struct attn_src {
-	uint16_t *gen;      /* generated, or NULL */
-	struct rt_npy file; /* loaded from --inputs */
-	bool loaded;
+	uint16_t *gen;       /* generated, or NULL */
+	struct tl_npy file;  /* loaded from --inputs */
 	uint64_t shape[3];
 };
 
@@ -169,16 +229,15 @@ static float src_at(const struct attn_src *s, uint64_t i)
 	uint16_t h;
 
 	if (s->gen)
-		return rt_f16_to_f32(s->gen[i]);
-	memcpy(&h, s->file.data + 2 * i, 2);
-	return rt_f16_to_f32(h);
+		return tl_f16_to_f32(s->gen[i]);
+	memcpy(&h, (const uint8_t *)s->file.data + 2 * i, 2);
+	return tl_f16_to_f32(h);
 }
 
 static void src_release(struct attn_src *s)
 {
 	free(s->gen);
-	if (s->loaded)
-		rt_npy_release(&s->file);
+	tl_npy_release(&s->file);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -186,25 +245,24 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 		     struct attn_src *s)
 {
 	char path[1200];
-	const struct rt_npy *n = &s->file;
+	const struct tl_npy *n = &s->file;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (rt_npy_read(path, &s->file) != RT_EOK)
-		tl_fail(tl, "input %s: %s", path, rt_last_error());
-	s->loaded = true;
-	if (n->type != RT_NPY_F16 || n->ndim != 3 || n->shape[0] != s->shape[0] ||
+	tl_npy_read_max(tl, path, 2 * s->shape[0] * s->shape[1] * s->shape[2], &s->file);
+	if (n->type != TL_NPY_F16 || n->ndim != 3 || n->shape[0] != s->shape[0] ||
 	    n->shape[1] != s->shape[1] || n->shape[2] != s->shape[2])
 		tl_fail(tl, "input %s: expected float16 (%llu, %llu, %llu), got %s with %u dims (%llu, %llu, %llu)",
 			path, (unsigned long long)s->shape[0],
 			(unsigned long long)s->shape[1], (unsigned long long)s->shape[2],
-			n->type == RT_NPY_F16 ? "float16" : n->type == RT_NPY_F32 ? "float32" : "float64",
-			n->ndim, (unsigned long long)n->shape[0],
+			tl_npy_type_name(n->type), n->ndim,
+			(unsigned long long)(n->ndim > 0 ? n->shape[0] : 0),
 			(unsigned long long)(n->ndim > 1 ? n->shape[1] : 0),
 			(unsigned long long)(n->ndim > 2 ? n->shape[2] : 0));
+	if (tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads the same file */
+		tl_stat_add(tl, "nonfinite_inputs", tl_nonfinite(n->type, n->data, n->count));
 }
 
-/* Generates rows [r0, r0+nr) of every head (the whole tensor when nr is
- * the full row count) of tensor `which`. */
+/* Generates the whole tensor `which`. */
 static void src_generate(struct tl *tl, uint32_t which, struct attn_src *s)
 {
 	uint64_t n = s->shape[0] * s->shape[1] * s->shape[2];
@@ -214,7 +272,7 @@ static void src_generate(struct tl *tl, uint32_t which, struct attn_src *s)
 		tl_fail(tl, "out of memory generating %llu input elements",
 			(unsigned long long)n);
 	for (uint64_t i = 0; i < n; i++)
-		s->gen[i] = rt_f32_to_f16(attn_normal(tl_seed(tl), which, i));
+		s->gen[i] = tl_f32_to_f16(attn_normal(tl_seed(tl), which, i));
 }
 
 /* Copies rows [r0, r0+nr) of head h (each row d elements) to HBM. */
@@ -223,26 +281,17 @@ static void src_to_hbm(struct tl *tl, const struct attn_src *s, uint32_t h,
 {
 	uint64_t d = s->shape[2], n = nr * d;
 	uint64_t first = (h * s->shape[1] + r0) * d;
-	float *f = malloc((size_t)n * sizeof(float));
+	float *f;
 
+	if (n == 0)
+		return;
+	f = malloc((size_t)n * sizeof(float));
 	if (!f)
 		tl_fail(tl, "out of memory loading inputs");
 	for (uint64_t i = 0; i < n; i++)
 		f[i] = src_at(s, first + i);
 	tl_hbm_write(tl, addr, TL_F16, f, (size_t)n);
 	free(f);
-}
-
-static void src_save(struct tl *tl, const struct attn_src *s,
-		     const char *file)
-{
-	char path[1200];
-
-	if (!tl_output_file(tl, file, path, sizeof(path)))
-		return;
-	if (rt_npy_write(path, RT_NPY_F16, s->shape, 3,
-			 s->gen ? (const void *)s->gen : s->file.data) != RT_EOK)
-		tl_fail(tl, "writing %s: %s", path, rt_last_error());
 }
 
 static void src_open(struct tl *tl, const struct attn *a, const char *dir,
@@ -258,6 +307,28 @@ static void src_open(struct tl *tl, const struct attn *a, const char *dir,
 		src_load(tl, dir, names[which], s);
 	else
 		src_generate(tl, which, s);
+}
+
+/* This PE's rows of tensor `which` into HBM: q's group rows, or the
+ * rank's runs of K/V one after the other in its shard. */
+static void src_place(struct tl *tl, const struct attn *a, uint32_t which,
+		      const struct attn_src *s)
+{
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t n = attn_kv_runs(a, a->rank, r);
+
+	for (uint32_t h = a->pe; h < a->hkv; h += a->pes) {
+		uint64_t local = 0;
+
+		if (which == 0) {
+			src_to_hbm(tl, s, h * a->g, 0, (uint64_t)a->g * a->sq,
+				   attn_q_addr(a, h, 0));
+			continue;
+		}
+		for (uint32_t i = 0; i < n; local += r[i].len, i++)
+			src_to_hbm(tl, s, h, r[i].pos, r[i].len,
+				   attn_kv_addr(a, which == 1 ? a->k_addr : a->v_addr, h, local));
+	}
 }
 
 void attn_inputs(struct tl *tl, const struct attn *a)
@@ -278,40 +349,38 @@ void attn_inputs(struct tl *tl, const struct attn *a)
 	}
 	for (uint32_t w = 0; w < 3; w++) {
 		src_open(tl, a, dir, w, &s);
-		for (uint32_t h = a->pe; h < a->hkv; h += a->pes) {
-			if (w == 0)
-				src_to_hbm(tl, &s, h * a->g, 0, (uint64_t)a->g * a->sq,
-					   a->q_addr + (uint64_t)h * a->g * a->sq * a->d * 2);
-			else
-				src_to_hbm(tl, &s, h, (uint64_t)a->rank * a->skv, a->skv,
-					   attn_kv_addr(a, w == 1 ? a->k_addr : a->v_addr, h, 0));
-		}
+		src_place(tl, a, w, &s);
 		if (a->rank == 0 && a->pe == 0)
-			src_save(tl, &s, names[w]);
+			tl_npy_write(tl, names[w], TL_NPY_F16, s.shape, 3,
+				     s.gen ? (const void *)s.gen : s.file.data);
 		src_release(&s);
 	}
 }
 
 /* ------------------------------------------------------------ mask */
 
+/* The causal mask needs, per block, each row's position relative to query
+ * 0 (rel table: i mod seq_q, loaded from the block's first row) and the
+ * column index of each key in a tile (0, 1, ..., tile-1). */
 void attn_mask_prepare(struct tl *tl, struct attn *a)
 {
-	uint32_t b = a->qblock, t = a->tile;
-	uint32_t span = b < a->sq ? b : a->sq;
+	uint64_t nrel = (uint64_t)a->sq + a->qblock;
 	float *m;
 
-	a->mask_d = TL_NONE;
+	a->cols = TL_NONE;
 	if (!a->causal || a->sq == 1)
 		return; /* one query per head sits after every key */
-	m = malloc((size_t)b * t * sizeof(float));
+	m = malloc((size_t)(nrel > a->tile ? nrel : a->tile) * sizeof(float));
 	if (!m)
 		tl_fail(tl, "out of memory (mask)");
-	for (uint32_t r = 0; r < b; r++)
-		for (uint32_t c = 0; c < t; c++)
-			m[(size_t)r * t + c] = (float)c - (float)(r % span);
-	tl_hbm_write(tl, a->mask_addr, TL_F32, m, (size_t)b * t);
+	for (uint64_t i = 0; i < nrel; i++)
+		m[i] = (float)(i % a->sq);
+	tl_hbm_write(tl, a->rel_addr, TL_F32, m, (size_t)nrel);
+	for (uint32_t c = 0; c < a->tile; c++)
+		m[c] = (float)c;
+	tl_hbm_write(tl, a->cols_addr, TL_F32, m, a->tile);
 	free(m);
-	a->mask_d = tl_load(tl, a->mask_addr, b, t, TL_F32);
+	a->cols = tl_load(tl, a->cols_addr, 1, a->tile, TL_F32);
 }
 
 /* ------------------------------------------------------------ blocks */
@@ -319,6 +388,13 @@ void attn_mask_prepare(struct tl *tl, struct attn *a)
 uint64_t attn_q_addr(const struct attn *a, uint32_t head, uint32_t row0)
 {
 	return a->q_addr + ((uint64_t)head * a->g * a->sq + row0) * a->d * 2;
+}
+
+uint32_t attn_block_rows(const struct attn *a, uint32_t row0)
+{
+	uint32_t left = a->g * a->sq - row0;
+
+	return left < a->qblock ? left : a->qblock;
 }
 
 void attn_block_begin(struct tl *tl, const struct attn *a,
@@ -334,43 +410,51 @@ void attn_block_with_q(struct tl *tl, const struct attn *a,
 		       struct attn_block *b, uint32_t head, uint32_t row0,
 		       uint32_t rows, tl_tensor q)
 {
+	uint32_t rr = row0 % a->sq;
+
 	b->head = head;
 	b->row0 = row0;
 	b->rows = rows;
-	b->span = rows < a->sq ? rows : a->sq;
-	b->pos0 = a->p0 + row0 % a->sq;
+	/* a block crossing a head boundary holds queries of every position */
+	b->pos_lo = a->p0 + (rr + (uint64_t)rows <= a->sq ? rr : 0);
+	b->pos_hi = a->p0 + (rr + (uint64_t)rows <= a->sq ? rr + rows - 1 : a->sq - 1);
+	b->o_hbm = a->o_addr + ((uint64_t)head * a->g * a->sq + row0) * a->d * 2;
 	b->q = q;
+	b->rel = a->cols.slot ? tl_load(tl, a->rel_addr + (uint64_t)rr * 4, rows, 1, TL_F32)
+			      : TL_NONE;
 	b->m = tl_full(tl, rows, 1, TL_F32, -ATTN_NEG);
 	b->l = tl_zeros(tl, rows, 1, TL_F32);
 	b->o = tl_zeros(tl, rows, a->d, TL_F32);
 }
 
 uint32_t attn_visible_tiles(const struct attn *a, const struct attn_block *b,
-			    uint64_t kpos0, uint32_t n)
+			    const struct attn_kv *kv)
 {
-	uint64_t last = b->pos0 + b->span - 1, vis;
+	uint32_t n = attn_tiles(a, kv->len);
+	uint64_t vis;
 
 	if (!a->causal)
 		return n;
-	if (kpos0 > last)
+	if (kv->kpos0 > b->pos_hi)
 		return 0;
-	vis = (last - kpos0) / a->tile + 1;
+	vis = (b->pos_hi - kv->kpos0) / a->tile + 1;
 	return vis < n ? (uint32_t)vis : n;
 }
 
-/* Writes rows [row, row+n) (fp16 bits) of o [hq*sq, d] into DIR/o.npy.
- * Every program writes its own rows into the one file: all write the same
- * header and size, none truncates another's rows. */
-static void o_file_rows(struct tl *tl, const struct attn *a, uint64_t row,
-			uint64_t n, const uint16_t *bits)
+/* ------------------------------------------------------------ output */
+
+/* Writes rows [row, row+n) (fp16 bits) of a [shape0*shape1, d] tensor into
+ * DIR/file. Every program writes its own rows into the one file: all write
+ * the same header and size, none truncates another's rows. */
+static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
+		      uint64_t row, uint64_t n, const uint16_t *bits)
 {
-	uint64_t shape[3] = { a->hq, a->sq, a->d };
-	char path[1200], hdr[128];
+	char path[1200], hdr[160];
 	int len, fd;
-	uint64_t total, rowb = (uint64_t)a->d * 2;
+	uint64_t total, rowb = shape[2] * 2;
 	size_t pad;
 
-	if (!tl_output_file(tl, "o.npy", path, sizeof(path)))
+	if (!tl_output_file(tl, file, path, sizeof(path)))
 		return;
 	len = snprintf(hdr + 10, sizeof(hdr) - 10,
 		       "{'descr': '<f2', 'fortran_order': False, 'shape': (%llu, %llu, %llu), }",
@@ -392,38 +476,47 @@ static void o_file_rows(struct tl *tl, const struct attn *a, uint64_t row,
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
+	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * shape[2]));
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,
 		       const struct attn_block *b)
 {
-	uint64_t row = (uint64_t)b->head * a->g * a->sq + b->row0;
+	(void)a;
+	tl_store(tl, b->o_hbm, tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16));
+}
 
-	tl_store(tl, a->o_addr + row * a->d * 2,
-		 tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16));
+void attn_save_rows(struct tl *tl, const struct attn *a, const char *file,
+		    const uint64_t shape[3], uint64_t row, uint64_t n,
+		    uint64_t o_hbm)
+{
+	uint64_t count = n * a->d;
+	float *f;
+	uint16_t *bits;
+
+	if (tl_mode(tl) != TL_DATA || n == 0)
+		return;
+	f = malloc((size_t)count * sizeof(float));
+	bits = malloc((size_t)count * sizeof(uint16_t));
+	if (!f || !bits) {
+		free(f);
+		free(bits);
+		tl_fail(tl, "out of memory writing %s", file);
+	}
+	tl_hbm_read(tl, o_hbm, TL_F16, f, (size_t)count);
+	for (uint64_t i = 0; i < count; i++)
+		bits[i] = tl_f32_to_f16(f[i]);
+	file_rows(tl, file, shape, row, n, bits);
+	free(f);
+	free(bits);
 }
 
 void attn_save_o(struct tl *tl, const struct attn *a, uint32_t head,
 		 uint32_t row0, uint32_t rows)
 {
+	uint64_t shape[3] = { a->hq, a->sq, a->d };
 	uint64_t row = (uint64_t)head * a->g * a->sq + row0;
-	uint64_t n = (uint64_t)rows * a->d;
-	float *f;
-	uint16_t *bits;
 
-	if (tl_mode(tl) != TL_DATA)
-		return;
-	f = malloc((size_t)n * sizeof(float));
-	bits = malloc((size_t)n * sizeof(uint16_t));
-	if (!f || !bits) {
-		free(f);
-		free(bits);
-		tl_fail(tl, "out of memory writing o");
-	}
-	tl_hbm_read(tl, a->o_addr + row * a->d * 2, TL_F16, f, (size_t)n);
-	for (uint64_t i = 0; i < n; i++)
-		bits[i] = rt_f32_to_f16(f[i]);
-	o_file_rows(tl, a, row, rows, bits);
-	free(f);
-	free(bits);
+	attn_save_rows(tl, a, "o.npy", shape, row, rows,
+		       a->o_addr + row * a->d * 2);
 }

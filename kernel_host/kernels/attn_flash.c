@@ -3,7 +3,6 @@
  * the software-pipelined sweep over HBM tiles and the log-sum-exp merge. */
 #include "attn.h"
 
-
 static void scope_begin(struct tl *tl, const struct attn *a)
 {
 	if (a->scopes)
@@ -24,15 +23,19 @@ tl_tensor attn_scores(struct tl *tl, const struct attn *a,
 		.epilogue = { { .op = "scale", .scale = a->scale } } }).t;
 }
 
-/* s + bias where bias = -NEG * max(c - rel(row) - delta, 0): the keys a
- * row may not see (c - rel > delta, delta = pos0 - kpos) get a score far
- * below any real one, so exp() makes them exactly 0. */
+/* s + bias where bias = -NEG * max(c - (rel(row) + p0 - kpos), 0): the
+ * keys a row may not see (kpos + c > p0 + rel) get a score far below any
+ * real one, so exp() makes them exactly 0. c is the key's column in the
+ * tile (a narrower last tile takes a prefix of the column indices). */
 static tl_tensor mask_scores(struct tl *tl, const struct attn *a,
 			     const struct attn_block *b, tl_tensor s,
-			     uint64_t kpos)
+			     uint64_t kpos, uint32_t width)
 {
-	double delta = (double)b->pos0 - (double)kpos;
-	tl_tensor over = tl_sub(tl, a->mask_d, tl_full(tl, 1, 1, TL_F32, delta));
+	tl_tensor cols = width == a->tile ? a->cols
+					  : tl_load(tl, a->cols_addr, 1, width, TL_F32);
+	double delta = (double)a->p0 - (double)kpos;
+	tl_tensor lim = tl_add(tl, b->rel, tl_full(tl, 1, 1, TL_F32, delta));
+	tl_tensor over = tl_sub(tl, cols, lim);
 	tl_tensor pos = tl_maximum(tl, over, tl_zeros(tl, 1, 1, TL_F32));
 
 	return tl_add(tl, s, tl_scale(tl, pos, -ATTN_NEG));
@@ -61,7 +64,7 @@ static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 	tl_copy_to(tl, b->l, tl_add(tl, l_scaled, tl_sum(tl, p, -1)));
 }
 
-/* opt2 (ADR-0065): one composite — softmax_merge prologue on (m, l, O),
+/* opt2 (flat-composite design): one composite — softmax_merge prologue on (m, l, O),
  * P·V with `a` bound to the recipe's P, add epilogue into O. */
 static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		      tl_tensor v)
@@ -75,78 +78,124 @@ static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 
 void attn_fold(struct tl *tl, const struct attn *a,
 	       const struct attn_block *b, tl_tensor s, tl_tensor v,
-	       uint64_t kpos, enum attn_opt opt)
+	       uint64_t kpos, uint32_t width, enum attn_opt opt)
 {
-	if (a->causal && kpos + a->tile - 1 > b->pos0)
-		s = mask_scores(tl, a, b, s, kpos);
+	if (a->cols.slot && kpos + width - 1 > b->pos_lo)
+		s = mask_scores(tl, a, b, s, kpos, width);
 	if (opt == ATTN_OPT2)
 		fold_opt2(tl, b, s, v);
 	else
 		fold_opt3(tl, b, s, v);
 }
 
-/* Issues tile j's Q·Kᵀ; its scores land in fresh scratch. */
-static tl_tensor issue_scores(struct tl *tl, const struct attn *a,
-			      const struct attn_block *b, uint64_t k_hbm,
-			      uint32_t j)
+static uint64_t tile_addr(const struct attn *a, const struct attn_kv *kv,
+			  bool value, uint32_t j)
 {
-	tl_tensor k = tl_ref(tl, k_hbm + (uint64_t)j * a->tile * a->d * 2,
-			     a->tile, a->d, TL_F16);
+	const uint64_t *page = value ? kv->v_page : kv->k_page;
+
+	if (page)
+		return page[j];
+	return (value ? kv->v_hbm : kv->k_hbm) + (uint64_t)j * a->tile * a->d * 2;
+}
+
+/* Issues tile j's Q·Kᵀ on its true width; its scores land in fresh
+ * scratch. */
+static tl_tensor issue_scores(struct tl *tl, const struct attn *a,
+			      const struct attn_block *b,
+			      const struct attn_kv *kv, uint32_t j)
+{
+	tl_tensor k = tl_ref(tl, tile_addr(a, kv, false, j),
+			     attn_tile_rows(a, kv->len, j), a->d, TL_F16);
 
 	return attn_scores(tl, a, b, k, TL_NONE);
 }
 
-/* Tiles [j0, j1) in one scratch scope. Q·Kᵀ runs `depth` tiles ahead of
- * the fold (within the group), so the next K tiles' DMA overlaps this
- * tile's softmax and P·V. The scores are allocated at the top of scratch
- * when issued: the host orders commands by the TCM span each touches, and
- * a fresh buffer above every earlier allocation overlaps no pending
- * command, so issuing ahead never waits for the fold in flight. */
-static void sweep_group(struct tl *tl, const struct attn *a,
-			const struct attn_block *b, uint64_t k_hbm,
-			uint64_t v_hbm, uint64_t kpos0, uint32_t j0,
-			uint32_t j1)
+/* Tile j's V: a lazy load into TCM (a standalone DMA the scheduler admits
+ * at once), or, vstream=1, a tl_ref the fold's composite streams. */
+static tl_tensor issue_v(struct tl *tl, const struct attn *a,
+			 const struct attn_kv *kv, uint32_t j)
 {
-	tl_tensor s[ATTN_MAX_GROUP];
+	uint32_t w = attn_tile_rows(a, kv->len, j);
+
+	if (a->vstream)
+		return tl_ref(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
+	return tl_load(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
+}
+
+/* Tiles [j0, j1) in one scratch scope. Q·Kᵀ and V's load run `depth`
+ * tiles ahead of the fold (within the group), so the next tiles' DMA
+ * overlaps this tile's softmax and P·V. Both are issued before the fold
+ * they overlap: the scheduler admits in order and a fold waits for the
+ * previous fold (they share m, l, O), so a DMA issued behind a fold would
+ * wait for it too; V loaded ahead keeps the read channel busy while the
+ * folds run. The scores are allocated at the top of scratch when issued:
+ * the host orders commands by the TCM span each touches, and a fresh
+ * buffer above every earlier allocation overlaps no pending command, so
+ * issuing ahead never waits for the fold in flight. */
+static void sweep_group(struct tl *tl, const struct attn *a,
+			const struct attn_block *b, const struct attn_kv *kv,
+			uint32_t j0, uint32_t j1)
+{
+	tl_tensor s[ATTN_MAX_GROUP], v[ATTN_MAX_GROUP];
 	uint32_t depth = a->depth, j;
 
-	for (j = j0; j < j1 && j < j0 + depth; j++)
-		s[j - j0] = issue_scores(tl, a, b, k_hbm, j);
+	for (j = j0; j < j1 && j < j0 + depth; j++) {
+		s[j - j0] = issue_scores(tl, a, b, kv, j);
+		v[j - j0] = issue_v(tl, a, kv, j);
+	}
 	for (j = j0; j < j1; j++) {
-		if (j + depth < j1)
-			s[j + depth - j0] = issue_scores(tl, a, b, k_hbm, j + depth);
-		tl_tensor v = tl_ref(tl, v_hbm + (uint64_t)j * a->tile * a->d * 2,
-				     a->tile, a->d, TL_F16);
-		attn_fold(tl, a, b, s[j - j0], v, kpos0 + (uint64_t)j * a->tile,
-			  a->opt);
+		if (j + depth < j1) {
+			s[j + depth - j0] = issue_scores(tl, a, b, kv, j + depth);
+			v[j + depth - j0] = issue_v(tl, a, kv, j + depth);
+		}
+		attn_fold(tl, a, b, s[j - j0], v[j - j0], kv->kpos0 + (uint64_t)j * a->tile,
+			  attn_tile_rows(a, kv->len, j), a->opt);
 	}
 }
 
 void attn_sweep(struct tl *tl, const struct attn *a,
-		const struct attn_block *b, uint64_t k_hbm, uint64_t v_hbm,
-		uint64_t kpos0, uint32_t n)
+		const struct attn_block *b, const struct attn_kv *kv)
 {
-	n = attn_visible_tiles(a, b, kpos0, n);
+	uint32_t n = attn_visible_tiles(a, b, kv);
+
 	for (uint32_t j = 0; j < n; j += a->group) {
 		uint32_t end = n - j < a->group ? n : j + a->group;
 
 		scope_begin(tl, a);
-		sweep_group(tl, a, b, k_hbm, v_hbm, kpos0, j, end);
+		sweep_group(tl, a, b, kv, j, end);
 		scope_end(tl, a);
 	}
 	tl_stat_add(tl, "tiles", n);
 }
 
+/* exp(x - m) as one composite (sub head, exp epilogue). */
+static tl_tensor exp_diff(struct tl *tl, tl_tensor x, tl_tensor m)
+{
+	return tl_composite(tl, &(struct tl_composite_desc){
+		.op = "sub", .a = x, .b = m,
+		.epilogue = { { .op = "exp" } } }).t;
+}
+
+/* x = x * c1 + y * c2, written into x (fma head: x*c1 + (y*c2)). */
+static void scale_add_into(struct tl *tl, tl_tensor x, tl_tensor c1,
+			   tl_tensor y, tl_tensor c2)
+{
+	tl_tensor yc = tl_mul(tl, y, c2);
+
+	tl_composite(tl, &(struct tl_composite_desc){
+		.op = "fma", .a = x, .b = c1, .c = yc, .out = x });
+}
+
+/* Eight commands: on the critical path of every ring hop of pass=q, so
+ * fused where a composite can (exp after sub) and written in place. */
 void attn_merge(struct tl *tl, const struct attn_block *b, tl_tensor m2,
 		tl_tensor l2, tl_tensor o2)
 {
 	tl_tensor m_new = tl_maximum(tl, b->m, m2);
-	tl_tensor c1 = tl_exp(tl, tl_sub(tl, b->m, m_new));
-	tl_tensor c2 = tl_exp(tl, tl_sub(tl, m2, m_new));
-	tl_tensor l_new = tl_add(tl, tl_mul(tl, b->l, c1), tl_mul(tl, l2, c2));
-	tl_tensor o_new = tl_add(tl, tl_mul(tl, b->o, c1), tl_mul(tl, o2, c2));
+	tl_tensor c2 = exp_diff(tl, m2, m_new);
+	tl_tensor c1 = exp_diff(tl, b->m, m_new);
 
+	scale_add_into(tl, b->l, c1, l2, c2);
+	scale_add_into(tl, b->o, c1, o2, c2);
 	tl_copy_to(tl, b->m, m_new);
-	tl_copy_to(tl, b->l, l_new);
-	tl_copy_to(tl, b->o, o_new);
 }

@@ -1,22 +1,30 @@
 /* attn_ring.c — ring_attention over R ranks (--ranks R), each holding its
  * shard of K/V; program p of every rank takes KV heads p, p+P, ... and
- * talks to program p of its ring neighbours.
+ * talks to program p of its ring neighbours. Any R, seq_q and seq_kv.
  *
- * pass=kv (prefill): the queries of each head are split into R chunks by
- * position, rank r owning chunk r. At step s a rank folds the KV block of
- * rank r-s into the running state of its chunk, tile by tile, while
- * forwarding each tile to its right neighbour (which folds it at step s+1):
- * the transfer of a block overlaps the compute of the previous one.
+ * Layout (layout=contiguous|zigzag): contiguous gives rank r keys
+ * [r*seq_kv, (r+1)*seq_kv) and, in pass=kv, the r-th of R query chunks;
+ * zigzag cuts keys and queries into 2R chunks and gives rank r chunks r
+ * and 2R-1-r of each, so every rank has early and late queries and causal
+ * work balances. Inputs and outputs stay in logical order either way.
  *
- * pass=q (decode): KV stays put. The query blocks travel right along the
- * ring from rank 0; every rank computes a partial (m, l, O) over its own
- * shard; the partials travel left from rank R-1 to rank 0, each rank
- * merging its own with a log-sum-exp merge, and rank 0 writes o. Both are
+ * pass=kv (prefill): at step s a rank folds the KV runs of rank r-s into
+ * the running state of its query blocks, tile by tile, while forwarding
+ * each tile to its right neighbour (which folds it at step s+1): the
+ * transfer of a block overlaps the compute of the previous one.
+ *
+ * pass=q (decode): KV stays put. The query blocks go out from rank 0 and
+ * every rank computes a partial (m, l, O) over its own shard; the partials
+ * come back to rank 0, merged on the way with a log-sum-exp merge, and
+ * rank 0 writes o. merge=tree (default) sends both ways round the ring:
+ * ranks 1..R/2 are reached to the right and report to the left, the others
+ * the other way, so the queries and the merge each take ceil((R-1)/2)
+ * hops (the ring's minimum) instead of R-1; merge=chain is the serial
+ * chain (queries right from rank 0, partials left from rank R-1). Both are
  * exact.
  *
  * Stats: "ipcq_wait_ps" (kernel time spent waiting for IPCQ receives) and
- * "ipcq_transfer_ps" (modelled transfer time of the messages received), so
- * the hidden fraction of communication is 1 - wait / transfer. */
+ * "ipcq_transfer_ps" (modelled transfer time of the messages received). */
 #include <stdlib.h>
 
 #include "attn.h"
@@ -54,152 +62,290 @@ static struct attn_block *blocks_new(struct tl *tl, uint32_t n)
 
 /* ------------------------------------------------------------ pass-KV */
 
+/* A query block of pass=kv: group row and rows. */
+struct qspan {
+	uint32_t row0, rows;
+};
+
+/* The query blocks of one KV head on rank `rank`: for each of the G query
+ * heads, each run of queries the rank owns cut into qblock rows (the last
+ * one shorter). Fills `out` when given; returns how many. */
+static uint32_t kv_blocks(const struct attn *a, uint32_t rank,
+			  struct qspan *out)
+{
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t nr = attn_q_runs(a, rank, r), n = 0;
+
+	for (uint32_t g = 0; g < a->g; g++)
+		for (uint32_t i = 0; i < nr; i++)
+			for (uint64_t q = 0; q < r[i].len; q += a->qblock, n++)
+				if (out) {
+					uint64_t left = r[i].len - q;
+
+					out[n].row0 = (uint32_t)((uint64_t)g * a->sq + r[i].pos + q);
+					out[n].rows = (uint32_t)(left < a->qblock ? left : a->qblock);
+				}
+	return n;
+}
+
 /* Folds one KV tile (pinned K, V) into every block that can see it. */
 static void fold_tile_all(struct tl *tl, const struct attn *a,
 			  struct attn_block *blk, uint32_t nb, tl_tensor k,
-			  tl_tensor v, uint64_t kpos)
+			  tl_tensor v, uint64_t kpos, uint32_t width)
 {
+	struct attn_kv one = { .kpos0 = kpos, .len = width };
 	uint32_t done = 0;
 
 	for (uint32_t i = 0; i < nb; i++) {
-		if (attn_visible_tiles(a, &blk[i], kpos, 1) == 0)
+		if (attn_visible_tiles(a, &blk[i], &one) == 0)
 			continue;
 		tl_scratch_scope_begin(tl);
 		attn_fold(tl, a, &blk[i], attn_scores(tl, a, &blk[i], k, TL_NONE),
-			  v, kpos, a->opt);
+			  v, kpos, width, a->opt);
 		tl_scratch_scope_end(tl);
 		done++;
 	}
 	tl_stat_add(tl, "tiles", done);
 }
 
-/* One full ring pass of the KV blocks over query blocks [b0, b1) of head h. */
-static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h, struct ring *rg,
-			   struct attn_block *blk, uint32_t b0, uint32_t b1)
+/* Step s of a ring pass: the KV runs of rank `src`, tile by tile, loaded
+ * (s = 0) or received, forwarded right unless this is the last step. */
+static void pass_kv_step(struct tl *tl, const struct attn *a, uint32_t h,
+			 struct ring *rg, struct attn_block *blk, uint32_t nb,
+			 uint32_t s)
 {
-	uint32_t chunk = a->sq / a->ranks, per = chunk / a->qblock;
-	uint32_t ntiles = a->skv / a->tile;
-	uint64_t tile_bytes = (uint64_t)a->tile * a->d * 2;
+	uint32_t src = (a->rank + a->ranks - s) % a->ranks;
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t nr = attn_kv_runs(a, src, r);
+	uint64_t local = 0;
 
-	for (uint32_t b = b0; b < b1; b++)
-		attn_block_begin(tl, a, &blk[b], h,
-				 (b / per) * a->sq + a->rank * chunk + (b % per) * a->qblock,
-				 a->qblock);
-	for (uint32_t s = 0; s < a->ranks; s++) {
-		uint32_t src = (a->rank + a->ranks - s) % a->ranks;
-
-		for (uint32_t t = 0; t < ntiles; t++) {
+	for (uint32_t i = 0; i < nr; local += r[i].len, i++)
+		for (uint32_t t = 0; t < attn_tiles(a, r[i].len); t++) {
+			uint32_t w = attn_tile_rows(a, r[i].len, t);
+			uint64_t row = local + (uint64_t)t * a->tile;
 			tl_tensor k, v;
 
 			tl_scratch_scope_begin(tl);
 			if (s == 0) {
-				k = tl_load(tl, attn_kv_addr(a, a->k_addr, h, 0) + t * tile_bytes,
-					    a->tile, a->d, TL_F16);
-				v = tl_load(tl, attn_kv_addr(a, a->v_addr, h, 0) + t * tile_bytes,
-					    a->tile, a->d, TL_F16);
+				k = tl_load(tl, attn_kv_addr(a, a->k_addr, h, row), w, a->d, TL_F16);
+				v = tl_load(tl, attn_kv_addr(a, a->v_addr, h, row), w, a->d, TL_F16);
 			} else {
-				k = recv_timed(tl, rg, TL_LEFT, a->tile, a->d, TL_F16);
-				v = recv_timed(tl, rg, TL_LEFT, a->tile, a->d, TL_F16);
+				k = recv_timed(tl, rg, TL_LEFT, w, a->d, TL_F16);
+				v = recv_timed(tl, rg, TL_LEFT, w, a->d, TL_F16);
 			}
 			if (s + 1 < a->ranks) {
 				tl_send(tl, TL_RIGHT, k);
 				tl_send(tl, TL_RIGHT, v);
 			}
-			fold_tile_all(tl, a, blk + b0, b1 - b0, k, v,
-				      (uint64_t)src * a->skv + (uint64_t)t * a->tile);
+			fold_tile_all(tl, a, blk, nb, k, v,
+				      r[i].pos + (uint64_t)t * a->tile, w);
 			tl_scratch_scope_end(tl);
 		}
-	}
+}
+
+/* One full ring pass of the KV blocks over query blocks [b0, b1) of head
+ * h (possibly none: the rank still forwards the tiles). */
+static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h,
+			   struct ring *rg, const struct qspan *qs,
+			   struct attn_block *blk, uint32_t b0, uint32_t b1)
+{
+	for (uint32_t b = b0; b < b1; b++)
+		attn_block_begin(tl, a, &blk[b], h, qs[b].row0, qs[b].rows);
+	for (uint32_t s = 0; s < a->ranks; s++)
+		pass_kv_step(tl, a, h, rg, blk + b0, b1 - b0, s);
 	for (uint32_t b = b0; b < b1; b++)
 		attn_block_finish(tl, a, &blk[b]);
 }
 
-/* The running state of every query block of a rank's chunk may not fit the
- * TCM (Llama-3-70B prefill: G x chunk rows of f32 O), so the chunk's blocks
- * go round the ring in windows of `qwindow` blocks, each window a full ring
- * pass of the KV blocks (more IPCQ traffic, bounded scratch). */
+/* The running state of every query block of a rank may not fit the TCM
+ * (Llama-3-70B prefill: G x chunk rows of f32 O), so the blocks go round
+ * the ring in windows of `qwindow` blocks, each window a full ring pass of
+ * the KV blocks (more IPCQ traffic, bounded scratch). Every rank makes as
+ * many passes as the rank with the most blocks. */
 static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 			 struct ring *rg)
 {
-	uint32_t nb = a->g * (a->sq / a->ranks / a->qblock);
+	uint32_t nb = kv_blocks(a, a->rank, NULL), most = 0;
 	uint32_t window = a->qwindow ? a->qwindow : a->qblock >= 512 ? 1 : 512 / a->qblock;
+	struct qspan *qs = calloc(nb ? nb : 1, sizeof(*qs));
 	struct attn_block *blk = blocks_new(tl, nb);
 
-	for (uint32_t b0 = 0; b0 < nb; b0 += window)
+	if (!qs)
+		tl_fail(tl, "out of memory (%u query blocks)", nb);
+	kv_blocks(a, a->rank, qs);
+	for (uint32_t r = 0; r < a->ranks; r++) {
+		uint32_t n = kv_blocks(a, r, NULL);
+
+		most = n > most ? n : most;
+	}
+	for (uint32_t w = 0; w < (most + window - 1) / window; w++) {
+		uint32_t b0 = w * window < nb ? w * window : nb;
+		uint32_t b1 = nb - b0 < window ? nb : b0 + window;
+
 		TL_SCRATCH_SCOPE(tl) {
-			pass_kv_window(tl, a, h, rg, blk, b0, nb - b0 < window ? nb : b0 + window);
+			pass_kv_window(tl, a, h, rg, qs, blk, b0, b1);
 		}
+	}
 	free(blk);
+	free(qs);
 }
 
 static void pass_kv(struct tl *tl, const struct attn *a, struct ring *rg)
 {
-	uint32_t chunk = a->sq / a->ranks;
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t nr = attn_q_runs(a, a->rank, r);
 
-	for (uint32_t h = a->pe; h < a->hkv; h += a->pes) {
-		tl_scratch_scope_begin(tl);
-		pass_kv_head(tl, a, h, rg);
-		tl_scratch_scope_end(tl);
-	}
+	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
+		TL_SCRATCH_SCOPE(tl) {
+			pass_kv_head(tl, a, h, rg);
+		}
 	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
 		for (uint32_t g = 0; g < a->g; g++)
-			attn_save_o(tl, a, h, g * a->sq + a->rank * chunk, chunk);
+			for (uint32_t i = 0; i < nr; i++)
+				attn_save_o(tl, a, h, g * a->sq + (uint32_t)r[i].pos,
+					    (uint32_t)r[i].len);
 }
 
 /* ------------------------------------------------------------ pass-Q */
 
-/* Rank R-1 starts the chain; each rank merges what comes from its right
- * into its own partial and passes it left; rank 0 finishes. */
-static void merge_chain(struct tl *tl, const struct attn *a,
-			struct attn_block *b, struct ring *rg)
-{
-	if (a->rank + 1 < a->ranks)
-		TL_SCRATCH_SCOPE(tl) {
-			tl_tensor m2 = recv_timed(tl, rg, TL_RIGHT, b->rows, 1, TL_F32);
-			tl_tensor l2 = recv_timed(tl, rg, TL_RIGHT, b->rows, 1, TL_F32);
-			tl_tensor o2 = recv_timed(tl, rg, TL_RIGHT, b->rows, a->d, TL_F32);
+/* Where a rank's queries come from and its partial goes, in pass=q: the
+ * direction towards rank 0 (`up`), and whether it has a child further
+ * away (`down`, the other direction). */
+struct ring_tree {
+	bool has_up, has_down;
+	enum tl_dir up, down;
+	uint32_t n_children;  /* rank 0: one per side */
+};
 
-			attn_merge(tl, b, m2, l2, o2);
-		}
-	if (a->rank > 0) {
-		tl_send(tl, TL_LEFT, b->m);
-		tl_send(tl, TL_LEFT, b->l);
-		tl_send(tl, TL_LEFT, b->o);
-	} else {
-		attn_block_finish(tl, a, b);
+static struct ring_tree tree_of(const struct attn *a)
+{
+	struct ring_tree t = { 0 };
+	uint32_t R = a->ranks, r = a->rank, half = R / 2;
+
+	if (a->merge_chain) { /* 0 -> 1 -> ... -> R-1 */
+		t.has_up = r > 0;
+		t.up = TL_LEFT;
+		t.has_down = r + 1 < R;
+		t.down = TL_RIGHT;
+		return t;
 	}
+	if (r == 0)
+		return t;
+	t.has_up = true;
+	if (r <= half) { /* reached going right */
+		t.up = TL_LEFT;
+		t.down = TL_RIGHT;
+		t.has_down = r + 1 <= half;
+	} else {          /* reached going left (wrapping) */
+		t.up = TL_RIGHT;
+		t.down = TL_LEFT;
+		t.has_down = r - 1 > half;
+	}
+	return t;
+}
+
+/* Directions rank 0 talks to: right, and left when the ring has a left
+ * half (tree), or right only (chain). */
+static uint32_t root_dirs(const struct attn *a, enum tl_dir *dirs)
+{
+	uint32_t n = 0;
+
+	if (a->ranks > 1)
+		dirs[n++] = TL_RIGHT;
+	if (!a->merge_chain && a->ranks > 2)
+		dirs[n++] = TL_LEFT;
+	return n;
+}
+
+/* Receives a partial (m, l, O) from `dir` and merges it into the block. */
+static void merge_from(struct tl *tl, const struct attn *a,
+		       struct attn_block *b, struct ring *rg, enum tl_dir dir)
+{
+	TL_SCRATCH_SCOPE(tl) {
+		tl_tensor m2 = recv_timed(tl, rg, dir, b->rows, 1, TL_F32);
+		tl_tensor l2 = recv_timed(tl, rg, dir, b->rows, 1, TL_F32);
+		tl_tensor o2 = recv_timed(tl, rg, dir, b->rows, a->d, TL_F32);
+
+		attn_merge(tl, b, m2, l2, o2);
+	}
+}
+
+/* Children first (merged into this rank's partial), then up; rank 0
+ * merges one partial per side and finishes. */
+static void merge_up(struct tl *tl, const struct attn *a,
+		     struct attn_block *b, struct ring *rg)
+{
+	struct ring_tree t = tree_of(a);
+	enum tl_dir dirs[2];
+
+	if (a->rank == 0) {
+		for (uint32_t i = 0, n = root_dirs(a, dirs); i < n; i++)
+			merge_from(tl, a, b, rg, dirs[i]);
+		attn_block_finish(tl, a, b);
+		return;
+	}
+	if (t.has_down)
+		merge_from(tl, a, b, rg, t.down);
+	tl_send(tl, t.up, b->m);
+	tl_send(tl, t.up, b->l);
+	tl_send(tl, t.up, b->o);
+}
+
+/* A query block's q: loaded on rank 0, received from up elsewhere, then
+ * forwarded down at once so the next rank can start. */
+static tl_tensor q_down(struct tl *tl, const struct attn *a, struct ring *rg,
+			uint32_t h, uint32_t r0, uint32_t rows)
+{
+	struct ring_tree t = tree_of(a);
+	enum tl_dir dirs[2];
+	tl_tensor q;
+
+	if (a->rank == 0) {
+		q = tl_load(tl, attn_q_addr(a, h, r0), rows, a->d, TL_F16);
+		for (uint32_t i = 0, n = root_dirs(a, dirs); i < n; i++)
+			tl_send(tl, dirs[i], q);
+		return q;
+	}
+	q = recv_timed(tl, rg, t.up, rows, a->d, TL_F16);
+	if (t.has_down)
+		tl_send(tl, t.down, q);
+	return q;
 }
 
 static void pass_q(struct tl *tl, const struct attn *a, struct ring *rg)
 {
-	uint32_t per = a->g * a->sq / a->qblock, nh = 0, nb, i = 0;
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t nr = attn_kv_runs(a, a->rank, r), nb = 0, i = 0;
 	struct attn_block *blk;
 
 	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
-		nh++;
-	nb = nh * per;
+		for (uint32_t r0 = 0; r0 < a->g * a->sq; r0 += a->qblock)
+			nb++;
 	blk = blocks_new(tl, nb);
-	/* the queries first: forwarded at once so the next rank can start */
 	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
 		for (uint32_t r0 = 0; r0 < a->g * a->sq; r0 += a->qblock, i++) {
-			tl_tensor q = a->rank == 0
-				? tl_load(tl, attn_q_addr(a, h, r0), a->qblock, a->d, TL_F16)
-				: recv_timed(tl, rg, TL_LEFT, a->qblock, a->d, TL_F16);
+			uint32_t rows = attn_block_rows(a, r0);
 
-			if (a->rank + 1 < a->ranks)
-				tl_send(tl, TL_RIGHT, q);
-			attn_block_with_q(tl, a, &blk[i], h, r0, a->qblock, q);
+			attn_block_with_q(tl, a, &blk[i], h, r0, rows,
+					  q_down(tl, a, rg, h, r0, rows));
 		}
-	for (i = 0; i < nb; i++)
-		TL_SCRATCH_SCOPE(tl) {
-			uint32_t h = blk[i].head;
+	for (i = 0; i < nb; i++) {
+		uint64_t local = 0;
 
-			attn_sweep(tl, a, &blk[i], attn_kv_addr(a, a->k_addr, h, 0),
-				   attn_kv_addr(a, a->v_addr, h, 0),
-				   (uint64_t)a->rank * a->skv, a->skv / a->tile);
-		}
+		for (uint32_t k = 0; k < nr; local += r[k].len, k++)
+			TL_SCRATCH_SCOPE(tl) {
+				uint32_t h = blk[i].head;
+				struct attn_kv kv = {
+					.k_hbm = attn_kv_addr(a, a->k_addr, h, local),
+					.v_hbm = attn_kv_addr(a, a->v_addr, h, local),
+					.kpos0 = r[k].pos, .len = r[k].len,
+				};
+
+				attn_sweep(tl, a, &blk[i], &kv);
+			}
+	}
 	for (i = 0; i < nb; i++)
-		merge_chain(tl, a, &blk[i], rg);
+		merge_up(tl, a, &blk[i], rg);
 	free(blk);
 	if (a->rank == 0)
 		for (uint32_t h = a->pe; h < a->hkv; h += a->pes)

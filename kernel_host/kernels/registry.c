@@ -1,22 +1,30 @@
 /* registry.c — the built-in kernels, one line each (name, function, help).
- * Kernels named test_* exist for the integration tests. */
-#include "kernels.h"
+ * Kernels named test_* exist for the integration tests: they are compiled
+ * only into the test build (build/bin/kernbench-test, -DKB_TEST_BUILD). */
+#include "registry.h"
+
 #include "attn.h"
+#include "kernels.h"
 
 const struct tl_kernel_info tl_builtin_kernels[] = {
-	TL_KERNEL(gqa_decode_opt2, "GQA flash decode, ADR-0065 opt2 (2 composites/tile): --arg heads_q=64 heads_kv=8 head_dim=128 seq_kv=1024 tile=128 depth=2"),
+	TL_KERNEL(gqa_decode_opt2, "GQA flash decode, flat-composite design opt2 (2 composites/tile): --arg heads_q=64 heads_kv=8 head_dim=128 seq_kv=1024 (any length) tile=128 depth=2"),
 	TL_KERNEL(gqa_decode_opt3, "GQA flash decode, opt3 (separate ops, pipelined Q·Kᵀ): args as gqa_decode_opt2"),
+	TL_KERNEL(gqa_decode_prefetch, "GQA flash decode with explicit K/V prefetch into two persistent buffers across per-tile scopes (tl_load_async_into): --arg prefetch=1|0 (0: blocking loads)"),
+	TL_KERNEL(gqa_decode_paged, "batched GQA decode over a paged KV cache (vLLM layout): --arg batch=B lens=L0,L1,... page=128, or --inputs DIR"),
 	TL_KERNEL(gqa_prefill, "GQA flash prefill, query blocks x KV tiles: --arg seq_q= seq_kv= causal=1 qblock= opt=2|3"),
-	TL_KERNEL(ring_attention, "ring attention over --ranks R: --arg pass=kv|q seq_q= seq_kv=(per rank) causal=1"),
+	TL_KERNEL(ring_attention, "ring attention over --ranks R: --arg pass=kv|q layout=contiguous|zigzag merge=tree|chain seq_q= seq_kv=(per rank) causal=1"),
 	TL_KERNEL(gemm, "C = A·B via a composite with streamed tl_ref operands: --arg m= k= n= (64)"),
 	TL_KERNEL(softmax, "row softmax with lazy prefetching loads: --arg rows=64 cols=128 block=16"),
+#ifdef KB_TEST_BUILD
 	TL_KERNEL(test_overlap, "test: lazy load vs independent GEMM: --arg part=load|gemm|both serial=0|1"),
 	TL_KERNEL(test_loads, "test: lazy, async and blocking loads return the same bytes (data mode)"),
+	TL_KERNEL(test_load_into, "test: tl_load_async_into hazards, tl_hbm_write after a lazy load (data mode)"),
 	TL_KERNEL(test_flash, "test: flash-decode sweep: --arg tiles= opt=2|3 scoped=0|1 g= tile= d="),
 	TL_KERNEL(test_ops, "test: every tl op on seeded inputs, results as .npy (data mode)"),
 	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
 	TL_KERNEL(test_reduce, "test: tl_sum / tl_max (max=1) of a seeded rows x cols along axis=0|1, as y.npy (data mode)"),
 	TL_KERNEL(test_dma_sweep, "test: n back-to-back lazy loads of rows x cols f16 (a DMA-bound sweep): --arg n= rows= cols="),
+#endif
 };
 const size_t tl_builtin_count =
 	sizeof(tl_builtin_kernels) / sizeof(tl_builtin_kernels[0]);

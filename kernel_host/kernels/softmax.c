@@ -9,24 +9,25 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "tl_io.h"
 
 int softmax(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 64);
-	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 128);
-	uint32_t block = (uint32_t)tl_arg_u64(args, "block", 16);
+	uint32_t rows = tl_arg_u32(args, "rows", 64, 1, 65536);
+	uint32_t cols = tl_arg_u32(args, "cols", 128, 1, 65536);
+	uint32_t block = tl_arg_u32(args, "block", 16, 1, 65536);
 	uint64_t x = 0, y = ((2ull * rows * cols) + 63) & ~63ull;
 	size_t n = (size_t)rows * cols;
 
 	if (tl_rank(tl) != 0 || tl_program_id(tl) != 0)
 		return 0;
-	if (block == 0 || rows % block != 0)
-		return 1;
+	if (rows % block != 0)
+		tl_fail(tl, "softmax: --arg rows=%u is not a multiple of --arg block=%u", rows, block);
 	if (tl_mode(tl) == TL_DATA) {
 		float *v = malloc(n * sizeof(float));
 
 		if (!v)
-			return 1;
+			tl_fail(tl, "softmax: out of memory generating a %ux%u input", rows, cols);
 		tl_random_uniform(tl, 0, v, n);
 		for (size_t i = 0; i < n; i++)
 			v[i] *= 4.0f;

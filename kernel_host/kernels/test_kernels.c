@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "tl_io.h"
 
 #define MB (1ull << 20)
 
@@ -13,10 +14,13 @@ static void make(struct tl *tl, uint64_t addr, uint32_t rows, uint32_t cols,
 		 enum tl_dtype dt, uint64_t stream, float scale)
 {
 	size_t n = (size_t)rows * cols;
-	float *v = malloc(n * sizeof(float));
+	float *v;
 
+	if (tl_mode(tl) != TL_DATA)
+		return; /* timing mode moves no bytes */
+	v = malloc(n * sizeof(float));
 	if (!v)
-		return;
+		tl_fail(tl, "out of memory generating a %ux%u input", rows, cols);
 	tl_random_uniform(tl, stream, v, n);
 	for (size_t i = 0; i < n; i++)
 		v[i] *= scale;
@@ -29,7 +33,7 @@ static bool first_program(const struct tl *tl)
 	return tl_rank(tl) == 0 && tl_program_id(tl) == 0;
 }
 
-/* ADR-0062 test 1/5: a load, then an independent GEMM, then the load's
+/* lazy-load design test 1/5: a load, then an independent GEMM, then the load's
  * first use. part=none|load|gemm|both; serial=1 waits for the load at once
  * (the blocking model). The GEMM's operands are staged in TCM first (in
  * every part, so the preamble is common) so the GEMM does not share the
@@ -37,9 +41,9 @@ static bool first_program(const struct tl *tl)
 int test_overlap(struct tl *tl, const struct tl_args *args)
 {
 	const char *part = tl_arg_str(args, "part", "both");
-	bool serial = tl_arg_u64(args, "serial", 0);
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
-	uint32_t g = (uint32_t)tl_arg_u64(args, "g", 128);
+	bool serial = tl_arg_u32(args, "serial", 0, 0, 1);
+	uint32_t rows = tl_arg_u32(args, "rows", 32, 1, 4096);
+	uint32_t g = tl_arg_u32(args, "g", 128, 1, 512);
 	bool load = part[0] == 'l' || part[0] == 'b';
 	bool gemm = part[0] == 'g' || part[0] == 'b';
 	tl_tensor x = TL_NONE;
@@ -61,7 +65,7 @@ int test_overlap(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
-/* ADR-0062 tests 2-4 and the load_async proposal's 2-4: lazy, async and
+/* lazy-load design tests 2-4 and the load_async proposal's 2-4: lazy, async and
  * blocking loads of two addresses return the right, independent bytes. */
 int test_loads(struct tl *tl, const struct tl_args *args)
 {
@@ -87,6 +91,44 @@ int test_loads(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
+/* tl_load_async_into's hazards, and tl_hbm_write ordered after a lazy
+ * load (issue 9 defect 7). A persistent buffer is loaded inside a scope
+ * with x0, read (y0), reloaded at once with x1 (the load must wait for the
+ * reader) and stored after the scope (y1: x1, the buffer outlived the
+ * scope). Then a lazy load of x0 is followed by a host write of new bytes
+ * to x0: the load returns the old bytes (y2), as a blocking load would. */
+int test_load_into(struct tl *tl, const struct tl_args *args)
+{
+	const uint32_t r = 32, c = 64;
+	const uint64_t x0 = 0, x1 = MB, y0 = 2 * MB, y1 = 3 * MB, y2 = 4 * MB;
+	tl_tensor buf, t;
+
+	(void)args;
+	if (!first_program(tl))
+		return 0;
+	make(tl, x0, r, c, TL_F16, 0, 1.0f);
+	make(tl, x1, r, c, TL_F16, 1, 1.0f);
+	tl_save_npy(tl, "x0.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "x1.npy", x1, r, c, TL_F16);
+	buf = tl_zeros(tl, r, c, TL_F16);
+	TL_SCRATCH_SCOPE(tl) {
+		tl_load_async_into(tl, buf, x0);
+		tl_tensor read = tl_astype(tl, tl_scale(tl, buf, 1.0), TL_F16);
+
+		tl_load_async_into(tl, buf, x1);
+		tl_store(tl, y0, read);
+	}
+	tl_store(tl, y1, buf);
+	t = tl_load(tl, x0, r, c, TL_F16);
+	make(tl, x0, r, c, TL_F16, 2, 1.0f); /* new bytes under the lazy load */
+	tl_store(tl, y2, t);
+	tl_save_npy(tl, "x0new.npy", x0, r, c, TL_F16);
+	tl_save_npy(tl, "y0.npy", y0, r, c, TL_F16);
+	tl_save_npy(tl, "y1.npy", y1, r, c, TL_F16);
+	tl_save_npy(tl, "y2.npy", y2, r, c, TL_F16);
+	return 0;
+}
+
 /* One flash-decode tile, opt3 style: separate commands. */
 static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 			    tl_tensor m, tl_tensor l, tl_tensor o)
@@ -102,7 +144,7 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
 	tl_copy_to(tl, o, o_new);
 }
 
-/* ADR-0063 tests 1-4, ADR-0065 tests 6/7 through daemons: a flash-decode
+/* scratch-scope design tests 1-4, flat-composite design tests 6/7 through daemons: a flash-decode
  * sweep over `tiles` K/V tiles of G x TILE scores. opt=2: one composite
  * per tile (softmax_merge prologue + P·V + add); opt=3: separate ops.
  * scoped=0 leaves every tile's scratch allocated. Writes s.npy (all
@@ -110,12 +152,12 @@ static void flash_tile_opt3(struct tl *tl, tl_tensor s, tl_tensor v,
  * state m.npy, l.npy, o.npy (O before the division by l). */
 int test_flash(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t tiles = (uint32_t)tl_arg_u64(args, "tiles", 4);
-	uint32_t G = (uint32_t)tl_arg_u64(args, "g", 8);
-	uint32_t T = (uint32_t)tl_arg_u64(args, "tile", 32);
-	uint32_t D = (uint32_t)tl_arg_u64(args, "d", 64);
-	bool scoped = tl_arg_u64(args, "scoped", 1);
-	bool opt2 = tl_arg_u64(args, "opt", 2) == 2;
+	uint32_t tiles = tl_arg_u32(args, "tiles", 4, 1, 65536);
+	uint32_t G = tl_arg_u32(args, "g", 8, 1, 4096);
+	uint32_t T = tl_arg_u32(args, "tile", 32, 1, 4096);
+	uint32_t D = tl_arg_u32(args, "d", 64, 1, 4096);
+	bool scoped = tl_arg_u32(args, "scoped", 1, 0, 1);
+	bool opt2 = tl_arg_u32(args, "opt", 2, 2, 3) == 2;
 	uint64_t s_addr = 0, v_addr = 64 * MB, o_addr = 128 * MB, l_addr = 129 * MB;
 	uint64_t m_addr = 130 * MB;
 

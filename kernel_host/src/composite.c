@@ -1,7 +1,7 @@
 /* composite.c — the composite builder: validates a tl_composite_desc at
- * emit time (ADR-0065 D6), expands prologue recipes, auto-binds the head's
+ * emit time (flat-composite design D6), expands prologue recipes, auto-binds the head's
  * `a` to a recipe's primary output and lowers everything to one flat
- * CompositeCmd (ADR-0065 D1). */
+ * CompositeCmd (flat-composite design D1). */
 #include "tl_private.h"
 
 #include <stdlib.h>
@@ -69,7 +69,7 @@ static void note(tl_tensor *list, uint32_t *n, tl_tensor t)
 		list[(*n)++] = t;
 }
 
-/* A MATH operand: TCM only (ADR-0065 D6.7). */
+/* A MATH operand: TCM only (flat-composite design D6.7). */
 static struct tl_rec *tcm_operand(struct tl *tl, struct tl_site at,
 				  tl_tensor t, const char *where,
 				  const char *name)
@@ -78,7 +78,7 @@ static struct tl_rec *tcm_operand(struct tl *tl, struct tl_site at,
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "%s operand '%s' is HBM-resident (tl_ref): prologue and MATH operands must be in TCM — tl_load it first (ADR-0065 D6.7)",
+			 "%s operand '%s' is HBM-resident (tl_ref): prologue and MATH operands must be in TCM — tl_load it first (flat-composite design D6.7)",
 			 where, name);
 	return r;
 }
@@ -245,7 +245,7 @@ static tl_tensor head_a(struct tl *tl, struct tl_site at,
 {
 	if (!is_none(lw->primary) && !is_none(d->a))
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "composite gives `a` explicitly while prologue recipe %s declares a primary output that binds to it; omit `a` or the recipe (ADR-0065 D6.6)",
+			 "composite gives `a` explicitly while prologue recipe %s declares a primary output that binds to it; omit `a` or the recipe (flat-composite design D6.6)",
 			 lw->primary_recipe);
 	if (!is_none(lw->primary))
 		return lw->primary;
@@ -430,7 +430,7 @@ static void check_gemm_count(struct tl *tl, struct tl_site at,
 	}
 	if (n > 1)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "composite has %u GEMM ops; at most one is allowed (ADR-0065 D6.1)",
+			 "composite has %u GEMM ops; at most one is allowed (flat-composite design D6.1)",
 			 n);
 }
 

@@ -43,11 +43,31 @@ static enum rt_err port_output_path(void *p, const char *file, char *path,
 	return rt_output_path(((struct host_state *)p)->ctx, file, path, cap);
 }
 
+/* The kernel's clock gets a track of its own: its dispatch and wait
+ * slices are serial, while messages land on track 0 at any time. */
+static void port_trace_slice(void *p, const char *name, const char *file, int line,
+			     uint64_t start_ps, uint64_t end_ps)
+{
+	struct rt_trace_span span = {
+		.track = 1, .track_name = "kernel", .name = name, .cat = "kernel",
+		.site_file = file, .site_line = line, .start_ps = start_ps, .end_ps = end_ps,
+	};
+
+	rt_trace_slice(((struct host_state *)p)->ctx, &span); /* an I/O error resurfaces at the final flush */
+}
+
+static void port_trace_counter(void *p, const char *name, uint64_t ts_ps, uint64_t value)
+{
+	rt_trace_counter(((struct host_state *)p)->ctx, name, ts_ps, value);
+}
+
 static const struct tl_port_ops host_port = {
 	.send = port_send,
 	.stat_add = port_stat_add,
 	.stat_max = port_stat_max,
 	.output_path = port_output_path,
+	.trace_slice = port_trace_slice,
+	.trace_counter = port_trace_counter,
 };
 
 static void fill_setup(struct rt_ctx *ctx, struct host_state *h,

@@ -1,13 +1,17 @@
 /* kernel_find.c — resolving a workload name to a kernel: a built-in from
  * the registry table, or "path/lib.so:NAME" through dlopen + dlsym (the
- * executable is linked -rdynamic, so the object resolves tl_* from it). */
+ * executable is linked -rdynamic, so the object resolves tl_* from it).
+ * Only daemons load objects; the launcher merely checks the name. */
 #include "tl_host.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "../kernels/kernels.h"
+#include "../kernels/registry.h"
 
 const struct tl_kernel_info *tl_kernel_builtins(size_t *count)
 {
@@ -15,19 +19,29 @@ const struct tl_kernel_info *tl_kernel_builtins(size_t *count)
 	return tl_builtin_kernels;
 }
 
-static enum rt_err find_in_object(const char *workload, const char *colon,
-				  struct tl_kernel_ref *out)
+/* Splits "path:NAME" into `path`; checks both parts' lengths. */
+static enum rt_err object_path(const char *workload, const char *colon, char *path, size_t cap)
 {
-	char path[1024];
 	size_t n = (size_t)(colon - workload);
-	void *dl, *sym;
 
-	if (n == 0 || n >= sizeof(path) || !colon[1] ||
-	    strlen(colon + 1) >= sizeof(out->name))
+	if (n == 0 || n >= cap || !colon[1] ||
+	    strlen(colon + 1) >= sizeof(((struct tl_kernel_ref *)0)->name))
 		return rt_fail(RT_ENOTFOUND,
 			       "kernel '%s': expected path/lib.so:NAME", workload);
 	memcpy(path, workload, n);
 	path[n] = '\0';
+	return RT_EOK;
+}
+
+static enum rt_err find_in_object(const char *workload, const char *colon,
+				  struct tl_kernel_ref *out)
+{
+	char path[1024];
+	void *dl, *sym;
+	enum rt_err err = object_path(workload, colon, path, sizeof(path));
+
+	if (err)
+		return err;
 	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!dl)
 		return rt_fail(RT_ENOTFOUND, "kernel '%s': cannot load %s: %s",
@@ -63,6 +77,32 @@ enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out)
 	return rt_fail(RT_ENOTFOUND,
 		       "unknown kernel '%s' (see `kernbench list`; a kernel in a shared object is path/lib.so:NAME)",
 		       workload);
+}
+
+enum rt_err tl_kernel_check(const char *workload)
+{
+	const char *colon = strrchr(workload, ':');
+	char path[1024];
+	struct stat st;
+	enum rt_err err;
+
+	if (!colon) {
+		for (size_t i = 0; i < tl_builtin_count; i++)
+			if (strcmp(tl_builtin_kernels[i].name, workload) == 0)
+				return RT_EOK;
+		return rt_fail(RT_ENOTFOUND,
+			       "unknown kernel '%s' (see `kernbench list`; a kernel in a shared object is path/lib.so:NAME)",
+			       workload);
+	}
+	err = object_path(workload, colon, path, sizeof(path));
+	if (err)
+		return err;
+	if (stat(path, &st) || access(path, R_OK))
+		return rt_fail(RT_ENOTFOUND, "kernel '%s': cannot load %s: %s", workload, path,
+			       strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rt_fail(RT_ENOTFOUND, "kernel '%s': %s is not a regular file", workload, path);
+	return RT_EOK;
 }
 
 void tl_kernel_ref_release(struct tl_kernel_ref *ref)

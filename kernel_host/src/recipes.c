@@ -1,4 +1,4 @@
-/* recipes.c — the recipe table (the RECIPE_DESCRIPTORS analog of ADR-0065
+/* recipes.c — the recipe table (the RECIPE_DESCRIPTORS analog of flat-composite design
  * D5). A recipe is a named prologue op that the host expands into MATH
  * micro-ops with every address filled in; the scheduler never sees it.
  *

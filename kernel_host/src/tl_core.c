@@ -1,7 +1,9 @@
 /* tl_core.c — the tl runtime's core: lifecycle, the kernel coroutine,
  * handles, commands and waits, the PE_CPU clock and the scratch arena with
- * its scopes (ADR-0063). */
+ * its scopes (scratch-scope design). */
 #include "tl_private.h"
+
+#include "rt/daemon.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,21 +124,29 @@ void tl_destroy(struct tl **tl_p)
 	free(tl->saves);
 	free(tl->wire_buf);
 	free(tl->lowering_buf);
+	rt_buf_release(&tl->args_log);
 	free(tl);
 	*tl_p = NULL;
 }
 
-/* Tells the launcher which --arg names this kernel read, so it can warn
- * about one no program read (a typo). */
-static void report_args_used(struct tl *tl)
+/* Leaves the arguments this kernel asked for, with their resolved values,
+ * as a part file the launcher merges: summary.json lists them, and an
+ * --arg no kernel asked for is rejected with this list. */
+static void report_args(struct tl *tl)
 {
-	char name[96];
+	char file[64], path[1200];
+	FILE *f;
 
-	for (uint32_t i = 0; i < tl->args.n && i < 64 && tl->s.port->stat_max; i++)
-		if (tl->args_used >> i & 1) {
-			snprintf(name, sizeof(name), "arg_used:%s", tl->args.items[i].name);
-			tl->s.port->stat_max(tl->s.port_ctx, name, 1);
-		}
+	if (!tl->s.port->output_path)
+		return;
+	snprintf(file, sizeof(file), "%s/args.%u.%u", RT_PARTS_DIR, tl->s.rank, tl->s.pe);
+	if (tl->s.port->output_path(tl->s.port_ctx, file, path, sizeof(path)) != RT_EOK)
+		return;
+	f = fopen(path, "wx"); /* exclusive: the staging folder is fresh */
+	if (!f)
+		return;
+	fwrite(tl->args_log.data ? tl->args_log.data : "", 1, tl->args_log.len, f);
+	fclose(f);
 }
 
 static void report_end(struct tl *tl)
@@ -154,7 +164,7 @@ static void report_end(struct tl *tl)
 			    tl->clock_ps - tl->start_ps);
 		p->stat_add(tl->s.port_ctx, "commands", tl->tot.commands);
 	}
-	report_args_used(tl);
+	report_args(tl);
 }
 
 /* The coroutine body: the kernel, then a drain of its commands. */
@@ -228,22 +238,34 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 	return id;
 }
 
+/* Grows the bounding span [*lo, *hi) (empty when lo == hi) by
+ * [addr, addr + bytes). */
+static void span_add(uint64_t *lo, uint64_t *hi, uint64_t addr,
+		     uint64_t bytes)
+{
+	if (bytes == 0)
+		return;
+	if (*lo == *hi) {
+		*lo = addr;
+		*hi = addr + bytes;
+		return;
+	}
+	if (addr < *lo)
+		*lo = addr;
+	if (addr + bytes > *hi)
+		*hi = addr + bytes;
+}
+
 void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes)
 {
-	struct tl_cmd *c = &tl->cmds[id];
+	span_add(&tl->cmds[id].tcm_lo, &tl->cmds[id].tcm_hi, addr, bytes);
+}
 
-	if (bytes == 0)
-		return;
-	if (c->tcm_lo == c->tcm_hi) {
-		c->tcm_lo = addr;
-		c->tcm_hi = addr + bytes;
-		return;
-	}
-	if (addr < c->tcm_lo)
-		c->tcm_lo = addr;
-	if (addr + bytes > c->tcm_hi)
-		c->tcm_hi = addr + bytes;
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes)
+{
+	span_add(&tl->cmds[id].hbm_rlo, &tl->cmds[id].hbm_rhi, addr, bytes);
 }
 
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps)
@@ -281,11 +303,27 @@ enum rt_err tl_resume_for(struct tl *tl, uint64_t id)
 
 /* Suspends the kernel until command `id` is done, then moves the kernel
  * clock past its completion. */
+/* A slice of the kernel's clock on the host's trace. */
+static void trace_kernel(struct tl *tl, const char *what, struct tl_site at,
+			 uint64_t start_ps, uint64_t end_ps)
+{
+	if (tl->s.port->trace_slice)
+		tl->s.port->trace_slice(tl->s.port_ctx, what, at.file, at.line,
+					start_ps, end_ps);
+}
+
+/* The scratch-in-use counter track, at the kernel's clock. */
+static void trace_scratch(struct tl *tl)
+{
+	if (tl->s.port->trace_counter)
+		tl->s.port->trace_counter(tl->s.port_ctx, "scratch_bytes",
+					  tl->clock_ps, tl->cursor);
+}
+
 void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 {
-	uint64_t from = tl->clock_ps;
+	uint64_t start_ps = tl->clock_ps;
 
-	(void)at;
 	if (id == 0)
 		return;
 	while (!tl->cmds[id].done) {
@@ -296,9 +334,11 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		tl->state = TL_RUNNING;
 	}
 	if (tl->cmds[id].kind == TL_CMD_RECV)
-		tl_ipcq_waited(tl, id, from); /* ring figures (ipcq.c) */
+		tl_ipcq_waited(tl, id, start_ps); /* ring figures (ipcq.c) */
 	if (tl->cmds[id].done_ps > tl->clock_ps)
 		tl->clock_ps = tl->cmds[id].done_ps;
+	if (tl->clock_ps > start_ps) /* the kernel stalled here */
+		trace_kernel(tl, "wait", at, start_ps, tl->clock_ps);
 }
 
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t)
@@ -327,10 +367,15 @@ void tl_charge(struct tl *tl, uint64_t cycles)
 void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 {
 	Kb__Payload msg = KB__PAYLOAD__INIT;
+	uint64_t start_ps = tl->clock_ps;
 	enum rt_err rc;
 
 	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
-					 tl_command_logical_bytes(cmd)));
+					 rt_command_logical_bytes(cmd)));
+	trace_kernel(tl, cmd->body_case == KB__COMMAND__BODY_COMPOSITE ? "dispatch composite"
+			 : cmd->body_case == KB__COMMAND__BODY_DMA     ? "dispatch dma"
+								       : "dispatch copy",
+		     at, start_ps, tl->clock_ps);
 	tl->tot.commands++;
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
 	msg.command = cmd;
@@ -358,7 +403,6 @@ tl_tensor tl_rec_new(struct tl *tl, struct tl_site at, struct tl_rec **out)
 	memset(r, 0, sizeof(*r));
 	r->gen = gen;
 	r->scope = tl->n_saves ? tl->saves[tl->n_saves - 1].serial : 0;
-	r->id = ++tl->next_handle_id;
 	t.slot = slot;
 	t.gen = gen;
 	t.scope = r->scope;
@@ -403,7 +447,7 @@ struct tl_tref tl_tref_of(const struct tl_rec *r)
 	struct tl_tref t = {
 		.tcm = r->tcm, .pinned = r->pinned, .trans = r->trans,
 		.addr = r->addr, .rows = r->rows, .cols = r->cols,
-		.dtype = r->dtype, .handle = r->id,
+		.dtype = r->dtype,
 	};
 	return t;
 }
@@ -431,6 +475,7 @@ static uint64_t scratch_alloc(struct tl *tl, struct tl_site at,
 	tl->cursor += aligned;
 	if (tl->cursor > tl->peak)
 		tl->peak = tl->cursor;
+	trace_scratch(tl);
 	return addr;
 }
 
@@ -515,6 +560,7 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at)
 	tl->n_slots = s.n_slots;
 	tl->cursor = s.cursor;
 	tl->n_saves--;
+	trace_scratch(tl);
 }
 
 /* ------------------------------------------------------------ identity */
@@ -526,35 +572,65 @@ uint32_t tl_num_ranks(const struct tl *tl) { return tl->s.ranks; }
 enum tl_mode tl_mode(const struct tl *tl) { return tl->s.mode; }
 uint64_t tl_now_ps(const struct tl *tl) { return tl->clock_ps; }
 
+/* Finds the last --arg called `name` (the last one wins). */
 static const char *arg_find(const struct tl_args *args, const char *name)
 {
-	const char *value = NULL;
-	uint32_t i;
+	for (uint32_t i = args->n; i-- > 0;)
+		if (strcmp(args->items[i].name, name) == 0)
+			return args->items[i].value;
+	return NULL;
+}
 
-	for (i = args->n; i-- > 0;) /* the last --arg wins; every match is used */
-		if (strcmp(args->items[i].name, name) == 0) {
-			if (!value)
-				value = args->items[i].value;
-			if (i < 64 && args->owner)
-				args->owner->args_used |= 1ull << i;
-		}
-	return value;
+/* Records that the kernel asked for `name` and what it resolved to (the
+ * first lookup of a name counts; names are short, lookups few). */
+static void arg_note(const struct tl_args *args, const char *name, bool given,
+		     const char *value)
+{
+	struct tl *tl = args->owner;
+	struct rt_buf *log;
+	size_t len = strlen(name);
+
+	if (!tl)
+		return;
+	log = &tl->args_log;
+	for (const char *p = log->data; p && *p; p = strchr(p, '\n') + 1)
+		if (!strncmp(p, name, len) && p[len] == '\t')
+			return;
+	rt_buf_printf(log, "%s\t%s\t", name, given ? "given" : "default");
+	for (; *value; value++) /* one line per name, whatever the value holds */
+		rt_buf_append(log, (unsigned char)*value < 0x20 ? "?" : value, 1);
+	rt_buf_append(log, "\n", 1);
+}
+
+/* The shared decimal parser; a bad value ends the run naming the range. */
+static uint64_t arg_number(const struct tl_args *args, const char *name,
+			   uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *v = arg_find(args, name);
+	char text[24];
+	uint64_t x = def;
+
+	if (v && rt_parse_u64(v, min, max, &x) != RT_PARSE_OK)
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "--arg %s=%.40s%s: expected a decimal whole number "
+			 "from %llu to %llu", name, v,
+			 strlen(v) > 40 ? "..." : "",
+			 (unsigned long long)min, (unsigned long long)max);
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)x);
+	arg_note(args, name, v != NULL, text);
+	return x;
 }
 
 uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 		    uint64_t def)
 {
-	const char *v = arg_find(args, name);
-	char *end;
-	unsigned long long x;
+	return arg_number(args, name, def, 0, UINT64_MAX);
+}
 
-	if (!v)
-		return def;
-	x = strtoull(v, &end, 0);
-	if (!*v || *end || *v == '-')
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
-			 "--arg %s=%s: expected an unsigned integer", name, v);
-	return (uint64_t)x;
+uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
+		    uint32_t def, uint32_t min, uint32_t max)
+{
+	return (uint32_t)arg_number(args, name, def, min, max);
 }
 
 const char *tl_arg_str(const struct tl_args *args, const char *name,
@@ -562,5 +638,6 @@ const char *tl_arg_str(const struct tl_args *args, const char *name,
 {
 	const char *v = arg_find(args, name);
 
+	arg_note(args, name, v != NULL, v ? v : def ? def : "");
 	return v ? v : def;
 }

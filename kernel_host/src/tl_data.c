@@ -61,15 +61,6 @@ static void store_elem(uint8_t *p, enum tl_dtype dtype, float v)
 	}
 }
 
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v)
-{
-	uint32_t es = tl_dtype_size(dtype);
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		store_elem(dst + i * es, dtype, (float)v);
-}
-
 static void to_floats(const uint8_t *src, enum tl_dtype dtype, size_t n,
 		      float *out)
 {
@@ -118,6 +109,10 @@ bool tl_hbm_write_at(struct tl *tl, struct tl_site at, uint64_t addr,
 	uint8_t *bytes;
 	size_t i;
 
+	/* never under a pending command: a lazy load issued earlier must see
+	 * the old bytes, as a blocking load would (both modes, so timing
+	 * mode keeps data mode's clock) */
+	tl_wait_hbm_range(tl, at, addr, addr + (uint64_t)n * es);
 	if (tl->s.mode != TL_DATA)
 		return false;
 	bytes = tl_hbm_bytes(tl, addr, (uint64_t)n * es);
@@ -176,6 +171,10 @@ bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 	}
 	rc = rt_npy_write(path, dtype == TL_F16 ? RT_NPY_F16 : RT_NPY_F32,
 			  shape, 2, wide ? (const void *)wide : bytes);
+	if (rc == RT_EOK && tl->s.port->stat_add) /* NaN/Inf results: warned about */
+		tl->s.port->stat_add(tl->s.port_ctx, "nonfinite_outputs",
+				     rt_npy_nonfinite(dtype == TL_F16 ? RT_NPY_F16 : RT_NPY_F32,
+						      wide ? (const void *)wide : bytes, n));
 	free(wide);
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "tl_save_npy %s: %s", file, rt_last_error());

@@ -103,6 +103,29 @@ void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 	}
 }
 
+static bool hbm_touches(const struct tl_cmd *c, uint64_t lo, uint64_t hi)
+{
+	return (c->hbm_lo < c->hbm_hi && c->hbm_lo < hi && lo < c->hbm_hi) ||
+	       (c->hbm_rlo < c->hbm_rhi && c->hbm_rlo < hi && lo < c->hbm_rhi);
+}
+
+void tl_wait_hbm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi)
+{
+	uint32_t i;
+
+	for (i = 0; i < tl->n_pending;) {
+		uint64_t id = tl->pending[i];
+
+		if (hbm_touches(&tl->cmds[id], lo, hi)) {
+			tl_wait_cmd(tl, at, id);
+			i = 0; /* the pending list changed */
+			continue;
+		}
+		i++;
+	}
+}
+
 static struct tl_tref hbm_tref(uint64_t addr, uint32_t rows, uint32_t cols,
 			       enum tl_dtype dtype)
 {
@@ -132,12 +155,26 @@ static void emit_dma(struct tl *tl, struct tl_site at, uint64_t id,
 
 /* ------------------------------------------------------------ memory */
 
+/* One DMA read of r's shape from hbm_addr into r (TCM); r's consumers
+ * wait for it (lazy, lazy-load design D2). */
+static void emit_load(struct tl *tl, struct tl_site at, struct tl_rec *r,
+		      uint64_t hbm_addr)
+{
+	uint64_t bytes = tl_rec_bytes(r);
+	uint64_t id = tl_cmd_new(tl, at, TL_CMD_DMA);
+	struct tl_tref src = hbm_tref(hbm_addr, r->rows, r->cols, r->dtype);
+	struct tl_tref dst = tl_tref_of(r);
+
+	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
+	tl_cmd_read_hbm(tl, id, hbm_addr, bytes);
+	emit_dma(tl, at, id, false, &src, &dst);
+	r->producer = id;
+}
+
 tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		     uint32_t rows, uint32_t cols, enum tl_dtype dtype)
 {
-	struct tl_tref src;
-	struct tl_rec *r;
-	uint64_t bytes, id;
+	uint64_t bytes;
 	tl_tensor t;
 
 	check_dims(tl, at, "tl_load", rows, cols, dtype);
@@ -146,15 +183,7 @@ tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 	/* a read must not overtake a pending store of the same bytes */
 	tl_wait_cmd(tl, at, pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes));
 	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
-	r = &tl->slots[t.slot];
-	id = tl_cmd_new(tl, at, TL_CMD_DMA);
-	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
-	src = hbm_tref(hbm_addr, rows, cols, dtype);
-	{
-		struct tl_tref dst = tl_tref_of(r);
-		emit_dma(tl, at, id, false, &src, &dst);
-	}
-	r->producer = id; /* lazy: consumers wait for it (ADR-0062 D2) */
+	emit_load(tl, at, &tl->slots[t.slot], hbm_addr);
 	return t;
 }
 
@@ -164,6 +193,27 @@ tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
 {
 	tl_future f = { tl_load_at(tl, at, hbm_addr, rows, cols, dtype) };
 	return f;
+}
+
+tl_future tl_load_async_into_at(struct tl *tl, struct tl_site at,
+				tl_tensor dst, uint64_t hbm_addr)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, dst, "tl_load_async_into dst");
+	uint64_t bytes;
+
+	if (!r->tcm)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_load_async_into dst is HBM-resident (tl_ref); load into a TCM tensor allocated outside the tile scope (e.g. tl_zeros)");
+	if (r->trans)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_load_async_into dst is a transposed view; load into the tensor itself");
+	bytes = tl_rec_bytes(r);
+	check_hbm(tl, at, "tl_load_async_into", hbm_addr, bytes);
+	/* RAW on the HBM bytes, WAR/WAW on dst: earlier commands first */
+	tl_wait_cmd(tl, at, pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes));
+	tl_wait_tcm_range(tl, at, r->addr, r->addr + bytes);
+	emit_load(tl, at, r, hbm_addr);
+	return (tl_future){ dst };
 }
 
 tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f)
@@ -258,25 +308,6 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 	rd->producer = id;
 }
 
-/* A fill is a host store into TCM: one dispatch of a one-tensor op in both
- * modes, no command (the MATH engine has no fill op). */
-tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
-		     uint32_t cols, enum tl_dtype dtype, double value)
-{
-	tl_tensor t;
-	struct tl_rec *r;
-	uint8_t *bytes;
-
-	check_dims(tl, at, "tl_full", rows, cols, dtype);
-	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
-	r = &tl->slots[t.slot];
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, rt_isa_logical_bytes(1, 0)));
-	bytes = tl_tcm_bytes(tl, r->addr, tl_rec_bytes(r));
-	if (bytes)
-		tl_fill_bytes(bytes, dtype, (size_t)rows * cols, value);
-	return t;
-}
-
 /* ------------------------------------------------------------ compute */
 
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r)
@@ -306,9 +337,12 @@ void tl_op_extra_f(struct tl_op *op, const char *name, double v)
 
 static void touch_tref(struct tl *tl, uint64_t id, const struct tl_tref *t)
 {
+	uint64_t bytes = (uint64_t)t->rows * t->cols * tl_dtype_size(t->dtype);
+
 	if (t->tcm)
-		tl_cmd_touch_tcm(tl, id, t->addr,
-				 (uint64_t)t->rows * t->cols * tl_dtype_size(t->dtype));
+		tl_cmd_touch_tcm(tl, id, t->addr, bytes);
+	else /* a streamed tl_ref: the composite reads these HBM bytes */
+		tl_cmd_read_hbm(tl, id, t->addr, bytes);
 }
 
 uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
@@ -337,7 +371,7 @@ uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
 	return id;
 }
 
-/* MATH operands are TCM-only (ADR-0065 D6.7). */
+/* MATH operands are TCM-only (flat-composite design D6.7). */
 static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 				 tl_tensor t, const char *op)
 {
@@ -345,7 +379,7 @@ static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (ADR-0065 D6.7)",
+			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (flat-composite design D6.7)",
 			 op);
 	tl_wait_cmd(tl, at, r->producer);
 	return r;
@@ -367,6 +401,21 @@ static tl_tensor math_single(struct tl *tl, struct tl_site at,
 	return out;
 }
 
+/* A fill is a MATH `fill` command (no inputs, extra `value`): it pays its
+ * dispatch and PE_MATH time like any other op, and its result is ready when
+ * the command completes (consumers wait for it as for any producer). */
+tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		     uint32_t cols, enum tl_dtype dtype, double value)
+{
+	struct tl_lowered low;
+
+	check_dims(tl, at, "tl_full", rows, cols, dtype);
+	memset(&low, 0, sizeof(low));
+	low.ops[0].kind = rt_isa_get(RT_ISA_FILL)->name;
+	tl_op_extra_f(&low.ops[0], "value", value);
+	return math_single(tl, at, &low, rows, cols, dtype);
+}
+
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		    tl_tensor b)
 {
@@ -383,7 +432,7 @@ tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	tl_wait_cmd(tl, at, ra->producer);
 	tl_wait_cmd(tl, at, rb->producer);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "gemm";
+	low.ops[0].kind = rt_isa_get(RT_ISA_GEMM)->name;
 	tl_op_operand(&low.ops[0], "a", ra);
 	tl_op_operand(&low.ops[0], "b", rb);
 	tl_op_extra_i(&low.ops[0], "m", m);
@@ -398,12 +447,10 @@ tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t)
 	struct tl_rec copy = *r;
 	tl_tensor view = tl_rec_new(tl, at, &v);
 	uint32_t gen = v->gen, scope = v->scope;
-	uint64_t id = v->id;
 
 	*v = copy;
 	v->gen = gen;
 	v->scope = scope;
-	v->id = id;
 	v->trans = !copy.trans;
 	return view;
 }
@@ -452,7 +499,7 @@ tl_tensor tl_scale_at(struct tl *tl, struct tl_site at, tl_tensor a,
 	struct tl_lowered low;
 
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "scale";
+	low.ops[0].kind = rt_isa_get(RT_ISA_SCALE)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	tl_op_extra_f(&low.ops[0], "scale", s);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
@@ -486,7 +533,7 @@ tl_tensor tl_astype_at(struct tl *tl, struct tl_site at, tl_tensor a,
 
 	check_dims(tl, at, "tl_astype", 1, 1, dtype);
 	memset(&low, 0, sizeof(low));
-	low.ops[0].kind = "copy";
+	low.ops[0].kind = rt_isa_get(RT_ISA_COPY)->name;
 	tl_op_operand(&low.ops[0], "src", ra);
 	return math_single(tl, at, &low, tl_rec_lrows(ra), tl_rec_lcols(ra),
 			   dtype);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "coro.h"
+#include "rt/buf.h"
 #include "rt/isa.h"
 #include "tl_host.h"
 
@@ -21,7 +22,6 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
-	uint64_t id;        /* unique handle id for TensorRef.handle */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -30,7 +30,6 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
-	uint64_t handle;
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -76,6 +75,7 @@ struct tl_cmd {
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
 	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
+	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 };
@@ -115,7 +115,7 @@ struct tl_args {
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
-	uint64_t args_used;   /* bit i: args.items[i] was looked up (first 64) */
+	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */
@@ -128,7 +128,6 @@ struct tl {
 
 	struct tl_rec *slots; /* slot 0 unused: TL_NONE */
 	uint32_t n_slots, cap_slots;
-	uint64_t next_handle_id;
 
 	struct tl_cmd *cmds;  /* index = command id; 0 unused */
 	uint64_t n_cmds, cap_cmds;
@@ -179,6 +178,12 @@ uint32_t tl_rec_lcols(const struct tl_rec *r);
 /* ---- ops (tl_ops.c) */
 void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 		       uint64_t hi);
+/* Waits for every pending command reading or writing HBM [lo, hi). */
+void tl_wait_hbm_range(struct tl *tl, struct tl_site at, uint64_t lo,
+		       uint64_t hi);
+/* Records that command `id` reads HBM [addr, addr + bytes). */
+void tl_cmd_read_hbm(struct tl *tl, uint64_t id, uint64_t addr,
+		     uint64_t bytes);
 void tl_op_operand(struct tl_op *op, const char *name, const struct tl_rec *r);
 void tl_op_extra_i(struct tl_op *op, const char *name, int64_t v);
 void tl_op_extra_f(struct tl_op *op, const char *name, double v);
@@ -213,7 +218,6 @@ uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low);
 /* ---- data (tl_data.c) */
 uint8_t *tl_tcm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
 uint8_t *tl_hbm_bytes(struct tl *tl, uint64_t addr, uint64_t n);
-void tl_fill_bytes(uint8_t *dst, enum tl_dtype dtype, size_t n, double v);
 
 /* ---- recipes (recipes.c) */
 #define TL_RECIPE_MAX_OPERANDS 6

@@ -1,16 +1,9 @@
 /* tl_wire.c — internal command forms to the wire schema, and the logical
- * size of a command that the dispatch cost is charged on (ADR-0064 rev 2). */
+ * size of a command that the dispatch cost is charged on (dispatch-cost design). */
 #include "tl_private.h"
-
-#include "sched.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-uint64_t tl_command_logical_bytes(const Kb__Command *cmd)
-{
-	return sched_command_logical_bytes(cmd);
-}
 
 /* The same rule (rt/isa.h) on the internal form, for the cap check
  * before lowering to the wire. */

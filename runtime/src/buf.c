@@ -3,6 +3,7 @@
 #include "rt/json.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,12 +117,18 @@ enum rt_err rt_buf_write_file(const struct rt_buf *b, const char *path)
 {
 	char tmp[4096];
 	FILE *f;
-	int ok;
+	int ok, fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "wb");
-	if (!f)
+	/* never through a link planted at the temporary name; the rename then
+	 * replaces whatever `path` was (a link included) without following it */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+	}
 	ok = fwrite(b->data ? b->data : "", 1, b->len, f) == b->len;
 	ok = (fclose(f) == 0) && ok;
 	if (!ok || rename(tmp, path) != 0) {

@@ -14,110 +14,129 @@
 
 #include <assert.h>
 #include <cyaml/cyaml.h>
+#include <yaml.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt/buf.h"
 #include "rt/config_doc.h"
+#include "rt/infile.h"
+#include "rt/job.h"
+#include "rt/json.h"
 
-#define FIELD(k, t, member, def, unit, doc)                                 \
+#define FIELD(k, t, member, def, unit, doc, lo, hi)                         \
 	{ k, t, offsetof(struct rt_config, member),                         \
-	  sizeof(((struct rt_config *)0)->member), def, unit, doc }
-#define U32(k, m, def, unit, doc) FIELD(k, RT_CFG_U32, m, def, unit, doc)
-#define U64(k, m, def, unit, doc) FIELD(k, RT_CFG_U64, m, def, unit, doc)
-#define STR(k, m, def, unit, doc) FIELD(k, RT_CFG_STR, m, def, unit, doc)
+	  sizeof(((struct rt_config *)0)->member), def, unit, doc, lo, hi }
+#define U32(k, m, def, unit, lo, hi, doc) FIELD(k, RT_CFG_U32, m, def, unit, doc, lo, hi)
+#define U64(k, m, def, unit, lo, hi, doc) FIELD(k, RT_CFG_U64, m, def, unit, doc, lo, hi)
+#define STR(k, m, def, unit, doc) FIELD(k, RT_CFG_STR, m, def, unit, doc, 0, 0)
+
+/* Ranges: wide enough for any machine worth simulating, narrow enough that
+ * no product the models form (cycles x ps, bytes / rate) can overflow. */
+#define GIGA 1000000000ULL
+#define KI (1ULL << 10)
+#define MI (1ULL << 20)
+#define GI (1ULL << 30)
+#define TI (1ULL << 40)
 
 /* Grouped by section: the YAML schema needs each section's keys contiguous. */
 const struct rt_config_field rt_config_fields[] = {
-	U32("machine.ranks", ranks, "1", "chips",
-	    "number of ranks (chips), 1 to 64; `--ranks` overrides"),
-	U32("machine.pes", pes, "8", "PEs",
-	    "processing elements per rank, 1 to 64; `--pes` overrides"),
-	U64("machine.clock_mhz", clock_mhz, "1000", "MHz",
+	U32("machine.ranks", ranks, "1", "chips", 1, 64,
+	    "number of ranks (chips); `--ranks` overrides"),
+	U32("machine.pes", pes, "8", "PEs", 1, 64,
+	    "processing elements per rank; `--pes` overrides"),
+	U64("machine.clock_mhz", clock_mhz, "1000", "MHz", 1, 1000000,
 	    "PE clock; must divide 1000000 so a cycle is a whole number of ps"),
 
-	U64("memory.hbm_bytes", hbm_bytes, "17179869184", "bytes",
+	U64("memory.hbm_bytes", hbm_bytes, "17179869184", "bytes", 4 * KI, TI,
 	    "HBM capacity per rank"),
-	U64("memory.tcm_scratch_bytes", tcm_scratch_bytes, "1048576", "bytes",
+	U64("memory.tcm_scratch_bytes", tcm_scratch_bytes, "1048576", "bytes", 1, 4 * GI,
 	    "kernel scratch TCM per PE (host arenas)"),
-	U64("memory.tcm_staging_bytes", tcm_staging_bytes, "524288", "bytes",
+	U64("memory.tcm_staging_bytes", tcm_staging_bytes, "524288", "bytes", 0, 4 * GI,
 	    "scheduler staging TCM per PE, placed after the scratch"),
 
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
-	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles",
+	STR("dma.params", dma_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
-	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle",
+	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
 	    "bandwidth of each DMA channel (one read, one write)"),
 
-	U64("dma.outstanding", dma_outstanding, "4", "transfers",
-	    "transfers each DMA channel keeps in flight (setup and HBM latency of the next overlap the current one's data); 1 to 64"),
+	U64("dma.outstanding", dma_outstanding, "4", "transfers", 1, 64,
+	    "transfers each DMA channel keeps in flight (setup and HBM latency of the next overlap the current one's data)"),
 
 	STR("hbm.model", hbm_model, "shared", "name",
-	    "rank memory model: `shared` (the rank's DMA channels share hbm.bytes_per_cycle), `ideal` (no shared limit: every channel streams at dma.bytes_per_cycle, no HBM latency) or a path to a plugin .so"),
-	U64("hbm.bytes_per_cycle", hbm_bytes_per_cycle, "3276", "bytes/cycle",
+	    "rank memory model: `shared` (the rank's DMA channels share hbm.bytes_per_cycle), `interleaved` (per-channel first come first served over interleaved addresses), `ideal` (no shared limit: every channel streams at dma.bytes_per_cycle, no HBM latency) or a path to a plugin .so"),
+	U64("hbm.bytes_per_cycle", hbm_bytes_per_cycle, "3276", "bytes/cycle", 1, MI,
 	    "peak HBM bandwidth of one rank (all stacks) at the PE clock, reads and writes together"),
-	U32("hbm.channels", hbm_channels, "64", "channels",
-	    "independent HBM channels of one rank; each serves bytes_per_cycle / channels, 1 to 4096"),
-	U64("hbm.interleave_bytes", hbm_interleave_bytes, "256", "bytes",
+	U32("hbm.channels", hbm_channels, "64", "channels", 1, 4096,
+	    "independent HBM channels of one rank; each serves bytes_per_cycle / channels"),
+	U64("hbm.interleave_bytes", hbm_interleave_bytes, "256", "bytes", 1, GIGA,
 	    "address interleave: consecutive blocks of this size go to consecutive channels"),
-	U64("hbm.latency_cycles", hbm_latency_cycles, "120", "cycles",
-	    "HBM access latency; pipelined: it delays a transfer's completion, it does not hold a channel"),
+	U64("hbm.latency_cycles", hbm_latency_cycles, "120", "cycles", 0, GIGA,
+	    "HBM access latency; pipelined: it delays a transfer's completion, it does not hold a channel (at least one cycle is charged when the rank's memory is modelled)"),
 
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
-	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows",
+	STR("gemm.params", gemm_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows", 1, 65536,
 	    "systolic array rows (K consumed per pass)"),
-	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols",
+	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols", 1, 65536,
 	    "systolic array columns (N produced per pass)"),
-	U64("gemm.setup_cycles", gemm_setup_cycles, "16", "cycles",
+	U64("gemm.setup_cycles", gemm_setup_cycles, "16", "cycles", 0, GIGA,
 	    "fixed cost of one GEMM stage"),
-	U32("gemm.weight_double_buffer", gemm_weight_double_buffer, "0", "0 or 1",
+	U32("gemm.weight_double_buffer", gemm_weight_double_buffer, "0", "0 or 1", 0, 1,
 	    "systolic model: 1 loads the next fold's weights behind the current fold (docs/stages.md)"),
-	U64("gemm.macs_per_cycle", gemm_macs_per_cycle, "16384", "MACs/cycle",
+	U64("gemm.macs_per_cycle", gemm_macs_per_cycle, "16384", "MACs/cycle", 1, 4 * GI,
 	    "roofline model: peak compute"),
-	U64("gemm.bytes_per_cycle", gemm_bytes_per_cycle, "256", "bytes/cycle",
+	U64("gemm.bytes_per_cycle", gemm_bytes_per_cycle, "256", "bytes/cycle", 1, MI,
 	    "roofline model: operand bandwidth"),
-	U32("gemm.tile_m", gemm_tile_m, "128", "elements",
+	U32("gemm.tile_m", gemm_tile_m, "128", "elements", 1, 65536,
 	    "scheduler GEMM tile size along M"),
-	U32("gemm.tile_n", gemm_tile_n, "128", "elements",
+	U32("gemm.tile_n", gemm_tile_n, "128", "elements", 1, 65536,
 	    "scheduler GEMM tile size along N"),
-	U32("gemm.tile_k", gemm_tile_k, "128", "elements",
+	U32("gemm.tile_k", gemm_tile_k, "128", "elements", 1, 65536,
 	    "scheduler GEMM tile size along K"),
 
 	STR("math.model", math_model, "simd", "name",
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
-	U32("math.lanes", math_lanes, "64", "elements/cycle",
+	STR("math.params", math_params, "none", "name=value,...",
+	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	U32("math.lanes", math_lanes, "64", "elements/cycle", 1, 65536,
 	    "SIMD lanes: elements processed per step"),
-	U64("math.setup_cycles", math_setup_cycles, "8", "cycles",
+	U64("math.setup_cycles", math_setup_cycles, "8", "cycles", 0, GIGA,
 	    "fixed cost of one MATH stage"),
-	U64("math.cycles_per_elem", math_cycles_per_elem, "1", "cycles",
+	U64("math.cycles_per_elem", math_cycles_per_elem, "1", "cycles", 0, 10000,
 	    "cost per step of simple ops (add, mul, max, copy)"),
-	U64("math.exp_cycles_per_elem", math_exp_cycles_per_elem, "4",
-	    "cycles", "cost per step of transcendental ops (exp and friends)"),
-	U64("math.reduce_cycles_per_elem", math_reduce_cycles_per_elem, "1",
-	    "cycles", "cost per step of reductions (rmax, rsum)"),
+	U64("math.exp_cycles_per_elem", math_exp_cycles_per_elem, "4", "cycles", 0, 10000,
+	    "cost per step of transcendental ops (exp and friends)"),
+	U64("math.reduce_cycles_per_elem", math_reduce_cycles_per_elem, "1", "cycles", 0, 10000,
+	    "cost per step of reductions (rmax, rsum)"),
 
-	U64("links.host_sched_cycles", link_host_sched_cycles, "1", "cycles",
-	    "doorbell latency host to PE scheduler, at least 1"),
-	U64("links.sched_engine_cycles", link_sched_engine_cycles, "1",
-	    "cycles", "doorbell latency scheduler to engine, at least 1"),
-	U64("links.ipcq_cycles", link_ipcq_cycles, "500", "cycles",
-	    "IPCQ ring link latency (per rank pair and direction), at least 1"),
-	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160",
-	    "bytes/cycle", "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank, at least 1"),
+	/* a zero-latency link would let a window grant itself forever */
+	U64("links.host_sched_cycles", link_host_sched_cycles, "1", "cycles", 1, GIGA,
+	    "doorbell latency host to PE scheduler"),
+	U64("links.sched_engine_cycles", link_sched_engine_cycles, "1", "cycles", 1, GIGA,
+	    "doorbell latency scheduler to engine"),
+	U64("links.ipcq_cycles", link_ipcq_cycles, "500", "cycles", 1, GIGA,
+	    "IPCQ ring link latency (per rank pair and direction)"),
+	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160", "bytes/cycle", 1, MI,
+	    "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank"),
 
-	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles",
-	    "PE_CPU cost of dispatching one command, fixed part (ADR-0064)"),
-	U64("dispatch.cycles_per_kib", dispatch_cycles_per_kib, "64",
-	    "cycles/KiB", "PE_CPU dispatch cost per KiB of a command's logical bytes"),
-	U64("dispatch.max_composite_logical_bytes",
-	    max_composite_logical_bytes, "1024", "bytes",
-	    "largest logical size of one composite command"),
+	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
+	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),
+	U64("dispatch.cycles_per_kib", dispatch_cycles_per_kib, "64", "cycles/KiB", 0, MI,
+	    "PE_CPU dispatch cost per KiB of a command's logical bytes"),
+	U64("dispatch.max_composite_logical_bytes", max_composite_logical_bytes, "1024",
+	    "bytes", 1, 4 * GI, "largest logical size of one composite command"),
 
-	U64("run.watchdog_ms", watchdog_ms, "30000", "ms",
+	U64("run.watchdog_ms", watchdog_ms, "30000", "ms", 1, 86400000,
 	    "abort a run that makes no progress for this long (wall clock)"),
 	STR("run.bind_host", bind_host, "127.0.0.1", "address",
 	    "TCP address the daemons bind to"),
@@ -130,27 +149,6 @@ const size_t rt_config_field_count = FIELD_COUNT;
 
 /* Longest value text the YAML schema accepts; real limits are per field. */
 #define TEXT_MAX 4096
-
-enum uint_parse { UINT_OK, UINT_NOT_A_NUMBER, UINT_TOO_BIG };
-
-/* Parses plain decimal digits (no sign, no spaces) up to `max`. */
-static enum uint_parse parse_uint(const char *text, uint64_t max,
-				  uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!*text)
-		return UINT_NOT_A_NUMBER;
-	for (const char *p = text; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return UINT_NOT_A_NUMBER;
-		if (v > (max - (uint64_t)(*p - '0')) / 10)
-			return UINT_TOO_BIG;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	*out = v;
-	return UINT_OK;
-}
 
 /* Copies at most 40 bytes of `text` into `out`, control bytes as '?', so an
  * error line quoting user input stays one short line. */
@@ -174,7 +172,6 @@ static bool field_assign(struct rt_config *cfg,
 			 char *why, size_t why_len)
 {
 	uint8_t *dst = (uint8_t *)cfg + f->offset;
-	uint64_t max = f->type == RT_CFG_U32 ? UINT32_MAX : UINT64_MAX;
 	char quoted[48];
 	size_t len;
 	uint64_t v;
@@ -192,16 +189,16 @@ static bool field_assign(struct rt_config *cfg,
 		memcpy(dst, text, len);
 		return true;
 	}
-	switch (parse_uint(text, max, &v)) {
-	case UINT_NOT_A_NUMBER:
-		snprintf(why, why_len, "expects an unsigned integer, got '%s'",
+	switch (rt_parse_u64(text, f->min, f->max, &v)) {
+	case RT_PARSE_NOT_A_NUMBER:
+		snprintf(why, why_len, "expects an unsigned integer, got '%s' (decimal digits only)",
 			 quoted);
 		return false;
-	case UINT_TOO_BIG:
-		snprintf(why, why_len, "is out of range: got '%s', at most %llu",
-			 quoted, (unsigned long long)max);
+	case RT_PARSE_OUT_OF_RANGE:
+		snprintf(why, why_len, "is out of range: got '%s', must be %llu to %llu (%s)",
+			 quoted, (unsigned long long)f->min, (unsigned long long)f->max, f->unit);
 		return false;
-	case UINT_OK:
+	case RT_PARSE_OK:
 		break;
 	}
 	if (f->type == RT_CFG_U32) {
@@ -242,8 +239,7 @@ static const struct rt_config_field *field_find(const char *key, size_t len)
 	return NULL;
 }
 
-/* Levenshtein distance of two short strings (longer ones count as far). */
-static size_t edit_distance(const char *a, const char *b)
+size_t rt_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), row[64], prev, tmp;
 
@@ -275,7 +271,7 @@ static const char *field_suggest(const char *key)
 	const char *leaf = strchr(key, '.') ? strchr(key, '.') + 1 : key;
 
 	for (size_t i = 0; i < FIELD_COUNT; i++)
-		if (edit_distance(key, rt_config_fields[i].key) <= 2)
+		if (rt_edit_distance(key, rt_config_fields[i].key) <= 2)
 			return rt_config_fields[i].key;
 	for (size_t i = 0; i < FIELD_COUNT; i++)
 		if (strcmp(strchr(rt_config_fields[i].key, '.') + 1, leaf) == 0)
@@ -340,77 +336,55 @@ uint64_t rt_config_cycle_ps(const struct rt_config *cfg)
 
 /* ------------------------------------------------------------ validation */
 
-/* Inclusive bounds for numeric fields; everything else is unbounded. */
-static const struct range_rule {
-	const char *key;
-	uint64_t min, max;
-} range_rules[] = {
-	{ "machine.ranks", 1, 64 },
-	{ "machine.pes", 1, 64 },
-	{ "memory.tcm_scratch_bytes", 1, UINT64_MAX },
-	{ "dma.bytes_per_cycle", 1, UINT64_MAX },
-	{ "dma.outstanding", 1, 64 },
-	{ "hbm.bytes_per_cycle", 1, UINT64_MAX },
-	{ "hbm.channels", 1, 4096 },
-	{ "hbm.interleave_bytes", 1, UINT64_MAX },
-	{ "gemm.array_rows", 1, UINT32_MAX },
-	{ "gemm.array_cols", 1, UINT32_MAX },
-	{ "gemm.weight_double_buffer", 0, 1 },
-	{ "gemm.macs_per_cycle", 1, UINT64_MAX },
-	{ "gemm.bytes_per_cycle", 1, UINT64_MAX },
-	{ "gemm.tile_m", 1, UINT32_MAX },
-	{ "gemm.tile_n", 1, UINT32_MAX },
-	{ "gemm.tile_k", 1, UINT32_MAX },
-	{ "math.lanes", 1, UINT32_MAX },
-	/* a zero-latency link would let a window grant itself forever */
-	{ "links.host_sched_cycles", 1, UINT64_MAX },
-	{ "links.sched_engine_cycles", 1, UINT64_MAX },
-	{ "links.ipcq_cycles", 1, UINT64_MAX },
-	{ "links.ipcq_bytes_per_cycle", 1, UINT64_MAX },
-};
-
-static enum rt_err check_range(const struct rt_config *cfg,
-			       const struct range_rule *r)
+/* A numeric field outside its documented range (a struct filled by hand
+ * or by flags rather than through field_assign). */
+static enum rt_err check_range(const struct rt_config *cfg, const struct rt_config_field *f)
 {
-	const struct rt_config_field *f = field_find(r->key, strlen(r->key));
-	uint64_t v;
+	uint64_t v = field_u64(cfg, f);
 
-	assert(f && "range_rules names an unknown key");
-	v = field_u64(cfg, f);
-	if (v >= r->min && v <= r->max)
+	if (f->type == RT_CFG_STR || (v >= f->min && v <= f->max))
 		return RT_EOK;
-	if (r->max == UINT32_MAX || r->max == UINT64_MAX)
-		return rt_fail(RT_ECONFIG, "config: %s = %llu, must be at least "
-			       "%llu", r->key, (unsigned long long)v,
-			       (unsigned long long)r->min);
-	return rt_fail(RT_ECONFIG, "config: %s = %llu, must be %llu to %llu",
-		       r->key, (unsigned long long)v,
-		       (unsigned long long)r->min, (unsigned long long)r->max);
+	return rt_fail(RT_ECONFIG, "config: %s = %llu, must be %llu to %llu (%s)", f->key,
+		       (unsigned long long)v, (unsigned long long)f->min,
+		       (unsigned long long)f->max, f->unit);
+}
+
+/* A cost in cycles must stay a sane number of picoseconds at this clock. */
+static enum rt_err check_cost(const struct rt_config *cfg, const struct rt_config_field *f)
+{
+	uint64_t v = field_u64(cfg, f), cycle = rt_config_cycle_ps(cfg);
+
+	if (strcmp(f->unit, "cycles") || v <= RT_CONFIG_MAX_COST_PS / cycle)
+		return RT_EOK;
+	return rt_fail(RT_ECONFIG, "config: %s = %llu cycles is more than %llu ps at "
+		       "machine.clock_mhz = %llu (at most %llu cycles)", f->key,
+		       (unsigned long long)v, RT_CONFIG_MAX_COST_PS,
+		       (unsigned long long)cfg->clock_mhz,
+		       (unsigned long long)(RT_CONFIG_MAX_COST_PS / cycle));
 }
 
 enum rt_err rt_config_validate(const struct rt_config *cfg)
 {
-	enum rt_err err;
+	enum rt_err err = RT_EOK;
 
-	if (cfg->clock_mhz == 0 || 1000000 % cfg->clock_mhz != 0)
+	for (size_t i = 0; !err && i < FIELD_COUNT; i++)
+		err = check_range(cfg, &rt_config_fields[i]);
+	if (err)
+		return err;
+	if (1000000 % cfg->clock_mhz != 0)
 		return rt_fail(RT_ECONFIG,
 			       "config: machine.clock_mhz = %llu must divide "
 			       "1000000 exactly so a cycle is a whole number of "
 			       "picoseconds (e.g. 500, 1000, 1250, 2000)",
 			       (unsigned long long)cfg->clock_mhz);
-	for (size_t i = 0; i < sizeof(range_rules) / sizeof(range_rules[0]);
-	     i++) {
-		err = check_range(cfg, &range_rules[i]);
-		if (err)
-			return err;
-	}
-	for (size_t i = 0; i < FIELD_COUNT; i++) {
+	for (size_t i = 0; !err && i < FIELD_COUNT; i++)
+		err = check_cost(cfg, &rt_config_fields[i]);
+	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		if (f->type == RT_CFG_STR && !*((const char *)cfg + f->offset))
-			return rt_fail(RT_ECONFIG, "config: %s is empty",
-				       f->key);
+			err = rt_fail(RT_ECONFIG, "config: %s is empty", f->key);
 	}
-	return RT_EOK;
+	return err;
 }
 
 /* ------------------------------------------------------------ YAML schema */
@@ -564,10 +538,36 @@ static const char *where(const struct cyaml_capture *c, const char *key,
 	return out;
 }
 
+/* Where each key of the document is: "section" and "section.key" with
+ * the line of the key, in document order (from the libyaml pre-pass), so
+ * errors name the line libyaml saw rather than libcyaml's backtrace. */
+#define KEY_LINES_MAX 256
+struct key_lines {
+	char key[KEY_LINES_MAX][SECTION_NAME_MAX + 64];
+	size_t line[KEY_LINES_MAX];
+	size_t n;
+};
+
+/* " (line N)" for the `nth` (0: first) occurrence of `key`, or "". */
+static const char *key_line(const struct key_lines *kl, const char *key, unsigned nth,
+			    char *out, size_t cap)
+{
+	out[0] = '\0';
+	for (size_t i = 0; kl && i < kl->n; i++)
+		if (!strcmp(kl->key[i], key) && nth-- == 0) {
+			snprintf(out, cap, " (line %zu)", kl->line[i]);
+			break;
+		}
+	return out;
+}
+
 /* Turns libcyaml's message into one line naming the origin and the key. */
 static enum rt_err cyaml_failure(const struct cyaml_capture *c,
-				 const char *origin, cyaml_err_t err)
+				 const char *origin, cyaml_err_t err,
+				 const struct key_lines *kl)
 {
+	char at[32];
+
 	static const char unexpected[] = "Unexpected key: ";
 	static const char twice[] = "Mapping field already seen: ";
 	const char *w = c->what;
@@ -575,21 +575,23 @@ static enum rt_err cyaml_failure(const struct cyaml_capture *c,
 
 	if (!strncmp(w, unexpected, sizeof(unexpected) - 1)) {
 		capture_key(c, w + sizeof(unexpected) - 1, key, sizeof(key));
-		return rt_fail(RT_ECONFIG, "config %s: unknown key '%s'%s",
-			       origin, key, hint(key, tip, sizeof(tip)));
+		return rt_fail(RT_ECONFIG, "config %s: unknown key '%s'%s%s",
+			       origin, key, key_line(kl, key, 0, at, sizeof(at)),
+			       hint(key, tip, sizeof(tip)));
 	}
 	capture_key(c, NULL, key, sizeof(key));
 	if (!strncmp(w, twice, sizeof(twice) - 1))
-		return rt_fail(RT_ECONFIG, "config %s: key '%s' appears twice",
-			       origin, key);
+		return rt_fail(RT_ECONFIG, "config %s: key '%s' appears twice%s",
+			       origin, key, key_line(kl, key, 1, at, sizeof(at)));
 	if (!strncmp(w, "Expecting STRING", 16))
 		return rt_fail(RT_ECONFIG, "config %s: key '%s' expects a "
-			       "single value, got %s", origin, key,
-			       event_noun(w + 16));
+			       "single value, got %s%s", origin, key, event_noun(w + 16),
+			       key_line(kl, key, 0, at, sizeof(at)));
 	if (!strncmp(w, "Expecting MAPPING", 17) && key[0])
 		return rt_fail(RT_ECONFIG, "config %s: key '%s' expects a "
-			       "mapping such as '%s: {key: value}', got %s",
-			       origin, key, key, event_noun(w + 17));
+			       "mapping such as '%s: {key: value}', got %s%s",
+			       origin, key, key, event_noun(w + 17),
+			       key_line(kl, key, 0, at, sizeof(at)));
 	if (!strncmp(w, "Expecting MAPPING", 17))
 		return rt_fail(RT_ECONFIG, "config %s: expected a mapping of "
 			       "sections (machine:, memory:, dma:, ...), got %s",
@@ -604,9 +606,9 @@ static enum rt_err cyaml_failure(const struct cyaml_capture *c,
 /* Parses every present value of the loaded document into `cfg`. */
 static enum rt_err apply_document(struct rt_config *cfg,
 				  const struct cfg_schema *s, char ***doc,
-				  const char *origin)
+				  const char *origin, const struct key_lines *kl)
 {
-	char why[160];
+	char why[160], at[32];
 
 	for (size_t n = 0; n < s->nsec; n++) {
 		for (size_t i = 0; doc[n] && i < s->count[n]; i++) {
@@ -615,15 +617,140 @@ static enum rt_err apply_document(struct rt_config *cfg,
 			if (!doc[n][i] ||
 			    field_assign(cfg, f, doc[n][i], why, sizeof(why)))
 				continue;
-			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s",
-				       origin, f->key, why);
+			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s%s",
+				       origin, f->key, why,
+				       key_line(kl, f->key, 0, at, sizeof(at)));
 		}
 	}
 	return RT_EOK;
 }
 
-enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
-				size_t len, const char *origin)
+/* libyaml's own account of a syntax error: problem, context and line. */
+static enum rt_err yaml_failure(const yaml_parser_t *p, const char *origin)
+{
+	/* libyaml's messages are its own constant strings, not user bytes */
+	const char *problem = p->problem ? p->problem : "syntax error";
+	char context[256];
+
+	if (p->context)
+		snprintf(context, sizeof(context), ", %.100s (line %zu, column %zu)", p->context,
+			 p->context_mark.line + 1, p->context_mark.column + 1);
+	else
+		context[0] = '\0';
+	return rt_fail(RT_ECONFIG, "config %s: YAML error: %s at line %zu, column %zu%s", origin,
+		       problem, p->problem_mark.line + 1, p->problem_mark.column + 1, context);
+}
+
+/* Checks the text is well-formed YAML with at most one document, before
+ * libcyaml (which reads only the first document and reports syntax errors
+ * with a shortened message) sees it. */
+/* Follows the event stream far enough to know which scalars are keys:
+ * mapping depth, key-or-value per depth, and sequences skipped whole. */
+struct key_walk {
+	unsigned depth;            /* open mappings */
+	unsigned seq;              /* open sequences (their scalars are values) */
+	bool want_key[8];          /* per mapping depth: next scalar is a key */
+	char section[SECTION_NAME_MAX];
+};
+
+static void walk_value_done(struct key_walk *w)
+{
+	if (w->depth && w->depth < 8)
+		w->want_key[w->depth] = true;
+}
+
+static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
+{
+	if (ev->type == YAML_SEQUENCE_START_EVENT) {
+		w->seq++;
+	} else if (ev->type == YAML_SEQUENCE_END_EVENT) {
+		if (w->seq && !--w->seq)
+			walk_value_done(w);
+	} else if (w->seq) {
+		return;
+	} else if (ev->type == YAML_MAPPING_START_EVENT) {
+		w->depth++;
+		if (w->depth < 8)
+			w->want_key[w->depth] = true;
+	} else if (ev->type == YAML_MAPPING_END_EVENT) {
+		if (w->depth)
+			w->depth--;
+		walk_value_done(w);
+	} else if (ev->type == YAML_SCALAR_EVENT && w->depth < 8 && w->want_key[w->depth]) {
+		const char *name = (const char *)ev->data.scalar.value;
+
+		w->want_key[w->depth] = false;
+		if (w->depth == 1)
+			snprintf(w->section, sizeof(w->section), "%s", name);
+		if ((w->depth == 1 || w->depth == 2) && kl->n < KEY_LINES_MAX) {
+			snprintf(kl->key[kl->n], sizeof(kl->key[0]), "%s%s%s",
+				 w->depth == 2 ? w->section : "", w->depth == 2 ? "." : "", name);
+			kl->line[kl->n++] = ev->start_mark.line + 1;
+		}
+	} else if (ev->type == YAML_SCALAR_EVENT || ev->type == YAML_ALIAS_EVENT) {
+		walk_value_done(w);
+	}
+}
+
+/* Checks the text is well-formed YAML with at most one document, before
+ * libcyaml (which reads only the first document and reports syntax errors
+ * with a shortened message) sees it; records where each key is. */
+static enum rt_err yaml_precheck(const char *text, size_t len, const char *origin,
+				 struct key_lines *kl)
+{
+	struct key_walk walk = { 0 };
+	yaml_parser_t p;
+	yaml_event_t ev;
+	enum rt_err err = RT_EOK;
+	unsigned docs = 0;
+	bool done = false;
+
+	kl->n = 0;
+	if (!yaml_parser_initialize(&p))
+		return rt_fail(RT_ENOMEM, "config %s: cannot start the YAML parser", origin);
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!err && !done) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			err = yaml_failure(&p, origin);
+			break;
+		}
+		if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1)
+			err = rt_fail(RT_ECONFIG, "config %s: a second YAML document starts at "
+				      "line %zu; a configuration is one document (merge them, or "
+				      "give several --config files)", origin,
+				      ev.start_mark.line + 1);
+		walk_event(&walk, &ev, kl);
+		done = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return err;
+}
+
+/* `*.model` values that name a relative .so path are relative to the
+ * folder of the YAML file that names them, not to the current directory. */
+static enum rt_err resolve_paths(struct rt_config *cfg, const struct rt_config *before,
+				 const char *base_dir)
+{
+	for (size_t i = 0; base_dir && i < FIELD_COUNT; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		char *v = (char *)cfg + f->offset, joined[RT_MODEL_NAME_MAX * 2];
+		size_t len = strlen(v);
+
+		if (f->type != RT_CFG_STR || !strstr(f->key, ".model") || v[0] == '/' ||
+		    !(strchr(v, '/') || (len > 3 && !strcmp(v + len - 3, ".so"))) ||
+		    !strcmp(v, (const char *)before + f->offset))
+			continue;
+		if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", base_dir, v) >= f->size)
+			return rt_fail(RT_ECONFIG, "config: key '%s': path %s/%s is longer than %zu "
+				       "bytes", f->key, base_dir, v, f->size - 1);
+		memcpy(v, joined, strlen(joined) + 1);
+	}
+	return RT_EOK;
+}
+
+static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len,
+			     const char *origin, const char *base_dir)
 {
 	struct cyaml_capture capture = { 0 };
 	const cyaml_config_t cc = {
@@ -635,40 +762,79 @@ enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
 		.flags = CYAML_CFG_NO_ALIAS,
 	};
 	struct cfg_schema schema;
+	struct key_lines *kl = malloc(sizeof(*kl));
 	struct rt_config next = *cfg;
 	char ***doc = NULL;
 	cyaml_err_t cerr;
 	enum rt_err err;
 
-	if (!len) /* nothing to overlay; also spares libyaml a NULL buffer */
+	if (!len) { /* nothing to overlay; also spares libyaml a NULL buffer */
+		free(kl);
 		return RT_EOK;
+	}
+	if (!kl)
+		return rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
+	err = yaml_precheck(text, len, origin, kl);
+	if (err)
+		goto out_free_lines;
 	schema_build(&schema);
 	cerr = cyaml_load_data((const uint8_t *)text, len, &cc, &schema.root,
 			       (cyaml_data_t **)&doc, NULL);
-	if (cerr != CYAML_OK)
-		return cyaml_failure(&capture, origin, cerr);
+	if (cerr != CYAML_OK) {
+		err = cyaml_failure(&capture, origin, cerr, kl);
+		goto out_free_lines;
+	}
 	if (!doc) /* empty document: nothing to overlay */
-		return RT_EOK;
-	err = apply_document(&next, &schema, doc, origin);
+		goto out_free_lines;
+	err = apply_document(&next, &schema, doc, origin, kl);
 	cyaml_free(&cc, &schema.root, doc, 0);
 	if (!err)
+		err = resolve_paths(&next, cfg, base_dir);
+	if (!err)
 		*cfg = next; /* all or nothing */
+out_free_lines:
+	free(kl);
 	return err;
+}
+
+enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
+				size_t len, const char *origin)
+{
+	return load_text(cfg, text, len, origin, NULL);
+}
+
+/* The folder holding `path` ("." for a bare name). */
+static void dir_of(const char *path, char *out, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash) {
+		path = ".";
+		n = 1;
+	} else if (n == 0) {
+		n = 1; /* "/x.yaml": the root */
+	}
+	n = n < cap - 1 ? n : cap - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
 }
 
 enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path)
 {
 	struct rt_buf text;
+	char dir[1024];
 	enum rt_err err;
 
 	rt_buf_init(&text);
-	errno = 0;
-	if (rt_buf_read_file(&text, path)) {
-		err = rt_fail(RT_ECONFIG, "config %s: cannot read the file: %s",
-			      path, errno ? strerror(errno) : "I/O error");
+	if (rt_infile_read(path, "config", RT_CONFIG_FILE_MAX, true, &text)) {
+		err = rt_fail(RT_ECONFIG, "%s", rt_last_error());
 		goto out_release;
 	}
-	err = rt_config_load_text(cfg, text.data, text.len, path);
+	dir_of(path, dir, sizeof(dir));
+	/* a pipe has no folder of its own: relative paths stay as given */
+	err = load_text(cfg, text.data, text.len, path,
+			strncmp(path, "/dev/", 5) && strncmp(path, "/proc/", 6) ? dir : NULL);
 out_release:
 	rt_buf_release(&text);
 	return err;
@@ -676,15 +842,103 @@ out_release:
 
 /* ------------------------------------------------------------ docs */
 
+/* "1 to 64", or "at most 255 bytes" for a string, into `out`. */
+static const char *range_text(const struct rt_config_field *f, char *out, size_t cap)
+{
+	if (f->type == RT_CFG_STR)
+		snprintf(out, cap, "at most %zu bytes", f->size - 1);
+	else
+		snprintf(out, cap, "%llu to %llu", (unsigned long long)f->min,
+			 (unsigned long long)f->max);
+	return out;
+}
+
 enum rt_err rt_config_doc(struct rt_buf *out)
 {
-	enum rt_err err = rt_buf_printf(out, "| key | default | unit | "
-					"meaning |\n|---|---|---|---|\n");
+	enum rt_err err = rt_buf_printf(out, "| key | default | range | unit | "
+					"meaning |\n|---|---|---|---|---|\n");
+	char range[64];
 
 	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
-		err = rt_buf_printf(out, "| `%s` | `%s` | %s | %s |\n", f->key,
-				    f->def, f->unit, f->doc);
+		err = rt_buf_printf(out, "| `%s` | `%s` | %s | %s | %s |\n", f->key, f->def,
+				    range_text(f, range, sizeof(range)), f->unit, f->doc);
 	}
 	return err;
+}
+
+/* One field's value as YAML/JSON text: a number, or a JSON string (which
+ * YAML reads as a double-quoted scalar). */
+static enum rt_err emit_value(const struct rt_config *cfg, const struct rt_config_field *f,
+			      struct rt_buf *out)
+{
+	if (f->type == RT_CFG_STR)
+		return rt_buf_json_str(out, (const char *)cfg + f->offset);
+	return rt_buf_printf(out, "%llu", (unsigned long long)field_u64(cfg, f));
+}
+
+static enum rt_err emit_yaml(const struct rt_config *cfg, struct rt_buf *out)
+{
+	enum rt_err err = rt_buf_printf(out, "# kernbench configuration (`kernbench config`); "
+					"loads back with --config\n");
+	char range[64];
+
+	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		size_t plen = strcspn(f->key, "."), start = out->len;
+
+		if (!i || strncmp(rt_config_fields[i - 1].key, f->key, plen + 1))
+			err = rt_buf_printf(out, "%s%.*s:\n", i ? "\n" : "", (int)plen, f->key);
+		start = out->len;
+		if (!err)
+			err = rt_buf_printf(out, "  %s: ", f->key + plen + 1);
+		if (!err)
+			err = emit_value(cfg, f, out);
+		if (!err)
+			err = rt_buf_printf(out, "%*s# [%s] %s; %s\n",
+					    out->len - start < 38 ? (int)(38 - (out->len - start)) : 1,
+					    "", f->unit, f->doc, range_text(f, range, sizeof(range)));
+	}
+	return err;
+}
+
+void rt_config_json(struct rt_json *j, const char *key, const struct rt_config *cfg)
+{
+	char section[SECTION_NAME_MAX] = "";
+
+	rt_json_object(j, key, RT_JSON_LINES);
+	for (size_t i = 0; i < FIELD_COUNT; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+		size_t plen = strcspn(f->key, ".");
+
+		if (strlen(section) != plen || strncmp(section, f->key, plen)) {
+			if (section[0])
+				rt_json_close(j);
+			snprintf(section, sizeof(section), "%.*s", (int)plen, f->key);
+			rt_json_object(j, section, RT_JSON_LINES);
+		}
+		if (f->type == RT_CFG_STR)
+			rt_json_str(j, f->key + plen + 1, (const char *)cfg + f->offset);
+		else
+			rt_json_u64(j, f->key + plen + 1, field_u64(cfg, f));
+	}
+	if (section[0])
+		rt_json_close(j);
+	rt_json_close(j);
+}
+
+static enum rt_err emit_json(const struct rt_config *cfg, struct rt_buf *out)
+{
+	struct rt_json j;
+
+	rt_json_init(&j, out);
+	rt_config_json(&j, NULL, cfg);
+	rt_buf_append(out, "\n", 1);
+	return rt_json_finish(&j);
+}
+
+enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
+			   struct rt_buf *out)
+{
+	return format == RT_CONFIG_JSON ? emit_json(cfg, out) : emit_yaml(cfg, out);
 }

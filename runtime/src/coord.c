@@ -1,10 +1,12 @@
 /* coord.c — the lockstep coordinator (see coord.h and docs/architecture.md). */
 #include "rt/coord.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -12,11 +14,15 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/trace.h"
 #include "rt/wire.h"
 
 struct peer {
 	bool ready;
 	bool answered;          /* DONE / BYE received this round */
+	bool released;          /* SHUTDOWN sent: it may exit now */
+	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
+	uint64_t events;        /* last PROGRESS count */
 	pid_t pid;
 	uint64_t next_local_ps;
 	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
@@ -36,9 +42,12 @@ struct rt_coord {
 	Kb__Sync **round;       /* DONE frames of this round: own the envelopes */
 	size_t n_round;
 	struct rt_buf frame;
-	struct rt_buf counters; /* window counter trace events */
+	struct rt_trace_writer counters; /* window counter trace records */
 	uint64_t last_progress_ms;
 	uint64_t fast_recvs;    /* frames taken without polling */
+	uint64_t strangers;     /* frames ignored from peers it did not spawn */
+	uint64_t strangers_shown;
+	uint64_t stranger_note_ms;
 	const struct rt_coord_hooks *hooks;
 	struct rt_end_reports reports; /* BYE reports, once collected */
 };
@@ -68,11 +77,45 @@ static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, si
 	return buf;
 }
 
+/* Every daemon gets an unguessable routing id, "INDEX.SECRET" with 128
+ * random bits: a stranger can neither take a daemon's place nor be taken
+ * for one, and the index still makes the lookup O(1). */
+static enum rt_err make_tokens(struct rt_coord *c)
+{
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		uint8_t secret[16];
+		int used;
+
+		if (getrandom(secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
+			return rt_fail(RT_EIO, "coordinator: no random bytes for the daemon tokens: %s",
+				       strerror(errno));
+		used = snprintf(c->peers[i].token, sizeof(c->peers[i].token), "%u.", i);
+		for (size_t k = 0; k < sizeof(secret); k++)
+			used += snprintf(c->peers[i].token + used,
+					 sizeof(c->peers[i].token) - (size_t)used, "%02x", secret[k]);
+	}
+	return RT_EOK;
+}
+
+int64_t rt_coord_max_frame(const struct rt_job *job)
+{
+	const struct rt_config *cfg = &job->config;
+	uint64_t tcm = cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
+	uint64_t max = 64ull << 20;
+
+	/* data mode: a window's DONE carries the IPCQ payloads of a rank's PEs,
+	 * each at most a TCM; allow a few per PE */
+	if (job->mode == RT_MODE_DATA && tcm < (1ull << 40) / 4 / (cfg->pes ? cfg->pes : 1))
+		max += 4 * tcm * cfg->pes;
+	return max > INT64_MAX ? INT64_MAX : (int64_t)max;
+}
+
 enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo, void *zctx,
 			 const char *endpoint, struct rt_coord **out)
 {
 	struct rt_coord *c = calloc(1, sizeof(*c));
 	int one = 1, zero = 0;
+	int64_t max_frame = rt_coord_max_frame(job);
 	size_t len;
 
 	*out = NULL;
@@ -88,12 +131,21 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 		c->own_zctx = true;
 	}
 	rt_buf_init(&c->frame);
-	rt_buf_init(&c->counters);
+	rt_trace_writer_init(&c->counters);
 	c->sock = c->zctx ? zmq_socket(c->zctx, ZMQ_ROUTER) : NULL;
 	if (!c->peers || !c->sock) {
 		rt_coord_destroy(&c);
 		return rt_fail(RT_ETRANSPORT, "coordinator: cannot create its socket");
 	}
+	if (make_tokens(c)) {
+		enum rt_err err = rt_fail(RT_EIO, "%s", rt_last_error());
+
+		rt_coord_destroy(&c);
+		return err;
+	}
+	/* a claimed frame larger than any legal one drops that connection
+	 * instead of making the coordinator allocate it */
+	zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
 	zmq_setsockopt(c->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
 	zmq_setsockopt(c->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	zmq_setsockopt(c->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
@@ -122,6 +174,16 @@ void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid)
 		c->peers[daemon].pid = pid;
 }
 
+const char *rt_coord_token(const struct rt_coord *c, uint32_t daemon)
+{
+	return daemon < c->n_peers ? c->peers[daemon].token : "";
+}
+
+bool rt_coord_released(const struct rt_coord *c, uint32_t daemon)
+{
+	return daemon < c->n_peers && c->peers[daemon].released;
+}
+
 static void free_round(struct rt_coord *c)
 {
 	for (size_t i = 0; i < c->n_round; i++)
@@ -146,7 +208,7 @@ void rt_coord_destroy(struct rt_coord **cp)
 	if (c->own_zctx && c->zctx)
 		zmq_ctx_term(c->zctx);
 	rt_buf_release(&c->frame);
-	rt_buf_release(&c->counters);
+	rt_trace_writer_release(&c->counters);
 	free(c);
 	*cp = NULL;
 }
@@ -155,13 +217,12 @@ void rt_coord_destroy(struct rt_coord **cp)
 
 static enum rt_err send_to(struct rt_coord *c, uint32_t peer, Kb__Sync *msg)
 {
-	char id[32];
+	const char *id = c->peers[peer].token;
 	char name[128];
 	enum rt_err err = rt_wire_encode_sync(msg, &c->frame);
 
 	if (err)
 		return err;
-	snprintf(id, sizeof(id), "d%u", peer);
 	if (zmq_send(c->sock, id, strlen(id), ZMQ_SNDMORE) < 0 ||
 	    zmq_send(c->sock, c->frame.data, c->frame.len, 0) < 0)
 		return rt_fail(RT_EPEER, "daemon %s is unreachable: %s",
@@ -214,6 +275,7 @@ static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run)
 		if (!c->peers[i].ready)
 			continue;
 		c->peers[i].answered = false;
+		c->peers[i].released = true;
 		err = send_to(c, i, &sync);
 		if (err && !first)
 			first = err;
@@ -228,11 +290,157 @@ void rt_coord_abort(struct rt_coord *c)
 
 /* ---------------------------------------------------------------- receiving */
 
+/* Bytes from outside, printable: control and non-ASCII bytes as \xHH,
+ * at most `max` input bytes, "..." when cut. */
+static const char *escape_bytes(const void *data, size_t len, size_t max, char *buf, size_t cap)
+{
+	const unsigned char *p = data;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < len && k < max && used + 8 < cap; k++) {
+		if (isprint(p[k]))
+			buf[used++] = (char)p[k];
+		else
+			used += (size_t)snprintf(buf + used, cap - used, "\\x%02x", p[k]);
+	}
+	buf[used] = '\0';
+	if (len > max && used + 4 < cap)
+		snprintf(buf + used, cap - used, "...");
+	return buf;
+}
+
+/* Which daemon a routing id belongs to: its whole token must match. */
+static bool peer_of(const struct rt_coord *c, const zmq_msg_t *id, uint32_t *peer)
+{
+	const char *p = zmq_msg_data((zmq_msg_t *)id);
+	size_t len = zmq_msg_size((zmq_msg_t *)id);
+	uint32_t i = 0;
+	size_t k = 0;
+
+	while (k < len && k < 9 && p[k] >= '0' && p[k] <= '9')
+		i = i * 10 + (uint32_t)(p[k++] - '0');
+	if (k == 0 || i >= c->n_peers || len != strlen(c->peers[i].token) ||
+	    memcmp(p, c->peers[i].token, len))
+		return false;
+	*peer = i;
+	return true;
+}
+
+/* A frame from a process the launcher did not start: ignored, never fatal.
+ * The first is described (escaped, truncated); later ones are counted in at
+ * most one line per 10 s, so a flood cannot flood the terminal. */
+static void note_stranger(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body)
+{
+	uint64_t now = wall_ms();
+	char who[200], what[200];
+
+	c->strangers++;
+	if (c->strangers > 1 && now - c->stranger_note_ms < 10000)
+		return;
+	c->stranger_note_ms = now;
+	if (c->strangers == 1)
+		fprintf(stderr, "kernbench: warning: ignored a frame from a process the launcher did "
+			"not start (identity '%s', %zu bytes: '%s')\n",
+			escape_bytes(zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id), 40,
+				     who, sizeof(who)),
+			zmq_msg_size((zmq_msg_t *)body),
+			escape_bytes(zmq_msg_data((zmq_msg_t *)body), zmq_msg_size((zmq_msg_t *)body),
+				     40, what, sizeof(what)));
+	else
+		fprintf(stderr, "kernbench: warning: ignored %llu more frames from strangers\n",
+			(unsigned long long)(c->strangers - c->strangers_shown));
+	c->strangers_shown = c->strangers;
+}
+
+/* What a received frame turned out to be. */
+enum taken { TAKEN_NOTHING, TAKEN_IGNORED, TAKEN_PROGRESS, TAKEN_FRAME };
+
+/* Takes the rest of a frame whose identity part is in `id` and decodes it.
+ * TAKEN_FRAME: *peer sent *out (caller frees). A stranger's frame is
+ * ignored and a PROGRESS heartbeat is consumed here. */
+static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer, Kb__Sync **out,
+			       enum taken *taken)
+{
+	zmq_msg_t body;
+	char name[128];
+	enum rt_err err = RT_EOK;
+	int more = 0;
+	size_t more_len = sizeof(more);
+
+	*out = NULL;
+	*taken = TAKEN_NOTHING;
+	zmq_msg_init(&body);
+	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
+	if (more)
+		zmq_msg_recv(&body, c->sock, 0);
+	for (;;) { /* a stranger may send more parts: drop them */
+		zmq_msg_t extra;
+
+		more_len = sizeof(more);
+		zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
+		if (!more)
+			break;
+		zmq_msg_init(&extra);
+		zmq_msg_recv(&extra, c->sock, 0);
+		zmq_msg_close(&extra);
+	}
+	*taken = TAKEN_IGNORED;
+	if (!peer_of(c, id, peer)) {
+		note_stranger(c, id, &body);
+	} else {
+		err = rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), out);
+		if (err)
+			err = rt_fail(err, "daemon %s sent a bad frame: %s",
+				      peer_name(c, *peer, name, sizeof(name)), rt_last_error());
+		else if ((*out)->body_case == KB__SYNC__BODY_PROGRESS) {
+			/* counts as progress only if its count moved on */
+			if ((*out)->progress->events > c->peers[*peer].events) {
+				c->peers[*peer].events = (*out)->progress->events;
+				*taken = TAKEN_PROGRESS;
+			}
+			rt_wire_free_sync(*out);
+			*out = NULL;
+		} else {
+			*taken = TAKEN_FRAME;
+		}
+	}
+	zmq_msg_close(id);
+	zmq_msg_close(&body);
+	return err;
+}
+
+/* Receives one queued frame (the socket is readable or ZMQ_DONTWAIT);
+ * TAKEN_NOTHING when none was queued. */
+static enum rt_err take_frame(struct rt_coord *c, int flags, uint32_t *peer, Kb__Sync **out,
+			      enum taken *taken)
+{
+	zmq_msg_t id;
+
+	*taken = TAKEN_NOTHING;
+	*out = NULL;
+	zmq_msg_init(&id);
+	if (zmq_msg_recv(&id, c->sock, flags) < 0) {
+		zmq_msg_close(&id);
+		return RT_EOK;
+	}
+	return finish_recv(c, &id, peer, out, taken);
+}
+
+/* An error text a daemon sent, printable and bounded. */
+static enum rt_err peer_error(const Kb__Error *e, const char *fallback)
+{
+	char line[1200];
+
+	if (!e->message || !e->message[0])
+		return rt_fail(RT_EPEER, "%s", fallback);
+	return rt_fail(RT_EPEER, "%s", escape_bytes(e->message, strlen(e->message), 600, line,
+						    sizeof(line)));
+}
+
 /* A daemon died or a signal came: a frame it sent just before (ERROR, or
  * garbage) usually says more, so look through what is queued (briefly)
  * before giving up. Frames from healthy daemons are passed over. */
-static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer, Kb__Sync **out);
-
 static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 {
 	uint64_t deadline = wall_ms() + 300;
@@ -245,18 +453,18 @@ static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
 		Kb__Sync *s = NULL;
 		uint32_t peer;
-		zmq_msg_t id;
+		enum taken taken;
 		enum rt_err got;
 
 		if (zmq_poll(&item, 1, (long)(deadline - wall_ms())) <= 0)
 			break;
-		zmq_msg_init(&id);
-		zmq_msg_recv(&id, c->sock, 0);
-		got = finish_recv(c, &id, &peer, &s);
+		got = take_frame(c, 0, &peer, &s, &taken);
 		if (got)
 			return got;
+		if (taken != TAKEN_FRAME)
+			continue;
 		if (s->body_case == KB__SYNC__BODY_ERROR) {
-			got = rt_fail(RT_EPEER, "%s", s->error->message);
+			got = peer_error(s->error, saved);
 			rt_wire_free_sync(s);
 			return got;
 		}
@@ -265,74 +473,55 @@ static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 	return rt_fail(err, "%s", saved);
 }
 
-/* Takes the rest of a frame whose identity part is in `id`, and decodes it. */
-static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer, Kb__Sync **out)
-{
-	zmq_msg_t body;
-	char name[128], ident[64];
-	enum rt_err err;
-	int more = 0;
-	size_t more_len = sizeof(more);
-
-	zmq_msg_init(&body);
-	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
-	if (more)
-		zmq_msg_recv(&body, c->sock, 0);
-	snprintf(ident, sizeof(ident), "%.*s", (int)(zmq_msg_size(id) < 40 ? zmq_msg_size(id) : 40),
-		 (const char *)zmq_msg_data(id));
-	if (ident[0] != 'd' || sscanf(ident + 1, "%u", peer) != 1 || *peer >= c->n_peers) {
-		err = rt_fail(RT_EPROTOCOL, "coordinator: rejected a frame from unknown peer '%s'",
-			      ident);
-	} else {
-		err = rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), out);
-		if (err)
-			err = rt_fail(err, "daemon %s sent a bad frame: %s",
-				      peer_name(c, *peer, name, sizeof(name)), rt_last_error());
-	}
-	zmq_msg_close(id);
-	zmq_msg_close(&body);
-	return err;
-}
-
-/* Waits for one frame; keeps an eye on the hooks, the watchdog and progress.
- * On success *peer is the sender and *out its decoded frame (caller frees). */
 /* What the coordinator is waiting for, named only if the watchdog fires. */
 enum wait_for { WAIT_READY, WAIT_DONE, WAIT_BYE };
 
 static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t window,
 			  char *buf, size_t cap);
 
+static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, uint64_t window)
+{
+	char waiting_for[512];
+
+	describe_wait(c, what, window, waiting_for, sizeof(waiting_for));
+	return rt_fail(RT_ETIMEOUT, "%s did not answer within %llu ms (watchdog; "
+		       "set run.watchdog_ms to change)", waiting_for,
+		       (unsigned long long)c->job->config.watchdog_ms);
+}
+
+/* Waits for one frame from a daemon; keeps an eye on the hooks and the
+ * watchdog. The watchdog counts only time this process could run without
+ * any daemon making progress: a PROGRESS heartbeat resets it, and a poll
+ * that returns late (the process was stopped, e.g. Ctrl-Z) counts only
+ * what it asked for. Strangers' frames neither count nor end the run.
+ * On success *peer is the sender and *out its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
 				 enum wait_for what, uint64_t window)
 {
-	uint64_t deadline = wall_ms() + c->job->config.watchdog_ms;
-	zmq_msg_t id;
+	uint64_t budget = c->job->config.watchdog_ms, idle = 0;
+	enum taken taken = TAKEN_NOTHING;
 	enum rt_err err;
 
 	/* fast path: a frame is already queued (no poll system call), but look
 	 * at the hooks now and then so a signal is never starved */
-	if (++c->fast_recvs % 64 && zmq_msg_init(&id) == 0) {
-		if (zmq_msg_recv(&id, c->sock, ZMQ_DONTWAIT) >= 0)
-			return finish_recv(c, &id, peer, out);
-		zmq_msg_close(&id);
+	if (++c->fast_recvs % 64) {
+		err = take_frame(c, ZMQ_DONTWAIT, peer, out, &taken);
+		if (err || taken == TAKEN_FRAME)
+			return err;
 	}
 	for (;;) {
 		zmq_pollitem_t items[2] = { { .socket = c->sock, .events = ZMQ_POLLIN },
 					    { .fd = c->hooks ? c->hooks->fd : -1,
 					      .events = ZMQ_POLLIN } };
 		int nitems = c->hooks && c->hooks->fd >= 0 ? 2 : 1;
-		uint64_t now = wall_ms();
+		uint64_t slice, started, took;
 		int n;
 
-		if (now >= deadline) {
-			char waiting_for[512];
-
-			describe_wait(c, what, window, waiting_for, sizeof(waiting_for));
-			return rt_fail(RT_ETIMEOUT, "%s did not answer within %llu ms (watchdog; "
-				       "set run.watchdog_ms to change)", waiting_for,
-				       (unsigned long long)c->job->config.watchdog_ms);
-		}
-		n = zmq_poll(items, nitems, (long)(deadline - now < 500 ? deadline - now : 500));
+		if (idle >= budget)
+			return watchdog_fired(c, what, window);
+		slice = budget - idle < 500 ? budget - idle : 500;
+		started = wall_ms();
+		n = zmq_poll(items, nitems, (long)slice);
 		if (n < 0 && errno != EINTR)
 			return rt_fail(RT_ETRANSPORT, "coordinator: poll failed: %s", zmq_strerror(errno));
 		if (nitems == 2 && (items[1].revents & ZMQ_POLLIN)) {
@@ -340,12 +529,21 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 			if (err)
 				return explain_failure(c, err);
 		}
-		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
-			break;
+		/* drain what is queued; a flood of strangers is bounded per turn */
+		for (int k = 0; n > 0 && (items[0].revents & ZMQ_POLLIN) && k < 256; k++) {
+			err = take_frame(c, ZMQ_DONTWAIT, peer, out, &taken);
+			if (err || taken == TAKEN_FRAME)
+				return err;
+			if (taken == TAKEN_NOTHING)
+				break;
+			if (taken == TAKEN_PROGRESS) {
+				idle = 0;
+				started = wall_ms();
+			}
+		}
+		took = wall_ms() - started;
+		idle += took < slice ? took : slice;
 	}
-	zmq_msg_init(&id);
-	zmq_msg_recv(&id, c->sock, 0);
-	return finish_recv(c, &id, peer, out);
 }
 
 static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
@@ -365,6 +563,11 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	}
 	if (k != r->n_components || r->daemon != i)
 		return rt_fail(RT_EPROTOCOL, "daemon %s announced a different daemon or components",
+			       peer_name(c, i, name, sizeof(name)));
+	/* the routing id already matched; READY must carry the token too */
+	if (r->token.len != strlen(c->peers[i].token) ||
+	    memcmp(r->token.data, c->peers[i].token, r->token.len))
+		return rt_fail(RT_EPROTOCOL, "daemon %s sent READY without its token",
 			       peer_name(c, i, name, sizeof(name)));
 	c->peers[i].ready = true;
 	c->peers[i].next_local_ps = r->next_local_ps;
@@ -405,7 +608,7 @@ static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, cons
 
 	peer_name(c, i, name, sizeof(name));
 	if (s->body_case == KB__SYNC__BODY_ERROR)
-		return rt_fail(RT_EPEER, "%s", s->error->message[0] ? s->error->message : name);
+		return peer_error(s->error, name);
 	return rt_fail(RT_EPROTOCOL, "daemon %s sent frame type %d, expected %s", name,
 		       s->body_case, expected);
 }
@@ -557,21 +760,25 @@ static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final
 
 static void note_window(struct rt_coord *c, uint64_t k, uint64_t t)
 {
-	if (!c->job->trace_windows)
+	struct rt_trace_rec r = { 0 };
+
+	if (!c->job->trace_windows || c->job->trace_off ||
+	    !rt_trace_wanted(&c->job->trace, 0, t, t))
 		return;
-	rt_buf_printf(&c->counters, "{\"ph\":\"C\",\"name\":\"window\",\"pid\":0,\"tid\":0,\"ts\":");
-	rt_buf_ps_as_us(&c->counters, t);
-	rt_buf_printf(&c->counters, ",\"args\":{\"window\":%llu}},\n", (unsigned long long)k);
+	r.ts_ps = t;
+	r.val = k;
+	r.name = rt_trace_intern(&c->counters, "window");
+	r.cat = r.site = RT_TRACE_NONE;
+	r.kind = RT_TRACE_COUNTER;
+	rt_trace_put(&c->counters, &r); /* out of memory: a counter less */
 }
 
 static enum rt_err write_counters(struct rt_coord *c)
 {
-	char path[RT_PATH_MAX + 64];
+	char dir[RT_PATH_MAX + 16];
 
-	if (!c->counters.len)
-		return RT_EOK;
-	snprintf(path, sizeof(path), "%s/%s/coord.trace", c->job->out_dir, RT_PARTS_DIR);
-	return rt_buf_write_file(&c->counters, path);
+	snprintf(dir, sizeof(dir), "%s/%s", c->job->out_dir, RT_PARTS_DIR);
+	return rt_trace_flush(&c->counters, dir, "coord", true);
 }
 
 static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)

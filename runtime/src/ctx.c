@@ -23,7 +23,9 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 	c->desc = desc;
 	c->digest = RT_HASH_INIT;
 	rt_buf_init(&c->oplog);
-	rt_buf_init(&c->trace);
+	rt_trace_writer_init(&c->trace);
+	c->tracing = !d->job->trace_off && rt_trace_wanted(&d->job->trace, desc->rank, 0,
+							  UINT64_MAX);
 	c->state = calloc(1, desc->ops->state_size ? desc->ops->state_size : 1);
 	if (!c->state)
 		return rt_fail(RT_ENOMEM, "%s: cannot allocate %zu bytes of state", desc->name,
@@ -39,11 +41,9 @@ void rt_ctx_release(struct rt_ctx *c)
 	free(c->stats);
 	free(c->unfinished);
 	rt_buf_release(&c->oplog);
-	rt_buf_release(&c->trace);
+	rt_trace_writer_release(&c->trace);
 	if (c->oplog_file)
 		fclose(c->oplog_file);
-	if (c->trace_file)
-		fclose(c->trace_file);
 }
 
 /* ---------------------------------------------------------------- identity */
@@ -100,61 +100,99 @@ static const char *payload_kind(const Kb__Payload *msg)
 	}
 }
 
-static bool tracing(const struct rt_ctx *c)
+/* Wanted by --trace-window? (rank and on/off were decided at init) */
+bool rt_tracing(const struct rt_ctx *c, uint64_t from, uint64_t to)
 {
-	return !c->daemon->job->trace_off;
+	const struct rt_trace_opts *o = &c->daemon->job->trace;
+
+	return c->tracing && to >= o->from_ps && (!o->to_ps || from <= o->to_ps);
 }
 
-/* Starts a trace event object; the caller adds fields and closes it. */
-static void trace_event_open(struct rt_ctx *c, const char *ph, const char *name,
-			     const char *cat, uint64_t ts_ps)
+static enum rt_err trace_put(struct rt_ctx *c, const struct rt_trace_rec *r)
 {
-	struct rt_buf *b = &c->trace;
+	enum rt_err err = rt_trace_put(&c->trace, r);
 
-	rt_buf_printf(b, "{\"ph\":\"%s\",\"name\":", ph);
-	rt_buf_json_str(b, name);
-	rt_buf_printf(b, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat, c->desc->rank, c->id);
-	rt_buf_ps_as_us(b, ts_ps);
+	if (!err && c->trace.recs.len > FLUSH_BYTES)
+		err = rt_ctx_flush(c, false);
+	return err;
 }
 
-/* One trace event line; `extra` is appended inside the object. */
-static void trace_event(struct rt_ctx *c, const char *ph, const char *name,
-			const char *cat, uint64_t ts_ps, const char *extra)
-{
-	trace_event_open(c, ph, name, cat, ts_ps);
-	rt_buf_printf(&c->trace, "%s},\n", extra ? extra : "");
-}
-
-/* A message is drawn as a zero-length slice at each end joined by a flow
- * arrow (ph s -> f), so Perfetto shows who sent what to whom and when. */
+/* A message is drawn as a zero-length slice at each end, on the
+ * component's track 0, joined by a flow arrow; the launcher pairs the ends
+ * by (sender, sequence) and numbers the flows. */
 static void trace_flow(struct rt_ctx *c, bool start, const Kb__Payload *msg,
 		       uint32_t src, uint64_t seq, uint64_t ts_ps)
 {
-	char name[64], extra[96];
+	struct rt_trace_rec r = { 0 };
 
-	if (!tracing(c))
+	if (!rt_tracing(c, ts_ps, ts_ps) || c->daemon->job->trace.no_flows)
 		return;
-	snprintf(name, sizeof(name), "%s %s", start ? "send" : "recv", payload_kind(msg));
-	trace_event(c, "X", name, "msg", ts_ps, ",\"dur\":0");
-	snprintf(extra, sizeof(extra), ",\"id\":\"%u.%llu\"%s", src, (unsigned long long)seq,
-		 start ? "" : ",\"bp\":\"e\"");
-	trace_event(c, start ? "s" : "f", "message", "msg", ts_ps, extra);
+	r.ts_ps = ts_ps;
+	r.seq = seq;
+	r.src = src;
+	r.name = rt_trace_intern(&c->trace, payload_kind(msg));
+	r.cat = r.site = RT_TRACE_NONE;
+	r.kind = start ? RT_TRACE_SEND : RT_TRACE_RECV;
+	trace_put(c, &r); /* an I/O error resurfaces at the final flush */
 }
 
-enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name, const char *cat,
-			   uint64_t start_ps, uint64_t end_ps, const char *args_json)
+/* "file:line" as a string id; a kernel's call sites are few and fixed, so
+ * a small cache by address spares formatting one per slice. */
+static uint16_t site_id(struct rt_ctx *c, const char *file, int line)
 {
-	struct rt_buf *b = &ctx->trace;
+	size_t n = sizeof(c->sites) / sizeof(c->sites[0]);
+	size_t h = ((uintptr_t)file >> 3 ^ (size_t)line * 2654435761u) % n;
+	char site[512];
 
-	if (!tracing(ctx))
+	if (c->sites[h].file == file && c->sites[h].line == line)
+		return c->sites[h].id;
+	/* the file's name without its directory: __FILE__ depends on how the
+	 * kernel was compiled, and the trace must not */
+	snprintf(site, sizeof(site), "%s:%d", strrchr(file, '/') ? strrchr(file, '/') + 1 : file,
+		 line);
+	c->sites[h].file = file;
+	c->sites[h].line = line;
+	c->sites[h].id = rt_trace_intern(&c->trace, site);
+	return c->sites[h].id;
+}
+
+enum rt_err rt_trace_slice(struct rt_ctx *ctx, const struct rt_trace_span *sp)
+{
+	struct rt_trace_rec r = { 0 };
+
+	if (!rt_tracing(ctx, sp->start_ps, sp->end_ps))
 		return RT_EOK;
-	trace_event_open(ctx, "X", name, cat, start_ps);
-	rt_buf_printf(b, ",\"dur\":");
-	rt_buf_ps_as_us(b, end_ps - start_ps);
-	if (args_json)
-		rt_buf_printf(b, ",\"args\":%s", args_json);
-	rt_buf_printf(b, "},\n");
-	return b->len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
+	if (sp->track == 0 || sp->track >= RT_TRACE_TRACKS || sp->end_ps < sp->start_ps)
+		return rt_fail(RT_EINVAL, "%s: trace slice on track %u from %llu to %llu ps",
+			       ctx->desc->name, sp->track, (unsigned long long)sp->start_ps,
+			       (unsigned long long)sp->end_ps);
+	rt_trace_name_track(&ctx->trace, sp->track, sp->track_name);
+	r.ts_ps = sp->start_ps;
+	r.val = sp->end_ps - sp->start_ps;
+	r.seq = sp->command;
+	r.src = sp->stage;
+	r.name = rt_trace_intern(&ctx->trace, sp->name);
+	r.cat = rt_trace_intern(&ctx->trace, sp->cat);
+	r.site = sp->site_file ? site_id(ctx, sp->site_file, sp->site_line) : RT_TRACE_NONE;
+	r.kind = RT_TRACE_SLICE;
+	r.track = (uint8_t)sp->track;
+	r.flags = (sp->has_command ? RT_TRACE_F_COMMAND : 0) | (sp->has_stage ? RT_TRACE_F_STAGE : 0);
+	return trace_put(ctx, &r);
+}
+
+enum rt_err rt_trace_counter(struct rt_ctx *ctx, const char *name, uint64_t ts_ps,
+			     uint64_t value)
+{
+	struct rt_trace_rec r = { 0 };
+
+	if (!rt_tracing(ctx, ts_ps, ts_ps))
+		return RT_EOK;
+	r.ts_ps = ts_ps;
+	r.val = value;
+	r.name = rt_trace_intern(&ctx->trace, name);
+	r.cat = r.site = RT_TRACE_NONE;
+	r.kind = RT_TRACE_COUNTER;
+	return trace_put(ctx, &r);
 }
 
 void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb__Payload *msg)
@@ -167,8 +205,6 @@ void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb_
 	c->digest = rt_hash(h, rt_event_bytes(ev), ev->len);
 	c->delivered++;
 	trace_flow(c, false, msg, ev->key.src, ev->key.seq, ev->key.time_ps);
-	if (c->trace.len > FLUSH_BYTES)
-		rt_ctx_flush(c, false); /* an I/O error resurfaces at the final flush */
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -555,14 +591,16 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 {
 	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
 
+	char dir[RT_PATH_MAX + 16], stem[16];
+
+	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
+	snprintf(stem, sizeof(stem), "%u", c->id);
 	if (!err)
-		err = append_part(c, &c->trace_file, &c->trace, "trace");
+		err = rt_trace_flush(&c->trace, dir, stem, final);
 	if (err || !final)
 		return err;
 	if (c->oplog_file && fclose(c->oplog_file))
 		err = rt_fail(RT_EIO, "%s: cannot close its op log part", c->desc->name);
-	if (c->trace_file && fclose(c->trace_file))
-		err = rt_fail(RT_EIO, "%s: cannot close its trace part", c->desc->name);
-	c->oplog_file = c->trace_file = NULL;
+	c->oplog_file = NULL;
 	return err;
 }

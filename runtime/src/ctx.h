@@ -10,6 +10,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/trace.h"
 #include "rt/wire.h"
 
 struct rt_stat {
@@ -36,9 +37,14 @@ struct rt_ctx {
 	char stat_err_line[320]; /* ... and what was wrong */
 	char *unfinished;        /* what fini said is left undone (owned) */
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
-	struct rt_buf trace;
+	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
+	bool tracing;            /* trace on and this rank wanted */
+	struct {                 /* call site -> trace string id, by address */
+		const char *file;
+		int line;
+		uint16_t id;
+	} sites[64];
 	FILE *oplog_file;
-	FILE *trace_file;
 };
 
 struct rt_daemon {
@@ -64,6 +70,8 @@ struct rt_daemon {
 	void *sock;
 	bool own_zctx;
 	bool threaded;           /* hosted as a thread of the launcher */
+	const char *token;       /* routing id the coordinator gave it */
+	uint64_t beat_ms;        /* last PROGRESS heartbeat (monotonic ms) */
 	char fault_kind[16];     /* KB_FAULT test hook aimed here ("" none) */
 	uint64_t fault_window;   /* ... from this window on */
 	uint8_t *hbm[64];        /* mapped lazily (data mode) */

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -68,6 +69,12 @@ static void daemon_release(struct rt_daemon *d)
 
 /* ---------------------------------------------------------------- events */
 
+/* Is the KB_FAULT test hook (see arm_fault) of `kind` due in `window`? */
+static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
+{
+	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
+}
+
 /* Runs one event on its component. */
 static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 {
@@ -82,6 +89,8 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 	Kb__Payload *msg = NULL;
 	enum rt_err err;
 
+	if (ev->is_timer && fault_due(d, "freeze", d->window))
+		return RT_EOK; /* test hook: work started here never ends */
 	d->now = ev->key.time_ps;
 	d->events++;
 	if (!ev->is_timer) {
@@ -107,6 +116,33 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 	return err;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* During a long window (one daemon may run a whole --colocate all job in
+ * one), tells the coordinator events are still being executed, so its
+ * watchdog measures "no event executed" rather than window length. */
+static void heartbeat(struct rt_daemon *d)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Progress progress = KB__PROGRESS__INIT;
+	uint64_t every = d->job->config.watchdog_ms / 4, now = mono_ms();
+
+	if (now - d->beat_ms < (every ? every : 1))
+		return;
+	d->beat_ms = now;
+	progress.events = d->events;
+	sync.body_case = KB__SYNC__BODY_PROGRESS;
+	sync.progress = &progress;
+	if (rt_wire_encode_sync(&sync, &d->frame) == RT_EOK)
+		zmq_send(d->sock, d->frame.data, d->frame.len, 0);
+}
+
 static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 {
 	const struct rt_event *next;
@@ -118,6 +154,8 @@ static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 		rt_queue_pop(&d->queue, &ev);
 		err = deliver(d, &ev);
 		rt_event_release(&ev);
+		if (!(d->events & 255))
+			heartbeat(d);
 	}
 	return err;
 }
@@ -146,7 +184,16 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
 /* Test hook (tests/README.md): KB_FAULT="kind@label[:window]" makes the
  * named daemon misbehave from that window on (the first one it is granted),
  * so failure handling is tested with real daemons and sockets. kinds: hang,
- * garbage, truncate, schema, crash, early. Read once, at start-up. */
+ * garbage, truncate, schema, crash, early, freeze (its timers never fire,
+ * so an engine never finishes a stage), exit. Read once, at start-up. Only the
+ * test build (kernbench-test, -DKB_TEST_BUILD) reads it: a release binary
+ * never misbehaves because of its environment. */
+#ifndef KB_TEST_BUILD
+static void arm_fault(struct rt_daemon *d)
+{
+	(void)d;
+}
+#else
 static void arm_fault(struct rt_daemon *d)
 {
 	const char *spec = getenv("KB_FAULT");
@@ -163,11 +210,7 @@ static void arm_fault(struct rt_daemon *d)
 	snprintf(d->fault_kind, sizeof(d->fault_kind), "%.*s", (int)(at - spec), spec);
 	d->fault_window = colon ? strtoull(colon + 1, NULL, 10) : 0;
 }
-
-static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t window)
-{
-	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
-}
+#endif
 
 static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
 {
@@ -176,6 +219,8 @@ static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
 	if (fault_due(d, "hang", window))
 		for (;;)
 			pause();
+	if (fault_due(d, "exit", window))
+		exit(0); /* a daemon that leaves early, whatever its status */
 	if (fault_due(d, "crash", window)) {
 		setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 }); /* no core file left behind */
 		abort();
@@ -207,6 +252,8 @@ static enum rt_err send_ready(struct rt_daemon *d)
 	ready.components = ids;
 	ready.next_local_ps = next_local(d);
 	ready.pid = getpid();
+	ready.token.data = (uint8_t *)d->token;
+	ready.token.len = strlen(d->token);
 	sync.body_case = KB__SYNC__BODY_READY;
 	sync.ready = &ready;
 	err = rt_wire_encode_sync(&sync, &d->frame);
@@ -457,8 +504,6 @@ static enum rt_err participate(struct rt_daemon *d)
 static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts *o)
 {
 	int zero = 0, linger = 5000; /* let BYE reach the coordinator on close */
-	char identity[32];
-
 	d->zctx = o->zmq_ctx;
 	if (!d->zctx) {
 		d->zctx = zmq_ctx_new();
@@ -469,8 +514,9 @@ static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts 
 	if (!d->sock)
 		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot create socket: %s", d->label,
 			       zmq_strerror(errno));
-	snprintf(identity, sizeof(identity), "d%u", d->index);
-	zmq_setsockopt(d->sock, ZMQ_ROUTING_ID, identity, strlen(identity));
+	d->token = o->token ? o->token : "";
+	if (!d->token[0] || zmq_setsockopt(d->sock, ZMQ_ROUTING_ID, d->token, strlen(d->token)) < 0)
+		return rt_fail(RT_EINVAL, "daemon %s: no valid token from the launcher", d->label);
 	zmq_setsockopt(d->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	zmq_setsockopt(d->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_setsockopt(d->sock, ZMQ_LINGER, &linger, sizeof(linger));

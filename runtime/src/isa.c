@@ -42,6 +42,18 @@ const char *rt_isa_names(void)
 	return isa_names + 2;
 }
 
+int64_t rt_isa_extra_int(const Kb__Extra *e)
+{
+	if (e->value_case == KB__EXTRA__VALUE_I)
+		return e->i;
+	/* 2^63 is exact in a double; NaN fails both comparisons */
+	if (e->f >= 9223372036854775808.0)
+		return INT64_MAX;
+	if (!(e->f > -9223372036854775808.0))
+		return INT64_MIN;
+	return (int64_t)e->f;
+}
+
 bool rt_isa_reduces_rows(int64_t axis)
 {
 	return axis == 0;
@@ -104,6 +116,8 @@ enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,
 		*out_rows = rows[0];
 		*out_cols = cols[1];
 		return RT_EOK;
+	case RT_ISA_SHAPE_OUT:
+		return RT_EOK; /* the caller's out dims stand */
 	}
 	return rt_fail(RT_EINVAL, "%s: unknown shape rule", op->name);
 }
@@ -117,6 +131,34 @@ uint64_t rt_isa_logical_bytes(uint64_t tensors, uint64_t extras)
 uint64_t rt_isa_op_logical_bytes(const struct rt_isa_op *op)
 {
 	return rt_isa_logical_bytes(op->arity + 1u, op->n_extras);
+}
+
+uint64_t rt_opspec_logical_bytes(const Kb__OpSpec *op)
+{
+	return rt_isa_logical_bytes(op->n_operands + (op->out ? 1u : 0u),
+				    op->n_extras);
+}
+
+uint64_t rt_composite_logical_bytes(const Kb__CompositeCmd *c)
+{
+	uint64_t sum = RT_ISA_TENSOR_BYTES * (uint64_t)c->n_rw_handles;
+
+	for (size_t i = 0; i < c->n_ops; i++)
+		sum += c->ops[i] ? rt_opspec_logical_bytes(c->ops[i]) : 0;
+	return sum;
+}
+
+uint64_t rt_command_logical_bytes(const Kb__Command *c)
+{
+	switch (c->body_case) {
+	case KB__COMMAND__BODY_COMPOSITE:
+		return rt_composite_logical_bytes(c->composite);
+	case KB__COMMAND__BODY_DMA:
+	case KB__COMMAND__BODY_COPY:
+		return RT_ISA_MOVE_LOGICAL_BYTES;
+	default:
+		return 0;
+	}
 }
 
 uint64_t rt_dispatch_cycles(const struct rt_config *cfg,

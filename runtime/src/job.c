@@ -1,9 +1,43 @@
-/* job.c — workload argument lookup and option names. */
+/* job.c — the number parser every user value goes through, workload
+ * argument lookup, option names, and handing the resolved job to daemons. */
 #include "rt/job.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt/buf.h"
+
+enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!text || !*text || (text[0] == '0' && text[1]))
+		return RT_PARSE_NOT_A_NUMBER; /* "", or "010" (octal to C, 10 to people) */
+	for (const char *p = text; *p; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (*p < '0' || *p > '9')
+			return RT_PARSE_NOT_A_NUMBER;
+		if (v > (UINT64_MAX - d) / 10) {
+			/* keep scanning: "99999999999999999999x" is not a number */
+			for (; *p; p++)
+				if (*p < '0' || *p > '9')
+					return RT_PARSE_NOT_A_NUMBER;
+			return RT_PARSE_OUT_OF_RANGE;
+		}
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return RT_PARSE_OUT_OF_RANGE;
+	*out = v;
+	return RT_PARSE_OK;
+}
 
 const char *rt_job_arg_str(const struct rt_job *job, const char *name, const char *def)
 {
@@ -15,21 +49,16 @@ const char *rt_job_arg_str(const struct rt_job *job, const char *name, const cha
 }
 
 enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name, uint64_t def,
-			   uint64_t *out)
+			   uint64_t min, uint64_t max, uint64_t *out)
 {
 	const char *v = rt_job_arg_str(job, name, NULL);
-	char *end;
-	unsigned long long n;
 
 	*out = def;
-	if (!v)
+	if (!v || rt_parse_u64(v, min, max, out) == RT_PARSE_OK)
 		return RT_EOK;
-	errno = 0;
-	n = strtoull(v, &end, 0);
-	if (errno || end == v || *end || v[0] == '-')
-		return rt_fail(RT_EINVAL, "--arg %s=%s: expected an unsigned integer", name, v);
-	*out = n;
-	return RT_EOK;
+	return rt_fail(RT_EINVAL, "--arg %s=%.40s%s: expected a decimal whole number from %llu to %llu",
+		       name, v, strlen(v) > 40 ? "..." : "", (unsigned long long)min,
+		       (unsigned long long)max);
 }
 
 enum rt_err rt_transport_parse(const char *s, enum rt_transport *out)
@@ -49,4 +78,52 @@ const char *rt_transport_name(enum rt_transport t)
 	static const char *const names[] = { "inproc", "ipc", "tcp" };
 
 	return (unsigned)t < 3 ? names[t] : "?";
+}
+
+/* ---------------------------------------------------------------- sharing */
+
+/* What travels to a daemon: the job bytes framed so a stray descriptor
+ * number or a different binary is caught instead of believed. The daemon
+ * is the same executable (/proc/self/exe), so the struct layout matches. */
+struct job_frame {
+	uint64_t magic;
+	uint64_t size;     /* sizeof(struct rt_job) */
+	uint64_t checksum; /* rt_hash of the job bytes */
+};
+
+#define JOB_MAGIC 0x6b626a6f62763031ULL /* "kbjobv01" */
+
+enum rt_err rt_job_share(const struct rt_job *job, int *fd_out)
+{
+	struct job_frame fr = { JOB_MAGIC, sizeof(*job), rt_hash(RT_HASH_INIT, job, sizeof(*job)) };
+	int fd = memfd_create("kb-job", MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return rt_fail(RT_EIO, "cannot create the job file for the daemons: %s",
+			       strerror(errno));
+	if (write(fd, &fr, sizeof(fr)) != (ssize_t)sizeof(fr) ||
+	    write(fd, job, sizeof(*job)) != (ssize_t)sizeof(*job) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
+		close(fd);
+		return rt_fail(RT_EIO, "cannot write the job file for the daemons: %s",
+			       strerror(errno));
+	}
+	*fd_out = fd;
+	return RT_EOK;
+}
+
+enum rt_err rt_job_adopt(int fd, struct rt_job *job)
+{
+	struct job_frame fr;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size != (off_t)(sizeof(fr) + sizeof(*job)) ||
+	    pread(fd, &fr, sizeof(fr), 0) != (ssize_t)sizeof(fr) ||
+	    pread(fd, job, sizeof(*job), (off_t)sizeof(fr)) != (ssize_t)sizeof(*job))
+		return rt_fail(RT_EDECODE, "daemon: descriptor %d is not the launcher's job file", fd);
+	if (fr.magic != JOB_MAGIC || fr.size != sizeof(*job) ||
+	    fr.checksum != rt_hash(RT_HASH_INIT, job, sizeof(*job)))
+		return rt_fail(RT_EDECODE, "daemon: the job file is corrupt or from another build");
+	return RT_EOK;
 }

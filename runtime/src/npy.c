@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt/buf.h"
+#include "rt/infile.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "npy.c stores elements in host order and assumes a little-endian host"
@@ -30,6 +32,7 @@ static const struct npy_dtype {
 	{ "<f2", RT_NPY_F16, 2 },
 	{ "<f4", RT_NPY_F32, 4 },
 	{ "<f8", RT_NPY_F64, 8 },
+	{ "<i4", RT_NPY_I32, 4 },
 };
 #define NPY_DTYPE_COUNT (sizeof(npy_dtypes) / sizeof(npy_dtypes[0]))
 
@@ -269,7 +272,7 @@ static enum rt_err check_payload(const struct npy_header *h, size_t avail,
 			break;
 	if (i == NPY_DTYPE_COUNT)
 		return rt_fail(RT_EDECODE, "npy %s: dtype '%s' not supported "
-			       "(expected <f2, <f4 or <f8)", origin, h->descr);
+			       "(expected <f2, <f4, <f8 or <i4)", origin, h->descr);
 	if (h->fortran_order)
 		return rt_fail(RT_EDECODE, "npy %s: fortran_order True not "
 			       "supported (write C-order arrays)", origin);
@@ -322,27 +325,96 @@ enum rt_err rt_npy_parse(const uint8_t *bytes, size_t len, struct rt_npy *out)
 	return npy_parse(bytes, len, "buffer", out);
 }
 
-enum rt_err rt_npy_read(const char *path, struct rt_npy *out)
+/* Largest header we accept (NumPy writes well under 1 KiB). */
+#define NPY_HEAD_MAX 65536
+
+/* Checks the header against the file size before the data is read, so a
+ * file whose header and size disagree costs no allocation of its size. */
+static enum rt_err check_head(int fd, size_t size, size_t max_data_bytes, const char *path)
 {
-	struct rt_buf file;
+	uint8_t *head;
+	size_t n = size < NPY_HEAD_MAX ? size : NPY_HEAD_MAX, start = 0, hlen = 0;
+	struct npy_header h = { 0 };
+	struct rt_npy probe = { 0 };
+	struct cursor c;
+	enum rt_err err;
+
+	head = malloc(n ? n : 1);
+	if (!head)
+		return rt_fail(RT_ENOMEM, "npy %s: out of memory reading the header", path);
+	if (pread(fd, head, n, 0) != (ssize_t)n)
+		err = rt_fail(RT_EIO, "npy %s: cannot read the header: %s", path, strerror(errno));
+	else
+		err = parse_preamble(head, n, path, &start, &hlen);
+	if (!err) {
+		c = (struct cursor){ (const char *)head + start, (const char *)head + start + hlen,
+				     head, path };
+		err = parse_dict(&c, &h, &probe);
+	}
+	if (!err)
+		err = check_payload(&h, size - start - hlen, path, &probe);
+	if (!err && size - start - hlen > max_data_bytes)
+		err = rt_fail(RT_EIO, "npy %s: %zu data bytes, more than the %zu expected", path,
+			      size - start - hlen, max_data_bytes);
+	free(head);
+	return err;
+}
+
+enum rt_err rt_npy_read_max(const char *path, size_t max_data_bytes, struct rt_npy *out)
+{
+	size_t size = 0, cap = max_data_bytes < SIZE_MAX - NPY_HEAD_MAX
+				       ? max_data_bytes + NPY_HEAD_MAX : SIZE_MAX;
+	int fd = rt_infile_open(path, "npy", cap, &size);
+	uint8_t *bytes = NULL;
 	enum rt_err err;
 
 	memset(out, 0, sizeof(*out));
-	rt_buf_init(&file);
-	errno = 0;
-	if (rt_buf_read_file(&file, path)) {
-		err = rt_fail(RT_EIO, "npy %s: cannot read the file: %s", path,
-			      errno ? strerror(errno) : "I/O error");
-		goto out_release;
+	if (fd < 0)
+		return RT_EIO;
+	err = check_head(fd, size, max_data_bytes, path);
+	if (!err && !(bytes = malloc(size ? size : 1)))
+		err = rt_fail(RT_ENOMEM, "npy %s: out of memory for %zu bytes", path, size);
+	if (!err && pread(fd, bytes, size, 0) != (ssize_t)size)
+		err = rt_fail(RT_EIO, "npy %s: cannot read the file: %s", path, strerror(errno));
+	close(fd);
+	if (!err)
+		err = npy_parse(bytes, size, path, out);
+	if (err) {
+		free(bytes);
+		return err;
 	}
-	err = npy_parse((const uint8_t *)file.data, file.len, path, out);
-	if (err)
-		goto out_release;
-	out->owned = (uint8_t *)file.data; /* the struct now owns the file */
+	out->owned = bytes; /* the struct now owns the file */
 	return RT_EOK;
-out_release:
-	rt_buf_release(&file);
-	return err;
+}
+
+enum rt_err rt_npy_read(const char *path, struct rt_npy *out)
+{
+	return rt_npy_read_max(path, SIZE_MAX, out);
+}
+
+uint64_t rt_npy_nonfinite(enum rt_npy_type type, const void *data, uint64_t count)
+{
+	const uint8_t *p = data;
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < count; i++) {
+		uint16_t h;
+		uint32_t f;
+		uint64_t d;
+
+		/* an all-ones exponent is infinity or NaN in every IEEE format */
+		if (type == RT_NPY_F16) {
+			memcpy(&h, p + 2 * i, 2);
+			bad += (h & 0x7c00u) == 0x7c00u;
+		} else if (type == RT_NPY_F32) {
+			memcpy(&f, p + 4 * i, 4);
+			bad += (f & 0x7f800000u) == 0x7f800000u;
+		} else {
+			memcpy(&d, p + 8 * i, 8);
+			bad += (d & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+		}
+	}
+	return bad;
 }
 
 void rt_npy_release(struct rt_npy *n)

@@ -1,6 +1,7 @@
 /* topology.c — components, links, daemon placement and lookahead. */
 #include "rt/topology.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@ void rt_topology_init(struct rt_topology *t)
 void rt_topology_release(struct rt_topology *t)
 {
 	free(t->components);
-	free(t->latency_ps);
+	free(t->links);
+	free(t->link_start);
 	free(t->daemons);
 	rt_topology_init(t);
 }
@@ -28,7 +30,7 @@ enum rt_err rt_topology_add(struct rt_topology *t, const char *name,
 {
 	struct rt_component_desc *c;
 
-	if (t->latency_ps)
+	if (t->n_links)
 		return rt_fail(RT_EINVAL, "component %s added after links were declared", name);
 	if (t->n_components == t->cap_components) {
 		uint32_t cap = t->cap_components ? t->cap_components * 2 : 16;
@@ -59,20 +61,88 @@ enum rt_err rt_topology_link(struct rt_topology *t, uint32_t src, uint32_t dst,
 	if (latency_ps == 0)
 		return rt_fail(RT_ECONFIG, "link %s -> %s has zero latency (model at least one cycle)",
 			       t->components[src].name, t->components[dst].name);
-	if (!t->latency_ps) {
-		t->latency_ps = calloc((size_t)n * n, sizeof(*t->latency_ps));
-		if (!t->latency_ps)
-			return rt_fail(RT_ENOMEM, "cannot allocate a %ux%u link matrix", n, n);
+	if (t->n_links == t->cap_links) {
+		size_t cap = t->cap_links ? t->cap_links * 2 : 64;
+		struct rt_link *grown = realloc(t->links, cap * sizeof(*grown));
+
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "cannot grow the topology to %zu links", cap);
+		t->links = grown;
+		t->cap_links = cap;
 	}
-	t->latency_ps[(size_t)src * n + dst] = latency_ps;
+	t->links[t->n_links] = (struct rt_link){ src, dst, latency_ps, t->n_links };
+	t->n_links++;
+	free(t->link_start); /* a new link invalidates the index */
+	t->link_start = NULL;
+	return RT_EOK;
+}
+
+static int link_cmp(const void *a, const void *b)
+{
+	const struct rt_link *x = a, *y = b;
+
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->dst != y->dst)
+		return x->dst < y->dst ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq; /* declaration order */
+}
+
+static bool same_pair(const struct rt_link *x, const struct rt_link *y)
+{
+	return x->src == y->src && x->dst == y->dst;
+}
+
+/* Sorts the links by (src, dst), keeps the last declaration of a pair (as
+ * the matrix it replaces did) and indexes each source's run. */
+static enum rt_err index_links(struct rt_topology *t)
+{
+	size_t kept = 0;
+
+	free(t->link_start);
+	t->link_start = calloc((size_t)t->n_components + 1, sizeof(*t->link_start));
+	if (!t->link_start)
+		return rt_fail(RT_ENOMEM, "cannot index %zu links", t->n_links);
+	if (t->n_links)
+		qsort(t->links, t->n_links, sizeof(*t->links), link_cmp);
+	for (size_t i = 0; i < t->n_links; i++) {
+		if (kept && same_pair(&t->links[kept - 1], &t->links[i]))
+			kept--;
+		t->links[kept++] = t->links[i];
+	}
+	t->n_links = kept;
+	for (size_t i = 0; i < kept; i++)
+		t->link_start[t->links[i].src + 1]++;
+	for (uint32_t c = 0; c < t->n_components; c++)
+		t->link_start[c + 1] += t->link_start[c];
 	return RT_EOK;
 }
 
 uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src, uint32_t dst)
 {
-	if (!t->latency_ps || src >= t->n_components || dst >= t->n_components)
+	size_t lo, hi;
+
+	if (src >= t->n_components || dst >= t->n_components)
 		return 0;
-	return t->latency_ps[(size_t)src * t->n_components + dst];
+	if (!t->link_start) { /* not placed yet: the latest declaration */
+		for (size_t i = t->n_links; i-- > 0;)
+			if (t->links[i].src == src && t->links[i].dst == dst)
+				return t->links[i].latency_ps;
+		return 0;
+	}
+	lo = t->link_start[src];
+	hi = t->link_start[src + 1];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->links[mid].dst == dst)
+			return t->links[mid].latency_ps;
+		if (t->links[mid].dst < dst)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
 }
 
 /* The daemon key of a component under a policy: components with equal keys
@@ -160,15 +230,17 @@ enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how)
 	err = assign_daemons(t, how);
 	if (err)
 		return err;
+	err = index_links(t);
+	if (err)
+		return err;
 	t->lookahead_ps = RT_TIME_NEVER;
-	for (uint32_t s = 0; t->latency_ps && s < n; s++)
-		for (uint32_t d = 0; d < n; d++) {
-			uint64_t lat = t->latency_ps[(size_t)s * n + d];
+	for (size_t i = 0; i < t->n_links; i++) {
+		const struct rt_link *l = &t->links[i];
 
-			if (lat && t->components[s].daemon != t->components[d].daemon &&
-			    lat < t->lookahead_ps)
-				t->lookahead_ps = lat;
-		}
+		if (t->components[l->src].daemon != t->components[l->dst].daemon &&
+		    l->latency_ps < t->lookahead_ps)
+			t->lookahead_ps = l->latency_ps;
+	}
 	return RT_EOK;
 }
 

@@ -114,6 +114,7 @@ static enum rt_err check_sync(const Kb__Sync *m)
 		return check_bye(m->bye);
 	case KB__SYNC__BODY_SHUTDOWN:
 	case KB__SYNC__BODY_ERROR:
+	case KB__SYNC__BODY_PROGRESS:
 		return RT_EOK;
 	default:
 		return rt_fail(RT_EDECODE, "frame has no body");

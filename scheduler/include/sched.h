@@ -1,16 +1,14 @@
 /* sched.h — PE_SCHEDULER: turns host commands into engine stages.
  *
- * Four parts, each usable on its own:
- *   - dispatch cost (ADR-0064 rev. 2): the logical size of a command, which
- *     the kernel host also uses to charge PE_CPU;
- *   - the plan builder (ADR-0065 D3/D4): a pure function from one Command to
+ * Three parts, each usable on its own:
+ *   - the plan builder (flat-composite design D3/D4): a pure function from one Command to
  *     an ordered list of stages with dependencies;
- *   - the hazard tracker (ADR-0065 D6.3): read/write byte ranges per command;
+ *   - the hazard tracker (flat-composite design D6.3): read/write byte ranges per command;
  *   - the core: strict-FIFO admission, staging regions and stage release,
  *     driven by plain calls so it is testable without a runtime; the
  *     component (sched_ops) is a thin adapter from messages to the core.
  *
- * The scheduler holds no recipe knowledge (ADR-0065 D6.5, D7): it sees only
+ * The scheduler holds no recipe knowledge (flat-composite design D6.5, D7): it sees only
  * flat op lists and the stage instruction set (rt/isa.h, docs/stages.md). */
 #ifndef SCHED_H
 #define SCHED_H
@@ -26,15 +24,6 @@
 #include "rt/err.h"
 #include "rt/isa.h"
 #include "rt/wire.h"
-
-/* ------------------------------------------------------------ dispatch cost
- *
- * Logical bytes of a wire command by the one rule in rt/isa.h (the kernel
- * host charges PE_CPU by it: rt_dispatch_cycles). */
-uint64_t sched_op_logical_bytes(const Kb__OpSpec *op);
-uint64_t sched_composite_logical_bytes(const Kb__CompositeCmd *c);
-/* 0 for a command with no body. */
-uint64_t sched_command_logical_bytes(const Kb__Command *c);
 
 /* ------------------------------------------------------------ plans */
 
@@ -87,7 +76,7 @@ void sched_plan_release(struct sched_plan *plan);
 
 /* Builds the plan of `cmd` (plan is reset first), placing staging buffers
  * at `staging_base`. Pure: depends only on its arguments.
- *   composite: ADR-0065 D3 placement by position and scope, D4 DMA
+ *   composite: flat-composite design D3 placement by position and scope, D4 DMA
  *     insertion from `pinned`, double-buffered staging, K-before-V (every
  *     DMA after the prologue's last stage);
  *   dma: one DMA_READ or DMA_WRITE stage; copy: one stage (DMA when it

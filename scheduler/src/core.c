@@ -1,7 +1,7 @@
 /* core.c — admission and stage release, free of any runtime: calls in,
  * actions out (the component turns actions into messages).
  *
- * Strict FIFO (ADR-0065 D6.3): commands are admitted in arrival order. The
+ * Strict FIFO (flat-composite design D6.3): commands are admitted in arrival order. The
  * first queued command starts when
  *   - it conflicts with no running command, or, once it has conflicted
  *     (it is then a barrier), when no command is running at all; and

@@ -1,4 +1,4 @@
-/* hazard.c — read/write sets of commands and their overlap (ADR-0065 D6.3).
+/* hazard.c — read/write sets of commands and their overlap (flat-composite design D6.3).
  *
  * A command reads its operands (and DMA/copy sources) and writes its outs
  * (and destinations); rw_handles are both read and written. Two commands

@@ -1,5 +1,5 @@
 /* plan.c — the pure plan builder: one Command in, a list of stages with
- * dependencies out (ADR-0065 D3 placement, D4 DMA insertion).
+ * dependencies out (flat-composite design D3 placement, D4 DMA insertion).
  *
  * A composite with a GEMM at position g becomes
  *   prologue   ops[0..g-1], a MATH chain, once;
@@ -248,9 +248,9 @@ static int64_t op_axis(const Kb__OpSpec *op)
 	for (size_t i = 0; i < op->n_extras; i++) {
 		const Kb__Extra *e = op->extras[i];
 
-		if (e && strcmp(e->name, "axis") == 0)
-			return e->value_case == KB__EXTRA__VALUE_I
-				       ? e->i : (int64_t)e->f;
+		if (e && strcmp(e->name, "axis") == 0 &&
+		    e->value_case != KB__EXTRA__VALUE__NOT_SET)
+			return rt_isa_extra_int(e);
 	}
 	return -1;
 }
@@ -284,6 +284,8 @@ static enum rt_err check_math_shapes(const struct builder *bd, size_t pos,
 	}
 	if ((err = tensor_view(bd, op->out, "out", &v)))
 		return err;
+	r = logical_rows(&v); /* stands for an op without inputs */
+	c = logical_cols(&v);
 	if (rt_isa_out_shape(isa, (uint32_t)op->n_operands, rows, cols,
 			     op_axis(op), &r, &c))
 		return rt_fail(RT_EDECODE, "%s %llu: op %zu (%s): %s", bd->what,
@@ -336,7 +338,7 @@ static enum rt_err check_math_op(const struct builder *bd, size_t pos,
 static enum rt_err check_composite(const struct builder *bd,
 				   const Kb__CompositeCmd *c, int64_t *g)
 {
-	uint64_t bytes = sched_composite_logical_bytes(c);
+	uint64_t bytes = rt_composite_logical_bytes(c);
 	uint64_t cap = bd->cfg->max_composite_logical_bytes;
 	enum rt_err err;
 
@@ -367,7 +369,7 @@ static enum rt_err check_composite(const struct builder *bd,
 		if (*g != NONE)
 			return rt_fail(RT_ECOMPOSITE,
 				       "composite %llu has two GEMM ops (positions "
-				       "%lld and %zu); at most one is allowed (ADR-0065 D6.1)",
+				       "%lld and %zu); at most one is allowed (flat-composite design D6.1)",
 				       (unsigned long long)bd->id,
 				       (long long)*g, i);
 		*g = (int64_t)i;
@@ -389,9 +391,10 @@ static bool same_tensor(const Kb__TensorRef *t, const Kb__TensorRef *u)
 	return t->space == u->space && t->addr == u->addr;
 }
 
-/* View of one tensor of a per-tile op: the GEMM's HBM out lives in its
- * staging slot; tensors shaped like the GEMM out are sliced to the tile;
- * anything else is used whole. */
+/* View of one tensor of a per-tile op: tensors shaped like the GEMM out
+ * are sliced to the tile (the GEMM's HBM out lives in its staging slot); a
+ * row (1 x N) or column (M x 1) that broadcasts over the out is sliced to
+ * the tile's columns or rows; anything else is used whole. */
 static enum rt_err epilogue_view(const struct builder *bd,
 				 const struct gemm_geom *gm,
 				 const struct tile_pos *tile,
@@ -402,11 +405,16 @@ static enum rt_err epilogue_view(const struct builder *bd,
 
 	if (err || !tile)
 		return err;
-	if (v->trans || v->rows != gm->m || v->cols != gm->n)
-		return RT_EOK;
-	*v = tile_of(v, tile->i0, tile->rows, tile->j0, tile->cols);
-	if (gm->out_dma && same_tensor(t, gm->out_ref))
-		*v = staging_view(v, gm->out_slot[tile->slot], v->dtype);
+	if (!v->trans && v->rows == gm->m && v->cols == gm->n) {
+		*v = tile_of(v, tile->i0, tile->rows, tile->j0, tile->cols);
+		if (gm->out_dma && same_tensor(t, gm->out_ref))
+			*v = staging_view(v, gm->out_slot[tile->slot],
+					  v->dtype);
+	} else if (logical_rows(v) == 1 && logical_cols(v) == gm->n) {
+		*v = tile_of(v, 0, 1, tile->j0, tile->cols);
+	} else if (logical_cols(v) == 1 && logical_rows(v) == gm->m) {
+		*v = tile_of(v, tile->i0, tile->rows, 0, 1);
+	}
 	return RT_EOK;
 }
 

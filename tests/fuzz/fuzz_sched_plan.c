@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK ||
 	    msg->body_case != KB__PAYLOAD__BODY_COMMAND)
 		return 0;
-	(void)sched_command_logical_bytes(msg->command);
+	(void)rt_command_logical_bytes(msg->command);
 	sched_plan_init(&plan);
 	if (sched_plan_build(msg->command, &cfg, cfg.tcm_scratch_bytes,
 			     &plan) == RT_EOK) {

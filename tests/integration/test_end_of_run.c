@@ -68,6 +68,21 @@ static const char kernels[] =
 	"\ttl_scratch_scope_end(tl);\n"                                         /* 53 */
 	"\ttl_scale(tl, t, 2.0);\n"                                             /* 54 */
 	"\treturn 0;\n"                                                         /* 55 */
+	"}\n"                                                                   /* 56 */
+	"int one_load(struct tl *tl, const struct tl_args *args)\n"            /* 57 */
+	"{\n"                                                                   /* 58 */
+	"\ttl_future f;\n"                                                      /* 59 */
+	"\t(void)args;\n"                                                       /* 60 */
+	"\tf = tl_load_async(tl, 0, 16, 16, TL_F16);\n"                         /* 61 */
+	"\ttl_wait(tl, f);\n"                                                   /* 62 */
+	"\treturn 0;\n"                                                         /* 63 */
+	"}\n"                                                                   /* 64 */
+	"int mixed(struct tl *tl, const struct tl_args *args)\n"               /* 65 */
+	"{\n"                                                                   /* 66 */
+	"\t(void)args;\n"                                                       /* 67 */
+	"\ttl_stat_add(tl, \"x\", 1);\n"                                        /* 68 */
+	"\ttl_stat_max(tl, \"x\", 1);\n"                                        /* 69 */
+	"\treturn 0;\n"                                                         /* 70 */
 	"}\n";
 
 
@@ -197,6 +212,34 @@ Test(end_of_run, deadlock_line_is_the_same_across_deployments, .timeout = 90)
 	cr_expect_str_eq(r.err, first);
 }
 
+/* An engine whose stage never ends (test hook: its daemon's timers never
+ * fire) leaves the engine holding the stage, the scheduler the command and
+ * the kernel blocked: one line names all three. */
+Test(end_of_run, engine_and_scheduler_holding_work_are_named_with_the_kernel, .timeout = 60)
+{
+	char dir[256], so[600], want[200];
+	struct kb_result r;
+
+	build(dir, sizeof(dir), so, sizeof(so));
+	setenv("KB_FAULT", "freeze@r0.pe0.dma", 1);
+	run_kernel(&r, so, "one_load", dir, "1", NULL, NULL);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	at_line(want, sizeof(want), 62);
+	cr_expect(strstr(r.err, "r0.pe0.host: kernel one_load did not finish: blocked at"), "%s",
+		  r.err);
+	cr_expect(strstr(r.err, want), "no %s in: %s", want, r.err);
+	at_line(want, sizeof(want), 61);
+	cr_expect(strstr(r.err, "waiting for DMA command 1 issued at"), "%s", r.err);
+	cr_expect(strstr(r.err, want), "no %s in: %s", want, r.err);
+	cr_expect(strstr(r.err, "r0.pe0.sched: scheduler did not finish: it holds 1 command(s); "
+			  "the oldest, command 1, is running with 0 of 1 stages done"), "%s", r.err);
+	cr_expect(strstr(r.err, "r0.pe0.dma: engine dma_read did not finish: it holds 1 stage(s); "
+			  "the first is stage 0 of command 1 (dma_read)"), "%s", r.err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
 /* ---------------------------------------------------------------- statistics */
 
 Test(end_of_run, statistics_with_any_printable_name_reach_valid_json, .timeout = 60)
@@ -246,6 +289,22 @@ Test(end_of_run, statistic_name_with_a_newline_fails_at_the_call_site, .timeout 
 {
 	expect_bad_stat("newline", 35, "tl_stat_add: statistic name \"two\\x0alines\" has a "
 			"non-printable byte 0x0a");
+}
+
+/* The runtime's own check (any component): one statistic both summed and
+ * maxed is an error naming the component, not a silently merged value. */
+Test(end_of_run, statistic_both_summed_and_maxed_fails_the_run, .timeout = 60)
+{
+	char dir[256], so[600];
+	struct kb_result r;
+
+	build(dir, sizeof(dir), so, sizeof(so));
+	run_kernel(&r, so, "mixed", dir, "1", NULL, NULL);
+	cr_assert_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "r0.pe0.host at "), "%s", r.err);
+	cr_expect(strstr(r.err, "statistic \"x\" is both summed and maxed"), "%s", r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	expect_no_summary(dir);
 }
 
 Test(end_of_run, overlong_statistic_name_fails_at_the_call_site, .timeout = 60)

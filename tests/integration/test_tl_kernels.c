@@ -1,17 +1,31 @@
 /* test_tl_kernels.c — the tl kernel API through real daemons: spawns the
  * kernbench binary (KB_BIN) on the built-in and test_* kernels and checks
- * the seed requirements (ADR-0062, the load_async proposal, ADR-0063,
- * ADR-0065) and the numerics against fp64 references computed here. */
+ * the seed requirements (lazy-load design, the load_async proposal, scratch-scope design,
+ * flat-composite design) and the numerics against fp64 references computed here. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "rt/buf.h"
 #include "rt/half.h"
 #include "rt/npy.h"
+
+/* Every test runs in a fresh directory of its own and writes its outputs
+ * to paths relative to it, so suites run at the same time (or a rerun)
+ * never share or remove each other's outputs. */
+static void enter_fresh_dir(void)
+{
+	char dir[256];
+
+	kb_tmpdir(dir, sizeof(dir), "tl");
+	cr_assert(dir[0] && chdir(dir) == 0, "cannot enter a fresh directory under /tmp");
+}
+
+TestSuite(tl_integ, .init = enter_fresh_dir);
 
 /* Runs `kernbench run ARGS --out DIR`; returns the exit status. */
 static int run_kernel(const char *dir, const char *args)
@@ -78,7 +92,7 @@ static double max_abs_diff(const double *a, const double *b, size_t n)
 	return m;
 }
 
-/* ---------------------------------------------------------- ADR-0062 */
+/* ---------------------------------------------------------- lazy-load design */
 
 Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
      .timeout = 120)
@@ -88,7 +102,7 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 	char dir[64], args[128];
 
 	for (int i = 0; i < 4; i++) {
-		snprintf(dir, sizeof(dir), "/tmp/kbt_overlap_%s", parts[i]);
+		snprintf(dir, sizeof(dir), "kbt_overlap_%s", parts[i]);
 		/* rows=96: the load (64 + 48 KiB / 64 cycles) outlasts the
 		 * 128^3 GEMM (16 + 2*128 + 128 + 128 - 2 cycles), so the GEMM
 		 * is what the lazy load hides behind */
@@ -97,8 +111,8 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 		cr_assert_eq(run_kernel(dir, args), 0);
 		lat[i] = kb_summary_u64(dir, "latency_ps");
 	}
-	cr_assert_eq(run_kernel("/tmp/kbt_overlap_serial", "test_overlap --pes 1 --arg rows=96 --arg serial=1"), 0);
-	lat[4] = kb_summary_u64("/tmp/kbt_overlap_serial", "latency_ps");
+	cr_assert_eq(run_kernel("kbt_overlap_serial", "test_overlap --pes 1 --arg rows=96 --arg serial=1"), 0);
+	lat[4] = kb_summary_u64("kbt_overlap_serial", "latency_ps");
 	uint64_t load = lat[1] - lat[0], gemm = lat[2] - lat[0];
 	uint64_t serial_sum = lat[0] + load + gemm;
 	uint64_t ideal = lat[0] + (load > gemm ? load : gemm);
@@ -118,7 +132,7 @@ Test(tl_integ, adr0062_t1_t5_lazy_load_overlaps_gemm_and_blocking_equals_serial,
 Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_bytes,
      .timeout = 60)
 {
-	const char *dir = "/tmp/kbt_loads";
+	const char *dir = "kbt_loads";
 	uint64_t r, c;
 
 	cr_assert_eq(run_kernel(dir, "test_loads --pes 1 --mode data"), 0);
@@ -138,7 +152,34 @@ Test(tl_integ, adr0062_t2_t3_t4_and_async_t2_t3_t4_loads_resolve_to_the_right_by
 	free(x0), free(x1), free(y0), free(y1), free(y2);
 }
 
-/* ---------------------------------------------------------- ADR-0063/65 */
+/* tl_load_async_into: a reload waits for the reader of the buffer, the
+ * buffer outlives the scope it was loaded in; tl_hbm_write is ordered
+ * after an in-flight lazy load of the same bytes (issue 9 defect 7). */
+Test(tl_integ, load_into_orders_hazards_and_hbm_write_waits_for_a_lazy_load,
+     .timeout = 60)
+{
+	char dir[256];
+	uint64_t r, c;
+
+	kb_tmpdir(dir, sizeof(dir), "tl-load-into");
+	cr_assert_eq(run_kernel(dir, "test_load_into --pes 1 --mode data"), 0);
+	double *x0 = npy_doubles(dir, "x0.npy", &r, &c);
+	double *x1 = npy_doubles(dir, "x1.npy", &r, &c);
+	double *xn = npy_doubles(dir, "x0new.npy", &r, &c);
+	double *y0 = npy_doubles(dir, "y0.npy", &r, &c);
+	double *y1 = npy_doubles(dir, "y1.npy", &r, &c);
+	double *y2 = npy_doubles(dir, "y2.npy", &r, &c);
+	size_t n = (size_t)(r * c);
+
+	cr_expect_eq(max_abs_diff(x0, y0, n), 0.0, "the reader saw the reload's bytes");
+	cr_expect_eq(max_abs_diff(x1, y1, n), 0.0, "the buffer lost its bytes at scope end");
+	cr_expect_eq(max_abs_diff(x0, y2, n), 0.0, "the lazy load returned bytes written after it");
+	cr_expect_gt(max_abs_diff(x0, xn, n), 0.0, "the host write did not change x0");
+	cr_expect_gt(max_abs_diff(x0, x1, n), 0.0, "inputs are not independent");
+	free(x0), free(x1), free(xn), free(y0), free(y1), free(y2);
+}
+
+/* ---------------------------------------------------------- scratch-scope / flat-composite designs */
 
 /* fp64 reference of the flash sweep: O = softmax(S) V unnormalised by the
  * running max, compared as O / l. */
@@ -179,39 +220,39 @@ static void check_flash(const char *dir, double tol)
 
 Test(tl_integ, adr0063_t2_t4_scoped_and_unscoped_sweeps_match_fp64, .timeout = 120)
 {
-	cr_assert_eq(run_kernel("/tmp/kbt_flash_s", "test_flash --pes 1 --mode data --arg opt=3"), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_flash_u",
+	cr_assert_eq(run_kernel("kbt_flash_s", "test_flash --pes 1 --mode data --arg opt=3"), 0);
+	cr_assert_eq(run_kernel("kbt_flash_u",
 			    "test_flash --pes 1 --mode data --arg opt=3 --arg scoped=0"), 0);
-	check_flash("/tmp/kbt_flash_s", 1e-2);
-	check_flash("/tmp/kbt_flash_u", 1e-2);
+	check_flash("kbt_flash_s", 1e-2);
+	check_flash("kbt_flash_u", 1e-2);
 	uint64_t r, c;
-	double *a = npy_doubles("/tmp/kbt_flash_s", "o.npy", &r, &c);
-	double *b = npy_like("/tmp/kbt_flash_u", "o.npy", r, c);
+	double *a = npy_doubles("kbt_flash_s", "o.npy", &r, &c);
+	double *b = npy_like("kbt_flash_u", "o.npy", r, c);
 	cr_expect_eq(max_abs_diff(a, b, (size_t)(r * c)), 0.0);
 	free(a), free(b);
 }
 
 Test(tl_integ, adr0065_t6_opt2_composite_sweep_matches_fp64, .timeout = 120)
 {
-	cr_assert_eq(run_kernel("/tmp/kbt_flash_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
-	check_flash("/tmp/kbt_flash_2", 1e-2);
+	cr_assert_eq(run_kernel("kbt_flash_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
+	check_flash("kbt_flash_2", 1e-2);
 }
 
-/* ADR-0065 test 6 on the running state itself: the same scores and V
+/* flat-composite design test 6 on the running state itself: the same scores and V
  * folded by opt2 (composite + softmax_merge) and by opt3 (separate ops)
  * end in the same (m, l, O). */
 Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)
 {
 	static const char *const files[3] = { "m.npy", "l.npy", "o.npy" };
 
-	cr_assert_eq(run_kernel("/tmp/kbt_mlo_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_mlo_3", "test_flash --pes 1 --mode data --arg opt=3"), 0);
+	cr_assert_eq(run_kernel("kbt_mlo_2", "test_flash --pes 1 --mode data --arg opt=2"), 0);
+	cr_assert_eq(run_kernel("kbt_mlo_3", "test_flash --pes 1 --mode data --arg opt=3"), 0);
 	for (int f = 0; f < 3; f++) {
 		char a[64], b[64];
 		uint64_t r2, c2, r3, c3;
 
-		snprintf(a, sizeof(a), "/tmp/kbt_mlo_2");
-		snprintf(b, sizeof(b), "/tmp/kbt_mlo_3");
+		snprintf(a, sizeof(a), "kbt_mlo_2");
+		snprintf(b, sizeof(b), "kbt_mlo_3");
 		double *x = npy_doubles(a, files[f], &r2, &c2);
 		double *y = npy_doubles(b, files[f], &r3, &c3);
 
@@ -227,21 +268,21 @@ Test(tl_integ, adr0065_t6_opt2_and_opt3_end_in_the_same_m_l_O, .timeout = 120)
 Test(tl_integ, adr0063_t1_t3_long_sweep_needs_scopes_and_peak_is_bounded, .timeout = 180)
 {
 	/* 256 tiles of opt3 temporaries (~9 KiB each) exceed 1 MiB unscoped */
-	cr_assert_neq(run_kernel("/tmp/kbt_long_u",
+	cr_assert_neq(run_kernel("kbt_long_u",
 			     "test_flash --pes 1 --arg opt=3 --arg scoped=0 --arg tiles=256"), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
-	cr_expect_eq(kb_summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"),
-		     kb_summary_u64("/tmp/kbt_short_s", "peak_scratch_bytes"));
-	cr_expect_lt(kb_summary_u64("/tmp/kbt_long_s", "peak_scratch_bytes"), 1u << 20);
+	cr_assert_eq(run_kernel("kbt_long_s", "test_flash --pes 1 --arg opt=3 --arg tiles=256"), 0);
+	cr_assert_eq(run_kernel("kbt_short_s", "test_flash --pes 1 --arg opt=3 --arg tiles=2"), 0);
+	cr_expect_eq(kb_summary_u64("kbt_long_s", "peak_scratch_bytes"),
+		     kb_summary_u64("kbt_short_s", "peak_scratch_bytes"));
+	cr_expect_lt(kb_summary_u64("kbt_long_s", "peak_scratch_bytes"), 1u << 20);
 }
 
 Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 {
-	cr_assert_eq(run_kernel("/tmp/kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
-	uint64_t c2 = kb_summary_u64("/tmp/kbt_disp2", "totals.dispatch_cycles");
-	uint64_t c3 = kb_summary_u64("/tmp/kbt_disp3", "totals.dispatch_cycles");
+	cr_assert_eq(run_kernel("kbt_disp2", "test_flash --pes 1 --arg opt=2 --arg tiles=8"), 0);
+	cr_assert_eq(run_kernel("kbt_disp3", "test_flash --pes 1 --arg opt=3 --arg tiles=8"), 0);
+	uint64_t c2 = kb_summary_u64("kbt_disp2", "totals.dispatch_cycles");
+	uint64_t c3 = kb_summary_u64("kbt_disp3", "totals.dispatch_cycles");
 
 	cr_log_info("dispatch cycles: opt2 %llu, opt3 %llu (x%.2f)", (unsigned long long)c2,
 		    (unsigned long long)c3, (double)c3 / (double)c2);
@@ -252,7 +293,7 @@ Test(tl_integ, adr0065_t7_opt3_dispatch_cycles_over_2x_opt2, .timeout = 120)
 
 Test(tl_integ, gemm_kernel_writes_a_b_c_that_match_fp64, .timeout = 60)
 {
-	const char *dir = "/tmp/kbt_gemm";
+	const char *dir = "kbt_gemm";
 	uint64_t m, k, k2, n, m2, n2;
 
 	cr_assert_eq(run_kernel(dir, "gemm --mode data --arg m=48 --arg k=80 --arg n=40"), 0);
@@ -333,7 +374,7 @@ Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 		{ "rsum0", 1e-4 }, { "softmax", 1e-5 }, { "dot", 1e-3 },
 		{ "dot_trans", 1e-3 }, { "astype", 0 },
 	};
-	const char *dir = "/tmp/kbt_ops";
+	const char *dir = "kbt_ops";
 	uint64_t R, C, r1, c1, rw, cw;
 
 	cr_assert_eq(run_kernel(dir, "test_ops --pes 1 --mode data"), 0);
@@ -364,7 +405,7 @@ Test(tl_integ, every_tl_op_matches_fp64, .timeout = 60)
 
 Test(tl_integ, softmax_kernel_matches_fp64, .timeout = 60)
 {
-	const char *dir = "/tmp/kbt_softmax";
+	const char *dir = "kbt_softmax";
 	uint64_t r, c;
 
 	cr_assert_eq(run_kernel(dir, "softmax --mode data"), 0);
@@ -385,14 +426,14 @@ Test(tl_integ, kernel_from_shared_object_behaves_like_the_builtin, .timeout = 60
 
 	cr_assert_not_null(plugins);
 	snprintf(args, sizeof(args), "%s/tl_example.so:softmax --mode data", plugins);
-	cr_assert_eq(run_kernel("/tmp/kbt_so", args), 0);
-	cr_assert_eq(run_kernel("/tmp/kbt_builtin", "softmax --mode data"), 0);
+	cr_assert_eq(run_kernel("kbt_so", args), 0);
+	cr_assert_eq(run_kernel("kbt_builtin", "softmax --mode data"), 0);
 	const char *files[] = { "y.npy", "op_log.jsonl" };
 	for (int i = 0; i < 2; i++) {
 		rt_buf_init(&a);
 		rt_buf_init(&b);
-		snprintf(pa, sizeof(pa), "/tmp/kbt_so/%s", files[i]);
-		snprintf(pb, sizeof(pb), "/tmp/kbt_builtin/%s", files[i]);
+		snprintf(pa, sizeof(pa), "kbt_so/%s", files[i]);
+		snprintf(pb, sizeof(pb), "kbt_builtin/%s", files[i]);
 		cr_assert_eq(rt_buf_read_file(&a, pa), RT_EOK);
 		cr_assert_eq(rt_buf_read_file(&b, pb), RT_EOK);
 		cr_expect(a.len == b.len && memcmp(a.data, b.data, a.len) == 0,
@@ -400,22 +441,22 @@ Test(tl_integ, kernel_from_shared_object_behaves_like_the_builtin, .timeout = 60
 		rt_buf_release(&a);
 		rt_buf_release(&b);
 	}
-	cr_expect_eq(kb_summary_u64("/tmp/kbt_so", "latency_ps"),
-		     kb_summary_u64("/tmp/kbt_builtin", "latency_ps"));
+	cr_expect_eq(kb_summary_u64("kbt_so", "latency_ps"),
+		     kb_summary_u64("kbt_builtin", "latency_ps"));
 }
 
 Test(tl_integ, ipcq_ring_delivers_the_left_neighbours_tile, .timeout = 60)
 {
 	uint64_t r, c;
 
-	cr_assert_eq(run_kernel("/tmp/kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
-	double *r0 = npy_doubles("/tmp/kbt_ipcq", "recv_0.npy", &r, &c);
-	double *r1 = npy_like("/tmp/kbt_ipcq", "recv_1.npy", r, c);
+	cr_assert_eq(run_kernel("kbt_ipcq", "test_ipcq --pes 1 --ranks 2 --mode data"), 0);
+	double *r0 = npy_doubles("kbt_ipcq", "recv_0.npy", &r, &c);
+	double *r1 = npy_like("kbt_ipcq", "recv_1.npy", r, c);
 	/* rank 0's left neighbour is rank 1 (value 2), and vice versa */
 	cr_expect_eq(r0[0], 2.0);
 	cr_expect_eq(r1[0], 1.0);
 	cr_expect_eq(r0[r * c - 1], 2.0);
-	cr_expect_eq(kb_summary_u64("/tmp/kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
+	cr_expect_eq(kb_summary_u64("kbt_ipcq", "ipcq_bytes"), 2 * 4 * 8 * 4);
 	free(r0), free(r1);
 }
 
@@ -426,15 +467,14 @@ Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
      .timeout = 120)
 {
 	static const uint32_t shapes[][2] = { { 1, 5 }, { 7, 1 }, { 6, 9 } };
-	char dir[64], args[160];
+	char dir[256], args[160];
 
 	for (size_t s = 0; s < 3; s++)
 		for (int axis = 0; axis <= 1; axis++)
 			for (int max = 0; max <= 1; max++) {
 				uint64_t R, C, yr, yc;
 
-				snprintf(dir, sizeof(dir), "/tmp/kbt_reduce_%zu_%d_%d", s,
-					 axis, max);
+				kb_tmpdir(dir, sizeof(dir), "reduce");
 				snprintf(args, sizeof(args),
 					 "test_reduce --pes 1 --colocate all --mode data --arg rows=%u --arg cols=%u --arg axis=%d --arg max=%d",
 					 shapes[s][0], shapes[s][1], axis, max);
@@ -532,4 +572,93 @@ Test(tl_integ, dma_sweep_latency_follows_the_dma_and_dispatch_formulas,
 	check_sweep(9, 24, 40, 10, 16, 20, 512, 3, 2, 1, 0);   /* DMA-bound, odd sizes, serial */
 	check_sweep(12, 1, 8, 4, 64, 40, 64, 1, 1, 2, 7);      /* dispatch-bound */
 	check_sweep(10, 16, 64, 200, 32, 40, 64, 1, 1, 3, 300); /* setup and latency hidden */
+}
+
+/* GEMM stage cycles through real daemons equal the systolic fold count,
+ * computed here: 300 x 200 x 130 in 128-tiles gives stages with T = 128 or
+ * 44 rows, K = 128 or 72, N = 128 or 2 (none a multiple of the 128 x 128
+ * array but the full tiles); each stage's duration in op_log.jsonl must be
+ * setup + folds * (2R + C + T - 2) cycles, or with double-buffered weights
+ * setup + R + folds * (R + C + T - 2). The stage's (T, K, N) is recovered
+ * from its MAC count, unique for these tiles. */
+/* `"key":N` of one compact op_log.jsonl line; the test fails if absent. */
+static uint64_t oplog_u64(const char *line, const char *key)
+{
+	char pat[64];
+	const char *at;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	at = strstr(line, pat);
+	cr_assert_not_null(at, "op_log line lacks %s: %s", key, line);
+	return strtoull(at + strlen(pat), NULL, 10);
+}
+
+static void check_gemm_stage_cycles(bool db)
+{
+	static const uint64_t Ts[] = { 128, 44 }, Ks[] = { 128, 72 },
+			      Ns[] = { 128, 2 };
+	const uint64_t R = 128, C = 128, setup = 16, cyc = 1000;
+	char dir[256], *log, *line;
+	uint32_t seen = 0;
+
+	kb_tmpdir(dir, sizeof(dir), "gemm_folds");
+	{
+		struct kb_result r;
+
+		kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set",
+		       "machine.clock_mhz=1000", "--set", "gemm.model=systolic",
+		       "--set", "gemm.array_rows=128", "--set", "gemm.array_cols=128",
+		       "--set", "gemm.setup_cycles=16", "--set",
+		       db ? "gemm.weight_double_buffer=1" : "gemm.weight_double_buffer=0",
+		       "--arg", "m=300", "--arg", "k=200", "--arg", "n=130", NULL);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+	}
+	{
+		char path[300];
+
+		snprintf(path, sizeof(path), "%s/op_log.jsonl", dir);
+		log = kb_slurp(path, NULL);
+		cr_assert_not_null(log);
+	}
+	for (line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+		uint64_t start, end, macs;
+		bool found = false;
+
+		if (!strstr(line, "\"op_name\":\"gemm\""))
+			continue;
+		start = oplog_u64(line, "start_ps");
+		end = oplog_u64(line, "end_ps");
+		macs = oplog_u64(line, "elements");
+		for (int t = 0; t < 2; t++)
+			for (int k = 0; k < 2; k++)
+				for (int n = 0; n < 2; n++) {
+					uint64_t folds = ((Ks[k] + R - 1) / R) *
+							 ((Ns[n] + C - 1) / C);
+					uint64_t want = db ? setup + R + folds * (R + C + Ts[t] - 2)
+							   : setup + folds * (2 * R + C + Ts[t] - 2);
+
+					if (Ts[t] * Ks[k] * Ns[n] != macs)
+						continue;
+					found = true;
+					cr_expect_eq(end - start, want * cyc,
+						     "T=%llu K=%llu N=%llu: %llu ps, formula %llu cycles",
+						     (unsigned long long)Ts[t],
+						     (unsigned long long)Ks[k],
+						     (unsigned long long)Ns[n],
+						     (unsigned long long)(end - start),
+						     (unsigned long long)want);
+				}
+		cr_expect(found, "gemm stage of %llu MACs is not a tile of 300x200x130",
+			  (unsigned long long)macs);
+		seen++;
+	}
+	/* 3 M tiles x 2 N tiles x 2 K tiles */
+	cr_expect_eq(seen, 12);
+	free(log);
+}
+
+Test(tl_integ, gemm_stage_cycles_equal_the_systolic_fold_formula, .timeout = 120)
+{
+	check_gemm_stage_cycles(false);
+	check_gemm_stage_cycles(true);
 }

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
+#include "rt/job.h"
 
 /* Writes `text` to a fresh temporary .yaml file; returns its path in `path`. */
 static void write_temp(const char *text, char path[64])
@@ -102,7 +104,7 @@ Test(config_table, defaults_match_the_table_text, .timeout = 10)
 Test(config_table, fields_are_unique_typed_documented_and_grouped,
      .timeout = 10)
 {
-	cr_assert_eq(rt_config_field_count, 40);
+	cr_assert_eq(rt_config_field_count, 43);
 	for (size_t i = 0; i < rt_config_field_count; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		const char *dot = strchr(f->key, '.');
@@ -414,6 +416,186 @@ Test(config_doc, renders_one_row_per_field, .timeout = 10)
 	for (size_t i = 0; i < b.len; i++)
 		lines += b.data[i] == '\n';
 	cr_assert_eq(lines, rt_config_field_count + 2);
-	cr_assert(strstr(b.data, "| `links.ipcq_cycles` | `500` | cycles |"));
+	cr_assert(strstr(b.data, "| `links.ipcq_cycles` | `500` | 1 to 1000000000 | cycles |"));
 	rt_buf_release(&b);
+}
+
+/* ------------------------------------------------------------ issue 13 */
+
+Test(config_range, every_field_documents_a_range_holding_its_default, .timeout = 10)
+{
+	struct rt_config cfg;
+	struct rt_buf b;
+	char row[256];
+
+	rt_config_defaults(&cfg);
+	rt_buf_init(&b);
+	cr_assert_eq(rt_config_doc(&b), RT_EOK);
+	for (size_t i = 0; i < rt_config_field_count; i++) {
+		const struct rt_config_field *f = &rt_config_fields[i];
+
+		if (f->type == RT_CFG_STR)
+			continue;
+		cr_assert_leq(f->min, f->max, "%s", f->key);
+		cr_assert(value_of(&cfg, f) >= f->min && value_of(&cfg, f) <= f->max, "%s",
+			  f->key);
+		if (f->type == RT_CFG_U32)
+			cr_assert_leq(f->max, UINT32_MAX, "%s", f->key);
+		snprintf(row, sizeof(row), "| `%s` | `%s` | %llu to %llu |", f->key, f->def,
+			 (unsigned long long)f->min, (unsigned long long)f->max);
+		cr_assert(strstr(b.data, row), "docs table lacks the range: %s", row);
+	}
+	rt_buf_release(&b);
+}
+
+Test(config_range, out_of_range_values_name_key_and_range, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_set(&cfg, "dma.setup_cycles=18446744073709551615"), RT_ECONFIG);
+	assert_error_has("'dma.setup_cycles' is out of range");
+	assert_error_has("must be 0 to 1000000000 (cycles)");
+	cr_assert_eq(rt_config_set(&cfg, "links.host_sched_cycles=18446744073709552"), RT_ECONFIG);
+	assert_error_has("links.host_sched_cycles");
+	cr_assert_eq(rt_config_set(&cfg, "run.watchdog_ms=18446744073709551615"), RT_ECONFIG);
+	assert_error_has("1 to 86400000");
+	cr_assert_eq(rt_config_set(&cfg, "machine.pes=010"), RT_ECONFIG);
+	cr_assert_eq(rt_config_set(&cfg, "machine.pes=0x10"), RT_ECONFIG);
+	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_eq(cfg.watchdog_ms, 30000);
+}
+
+Test(config_range, cycles_times_picoseconds_is_checked, .timeout = 10)
+{
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cfg.clock_mhz = 1; /* 1000000 ps per cycle */
+	cfg.dma_setup_cycles = 1000001;
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("dma.setup_cycles = 1000001 cycles");
+	cfg.dma_setup_cycles = 1000000;
+	cr_assert_eq(rt_config_validate(&cfg), RT_EOK, "%s", rt_last_error());
+	cfg.link_ipcq_cycles = UINT64_MAX; /* set by hand: the range catches it */
+	cr_assert_eq(rt_config_validate(&cfg), RT_ECONFIG);
+	assert_error_has("links.ipcq_cycles");
+}
+
+Test(config_yaml, second_document_and_syntax_errors_give_the_line, .timeout = 10)
+{
+	static const char two[] = "dma: {setup_cycles: 1}\n---\ndma: {setup_cycles: 2}\n";
+	static const char bad[] = "dma:\n  setup_cycles: 1\n  bytes_per_cycle: [1\n";
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_text(&cfg, two, strlen(two), "t.yaml"), RT_ECONFIG);
+	assert_error_has("second YAML document starts at line 2");
+	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_eq(rt_config_load_text(&cfg, bad, strlen(bad), "b.yaml"), RT_ECONFIG);
+	assert_error_has("config b.yaml: YAML error: did not find expected ',' or ']'");
+	assert_error_has("line 4");
+}
+
+Test(config_yaml, emitted_yaml_and_json_load_back_exactly, .timeout = 10)
+{
+	struct rt_config cfg, back;
+	struct rt_buf b;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_set(&cfg, "gemm.model=lib \"x\": #1.so"), RT_EOK);
+	cr_assert_eq(rt_config_set(&cfg, "links.ipcq_cycles=7"), RT_EOK);
+	for (int format = 0; format < 2; format++) {
+		rt_buf_init(&b);
+		cr_assert_eq(rt_config_emit(&cfg, format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b),
+			     RT_EOK);
+		memset(&back, 0, sizeof(back));
+		cr_assert_eq(rt_config_load_text(&back, b.data, b.len, "emitted"), RT_EOK, "%s: %s",
+			     rt_last_error(), b.data);
+		assert_same_fields(&back, &cfg);
+		rt_buf_release(&b);
+	}
+}
+
+Test(config_yaml, relative_model_path_resolves_against_the_file, .timeout = 10)
+{
+	char dir[] = "/tmp/kb_test_cfgdir_XXXXXX", path[128], want[160];
+	struct rt_config cfg;
+	FILE *f;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.yaml", dir);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs("gemm: {model: plugins/g.so}\nmath: {model: simd}\n", f);
+	fclose(f);
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_file(&cfg, path), RT_EOK, "%s", rt_last_error());
+	snprintf(want, sizeof(want), "%s/plugins/g.so", dir);
+	cr_assert_str_eq(cfg.gemm_model, want);
+	cr_assert_str_eq(cfg.math_model, "simd");
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(config_parse, one_decimal_parser_for_every_number, .timeout = 10)
+{
+	uint64_t v = 99;
+
+	cr_assert_eq(rt_parse_u64("0", 0, 10, &v), RT_PARSE_OK);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(rt_parse_u64("18446744073709551615", 0, UINT64_MAX, &v), RT_PARSE_OK);
+	cr_assert_eq(v, UINT64_MAX);
+	cr_assert_eq(rt_parse_u64("18446744073709551616", 0, UINT64_MAX, &v),
+		     RT_PARSE_OUT_OF_RANGE);
+	cr_assert_eq(rt_parse_u64("4294967360", 1, UINT32_MAX, &v), RT_PARSE_OUT_OF_RANGE);
+	cr_assert_eq(rt_parse_u64("010", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(rt_parse_u64("0x10", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(rt_parse_u64("-1", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(rt_parse_u64(" 1", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(rt_parse_u64("99999999999999999999x", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(rt_parse_u64("", 0, 100, &v), RT_PARSE_NOT_A_NUMBER);
+	cr_assert_eq(v, UINT64_MAX, "a failed parse changed the value");
+}
+
+Test(config_load, devices_and_writerless_fifos_are_refused, .timeout = 10)
+{
+	char fifo[64] = "/tmp/kb_test_cfgfifo_XXXXXX"; /* + "/c.yaml" */
+	struct rt_config cfg;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(rt_config_load_file(&cfg, "/dev/zero"), RT_ECONFIG);
+	assert_error_has("config /dev/zero: is a character device");
+	cr_assert(mkdtemp(fifo));
+	strcat(fifo, "/c.yaml");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(rt_config_load_file(&cfg, fifo), RT_ECONFIG);
+	assert_error_has("the pipe gave no data");
+	unlink(fifo);
+	*strrchr(fifo, '/') = '\0';
+	rmdir(fifo);
+}
+
+/* deploy/configs/default.yaml is `kernbench config` at the defaults (below
+ * its own header comment), so its ranges and units cannot drift. */
+Test(config_yaml, default_yaml_is_the_emitted_defaults, .timeout = 10)
+{
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	struct rt_config cfg;
+	struct rt_buf want, file;
+	char path[4096];
+	const char *body;
+
+	rt_config_defaults(&cfg);
+	rt_buf_init(&want);
+	rt_buf_init(&file);
+	cr_assert_eq(rt_config_emit(&cfg, RT_CONFIG_YAML, &want), RT_EOK);
+	snprintf(path, sizeof(path), "%s/deploy/configs/default.yaml", root);
+	cr_assert_eq(rt_buf_read_file(&file, path), RT_EOK);
+	body = strstr(file.data, "\nmachine:");
+	cr_assert_not_null(body);
+	cr_assert_str_eq(body + 1, strchr(want.data, '\n') + 1,
+			 "default.yaml differs from `kernbench config` (regenerate its body)");
+	rt_buf_release(&want);
+	rt_buf_release(&file);
 }

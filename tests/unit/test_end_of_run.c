@@ -2,6 +2,7 @@
  * statistic name checks, and a scheduler that ends the run still holding a
  * command reports it from fini. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,4 +188,45 @@ Test(wire_bye, reports_with_bad_names_or_lines_are_rejected, .timeout = 5)
 	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
 	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EDECODE);
 	rt_buf_release(&b);
+}
+
+/* Every Criterion test in tests/unit and tests/integration declares a
+ * .timeout, so a hung test fails instead of stalling the suite. */
+Test(suite, every_test_declares_a_timeout, .timeout = 10)
+{
+	static const char *const dirs[] = { "tests/unit", "tests/integration" };
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+	int seen = 0;
+
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		char path[2048];
+		DIR *dir;
+		struct dirent *e;
+
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[d]);
+		dir = opendir(path);
+		cr_assert_not_null(dir, "cannot list %s", path);
+		while ((e = readdir(dir))) {
+			size_t len = strlen(e->d_name);
+			struct rt_buf text;
+
+			if (len < 3 || strcmp(e->d_name + len - 2, ".c"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s", root, dirs[d], e->d_name);
+			rt_buf_init(&text);
+			cr_assert_eq(rt_buf_read_file(&text, path), RT_EOK, "%s", path);
+			for (const char *p = text.data; p && (p = strstr(p, "\nTest(")); p++) {
+				const char *body = strstr(p, "\n{");
+				size_t header = body ? (size_t)(body - p) : strlen(p);
+				char *timeout = memmem(p, header, ".timeout", 8);
+
+				seen++;
+				cr_expect_not_null(timeout, "%s: %.*s has no .timeout", e->d_name,
+						   (int)(header > 100 ? 100 : header), p + 1);
+			}
+			rt_buf_release(&text);
+		}
+		closedir(dir);
+	}
+	cr_expect_gt(seen, 100, "found only %d tests: wrong KB_ROOT?", seen);
 }

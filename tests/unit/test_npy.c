@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rt/npy.h"
@@ -74,14 +75,15 @@ static void round_trip(enum rt_npy_type type, size_t elem,
 	cr_assert_null(n.owned);
 }
 
-Test(npy, round_trips_f2_f4_f8_in_every_shape, .timeout = 10)
+Test(npy, round_trips_f2_f4_f8_i4_in_every_shape, .timeout = 10)
 {
 	static const uint64_t s3[] = { 3 }, s234[] = { 2, 3, 4 };
 	static const struct { enum rt_npy_type t; size_t size; } types[] = {
 		{ RT_NPY_F16, 2 }, { RT_NPY_F32, 4 }, { RT_NPY_F64, 8 },
+		{ RT_NPY_I32, 4 },
 	};
 
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		round_trip(types[i].t, types[i].size, NULL, 0);
 		round_trip(types[i].t, types[i].size, s3, 1);
 		round_trip(types[i].t, types[i].size, s234, 3);
@@ -158,8 +160,8 @@ static void expect_reject(const char *dict, size_t data_len,
 
 Test(npy, rejects_unsupported_dtype_and_fortran_order, .timeout = 10)
 {
-	expect_reject("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
-		      8, "dtype '<i4' not supported (expected <f2, <f4 or <f8)");
+	expect_reject("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }",
+		      16, "dtype '<i8' not supported (expected <f2, <f4, <f8 or <i4)");
 	expect_reject("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
 		      8, "dtype '>f4' not supported");
 	expect_reject("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }",
@@ -246,11 +248,11 @@ Test(npy, every_truncation_of_a_valid_file_is_rejected, .timeout = 10)
 
 Test(npy, read_error_names_the_file, .timeout = 10)
 {
-	const int32_t v[2] = { 1, 2 };
+	const int64_t v[2] = { 1, 2 };
 	struct rt_npy n;
 	char path[64];
 	size_t len;
-	uint8_t *b = make_npy(1, "{'descr': '<i4', 'fortran_order': False, "
+	uint8_t *b = make_npy(1, "{'descr': '<i8', 'fortran_order': False, "
 			      "'shape': (2,)}", v, sizeof(v), &len);
 	FILE *f;
 
@@ -263,8 +265,60 @@ Test(npy, read_error_names_the_file, .timeout = 10)
 	cr_assert_eq(rt_npy_read(path, &n), RT_EDECODE);
 	unlink(path);
 	cr_assert(strstr(rt_last_error(), path), "%s", rt_last_error());
-	cr_assert(strstr(rt_last_error(), "dtype '<i4' not supported"));
+	cr_assert(strstr(rt_last_error(), "dtype '<i8' not supported"));
 	cr_assert_null(n.owned);
 	cr_assert_eq(rt_npy_read("/nonexistent/q.npy", &n), RT_EIO);
 	cr_assert(strstr(rt_last_error(), "npy /nonexistent/q.npy:"));
+}
+
+/* Issue 13 item 9: a device or FIFO is refused, never read until memory
+ * runs out or forever. */
+Test(npy, devices_and_fifos_are_refused, .timeout = 10)
+{
+	char fifo[64] = "/tmp/kb_test_npy_fifo_XXXXXX"; /* + "/k.npy" */
+	struct rt_npy n;
+
+	cr_assert_eq(rt_npy_read("/dev/zero", &n), RT_EIO);
+	cr_assert(strstr(rt_last_error(), "character device"), "%s", rt_last_error());
+	cr_assert(mkdtemp(fifo));
+	strcat(fifo, "/k.npy");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(rt_npy_read(fifo, &n), RT_EIO);
+	cr_assert(strstr(rt_last_error(), "pipe"), "%s", rt_last_error());
+	unlink(fifo);
+	*strrchr(fifo, '/') = '\0';
+	rmdir(fifo);
+}
+
+/* The header is checked against the size before the data is read, and the
+ * caller's cap holds. */
+Test(npy, size_cap_and_header_checked_before_reading, .timeout = 10)
+{
+	static const float v[4] = { 1, 2, 3, 4 };
+	uint64_t shape[1] = { 4 };
+	char path[64];
+	struct rt_npy n;
+
+	temp_path(path);
+	cr_assert_eq(rt_npy_write(path, RT_NPY_F32, shape, 1, v), RT_EOK);
+	cr_assert_eq(rt_npy_read_max(path, 16, &n), RT_EOK, "%s", rt_last_error());
+	rt_npy_release(&n);
+	cr_assert_eq(rt_npy_read_max(path, 15, &n), RT_EIO);
+	cr_assert(strstr(rt_last_error(), "16 data bytes"), "%s", rt_last_error());
+	unlink(path);
+}
+
+Test(npy, counts_nonfinite_elements_of_every_type, .timeout = 10)
+{
+	const uint16_t h[4] = { 0x3c00, 0x7e00, 0x7c00, 0xfc00 }; /* 1, NaN, +inf, -inf */
+	float f[3] = { 1.0f, 0.0f, 0.0f };
+	double d[2] = { 2.0, 0.0 };
+	uint32_t nan32 = 0x7fc00000u;
+	uint64_t inf64 = 0x7ff0000000000000ull;
+
+	memcpy(&f[1], &nan32, 4);
+	memcpy(&d[1], &inf64, 8);
+	cr_assert_eq(rt_npy_nonfinite(RT_NPY_F16, h, 4), 3);
+	cr_assert_eq(rt_npy_nonfinite(RT_NPY_F32, f, 3), 1);
+	cr_assert_eq(rt_npy_nonfinite(RT_NPY_F64, d, 2), 1);
 }

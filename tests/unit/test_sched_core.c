@@ -1,4 +1,4 @@
-/* test_sched_core.c — hazards, strict-FIFO admission (ADR-0065 D6.3, test
+/* test_sched_core.c — hazards, strict-FIFO admission (flat-composite design D6.3, test
  * requirement 4), staging regions and stage release, driven through the
  * core's plain calls with a tiny FIFO engine model standing in for the
  * engines. */

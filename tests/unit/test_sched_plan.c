@@ -1,5 +1,5 @@
 /* test_sched_plan.c — the scheduler's pure parts: dispatch cost, the plan
- * builder (ADR-0065 D3/D4 and test requirements 1, 3, 5, 8, 9) and its
+ * builder (flat-composite design D3/D4 and test requirements 1, 3, 5, 8, 9) and its
  * golden stage sequence. Commands are built by hand, as the host would. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -168,7 +168,7 @@ static bool depends_on(const struct sched_plan *p, uint32_t s, uint32_t on)
 	return false;
 }
 
-/* The ADR-0065 decode opt2 "#2" composite, as the host lowers it: the 8
+/* The flat-composite design decode opt2 "#2" composite, as the host lowers it: the 8
  * softmax_merge MATH micro-ops, gemm(P, V -> O_j), add(O_j, O -> O). The
  * scheduler never sees the recipe name. `v_rows` = KV tile length. */
 static struct tb *opt2_second(uint32_t v_rows)
@@ -232,20 +232,20 @@ Test(sched_cost, logical_bytes_follow_the_documented_rule, .timeout = 10)
 	Kb__Command dc = KB__COMMAND__INIT;
 
 	extra_i(b, o, "axis", 1);
-	cr_expect_eq(sched_op_logical_bytes(o), 4 + 3 * 12 + 4);
+	cr_expect_eq(rt_opspec_logical_bytes(o), 4 + 3 * 12 + 4);
 	rw(b, y);
-	cr_expect_eq(sched_composite_logical_bytes(&b->comp), 44 + 12);
-	cr_expect_eq(sched_command_logical_bytes(&b->cmd), 56);
+	cr_expect_eq(rt_composite_logical_bytes(&b->comp), 44 + 12);
+	cr_expect_eq(rt_command_logical_bytes(&b->cmd), 56);
 	dc.body_case = KB__COMMAND__BODY_DMA;
 	dc.dma = &dma;
-	cr_expect_eq(sched_command_logical_bytes(&dc), 28);
+	cr_expect_eq(rt_command_logical_bytes(&dc), 28);
 	free(b);
 }
 
 Test(sched_cost, adr0065_t9_opt2_second_composite_is_under_1024_bytes, .timeout = 10)
 {
 	struct tb *b = opt2_second(128);
-	uint64_t bytes = sched_command_logical_bytes(&b->cmd);
+	uint64_t bytes = rt_command_logical_bytes(&b->cmd);
 
 	/* 8 micro-ops 304 + gemm 52 + add 40 + 3 rw_handles 36 */
 	cr_expect_eq(b->comp.n_ops, 10);
@@ -680,6 +680,15 @@ Test(sched_plan, math_ops_obey_the_isa_shape_rules_and_extras, .timeout = 10)
 	o->extras[0]->i = 3;
 	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
 	cr_expect(strstr(rt_last_error(), "axis 3"), "%s", rt_last_error());
+	/* a huge float axis from the wire saturates, never converts as UB */
+	o->extras[0]->value_case = KB__EXTRA__VALUE_F;
+	o->extras[0]->f = 2e161;
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "axis 9223372036854775807"), "%s",
+		  rt_last_error());
+	o->extras[0]->f = 0.0; /* an integral float reads as that integer */
+	cr_expect_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EOK, "%s",
+		     rt_last_error());
 	sched_plan_release(&p);
 	free(b);
 }
@@ -729,7 +738,7 @@ static const char *root(void)
 	return r ? r : ".";
 }
 
-/* ADR-0065 test 1: the legacy `tl.composite(op="gemm", a, b,
+/* flat-composite design test 1: the legacy `tl.composite(op="gemm", a, b,
  * epilogue=[add])` lowering [gemm KERNEL, add OUTPUT_TILE] gives exactly the
  * committed stage sequence. KB_GOLDEN_UPDATE=1 rewrites the file. */
 Test(sched_golden, adr0065_t1_legacy_gemm_epilogue_stage_sequence, .timeout = 10)

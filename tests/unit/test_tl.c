@@ -193,7 +193,7 @@ static const Kb__CompositeCmd *last_composite(const struct run *r)
 #define TILE 64
 #define D 128
 
-/* decode opt2 #2: softmax_merge prologue + P·V + add (ADR-0065 test 2) */
+/* decode opt2 #2: softmax_merge prologue + P·V + add (flat-composite design test 2) */
 static tl_tensor g_m, g_l, g_o;
 
 static void opt2_tile(struct tl *tl, tl_tensor s, tl_tensor v)
@@ -247,7 +247,7 @@ Test(tl_recipe, adr0065_t2_softmax_merge_lowers_to_10_ops_rw_m_l_O, .timeout = 1
 	/* P has the shape of s */
 	cr_expect_eq(c->ops[3]->out->shape[0], G);
 	cr_expect_eq(c->ops[3]->out->shape[1], TILE);
-	cr_expect_lt(tl_command_logical_bytes(r->fake.sent[r->fake.n - 1]->command), 1024);
+	cr_expect_lt(rt_command_logical_bytes(r->fake.sent[r->fake.n - 1]->command), 1024);
 	run_release(r);
 	free(r);
 }
@@ -464,7 +464,8 @@ Test(tl_validate, adding_an_op_is_one_table_row, .timeout = 10)
 		const struct rt_isa_op *op = rt_isa_get((enum rt_isa_id)id);
 
 		cr_assert_eq(rt_isa_find(op->name), op);
-		cr_assert(op->arity >= 1 && op->arity <= RT_ISA_MAX_ARITY);
+		cr_assert(op->arity <= RT_ISA_MAX_ARITY);
+		cr_assert(op->arity > 0 || op->shape == RT_ISA_SHAPE_OUT);
 		cr_assert(strstr(rt_isa_names(), op->name));
 		cr_assert_eq(rt_isa_op_logical_bytes(op),
 			     4 + 12 * (op->arity + 1) + 4 * op->n_extras);
@@ -761,11 +762,14 @@ static struct {
 	const char *op;
 	uint32_t rows, cols;
 	int axis;
+	bool trans; /* reduce the transpose of the stored cols x rows */
 } g_red;
 
 static int k_reduce(struct tl *tl, const struct tl_args *a)
 {
-	tl_tensor x = tl_load(tl, 0, g_red.rows, g_red.cols, TL_F32);
+	tl_tensor x = g_red.trans
+		? tl_trans(tl, tl_load(tl, 0, g_red.cols, g_red.rows, TL_F32))
+		: tl_load(tl, 0, g_red.rows, g_red.cols, TL_F32);
 	tl_tensor y = tl_reduce_at(tl, TL_HERE, g_red.op, x, g_red.axis);
 
 	(void)a;
@@ -795,7 +799,7 @@ static void ref_reduce(bool is_max, const float *x, uint32_t rows,
 }
 
 static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
-			 int axis)
+			 int axis, bool trans)
 {
 	struct run *r = run_new();
 	struct eng_memory mem = { 0 };
@@ -808,13 +812,18 @@ static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
 	mem.hbm = calloc(1, mem.hbm_size);
 	mem.tcm = calloc(1, mem.tcm_size);
 	cr_assert(mem.hbm && mem.tcm && rows * cols <= 4096);
-	x = (float *)mem.hbm;
+	x = malloc((size_t)rows * cols * sizeof(float)); /* logical, row-major */
 	for (uint32_t i = 0; i < rows * cols; i++) /* mixed signs, non-integer */
 		x[i] = (float)((int)(i * 7u % 11u) - 5) * 0.75f + 0.125f * (float)i;
 	if (rows == 1 && cols == 5) { /* the row of the defect report */
 		static const float row[5] = { 1, 2, 3, 4, 5.5f };
 		memcpy(x, row, sizeof(row));
 	}
+	for (uint32_t r0 = 0; r0 < rows; r0++) /* stored: x, or its transpose */
+		for (uint32_t c0 = 0; c0 < cols; c0++)
+			((float *)mem.hbm)[trans ? (size_t)c0 * rows + r0
+						 : (size_t)r0 * cols + c0] =
+				x[(size_t)r0 * cols + c0];
 	got = (float *)(mem.hbm + RED_OUT_ADDR);
 	for (uint32_t i = 0; i < 256; i++) /* poison: unwritten shows as NaN */
 		got[i] = NAN;
@@ -822,17 +831,20 @@ static void check_reduce(const char *op, uint32_t rows, uint32_t cols,
 	g_red.rows = rows;
 	g_red.cols = cols;
 	g_red.axis = axis;
+	g_red.trans = trans;
 	r->fake.mem = &mem;
 	run_kernel(r, k_reduce, NULL, 0);
 	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
 	ref_reduce(strcmp(op, "rmax") == 0, x, rows, cols, axis, want, &n_out);
 	for (uint32_t o = 0; o < n_out; o++)
 		cr_assert(fabs(got[o] - want[o]) <= 1e-5 * (1.0 + fabs(want[o])),
-			  "%s of %ux%u along axis %d: out[%u] = %g, fp64 %g", op,
-			  rows, cols, axis, o, (double)got[o], want[o]);
+			  "%s of %ux%u%s along axis %d: out[%u] = %g, fp64 %g", op,
+			  rows, cols, trans ? " (transposed view)" : "", axis, o,
+			  (double)got[o], want[o]);
 	cr_assert(isnan(got[n_out]), "%s wrote past its %u outputs", op, n_out);
 	run_release(r);
 	free(r);
+	free(x);
 	free(mem.hbm);
 	free(mem.tcm);
 }
@@ -851,14 +863,15 @@ Test(tl_reduce, every_reduction_on_row_column_and_matrix_along_both_axes,
 			continue;
 		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 			for (size_t a = 0; a < sizeof(axes) / sizeof(axes[0]); a++)
-				check_reduce(op->name, shapes[s][0],
-					     shapes[s][1], axes[a]);
+				for (int t = 0; t <= 1; t++)
+					check_reduce(op->name, shapes[s][0],
+						     shapes[s][1], axes[a], t);
 	}
 }
 
 Test(tl_reduce, sum_of_the_reported_row_along_axis_0_is_the_row, .timeout = 10)
 {
-	check_reduce("rsum", 1, 5, 0); /* [1 2 3 4 5.5], not [15.5 0 0 0 0] */
+	check_reduce("rsum", 1, 5, 0, false); /* [1 2 3 4 5.5], not [15.5 0 0 0 0] */
 }
 
 Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
@@ -869,10 +882,138 @@ Test(tl_reduce, bad_axis_is_an_error_at_the_call_site, .timeout = 10)
 	g_red.rows = 4;
 	g_red.cols = 4;
 	g_red.axis = 2;
+	g_red.trans = false;
 	run_kernel(r, k_reduce, NULL, 0);
 	cr_assert_eq(r->rc, RT_EKERNEL);
 	cr_assert(strstr(r->error, "test_tl.c:") &&
 		  strstr(r->error, "axis 2"), "%s", r->error);
 	run_release(r);
 	free(r);
+}
+
+/* ---------------------------------------------------------- fills */
+
+/* tl_full is a MATH `fill` command: one dispatch of a one-op composite
+ * (4 + 12 out + 4 extra = 20 logical bytes), PE_MATH time, and the value
+ * lands in TCM when the command completes (data mode, real engine). */
+static int k_fill(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_store(tl, 0x40000, tl_full(tl, 3, 5, TL_F16, -2.5));
+	tl_store(tl, 0x50000, tl_full(tl, 2, 4, TL_F32, 1e30));
+	return 0;
+}
+
+Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+	const Kb__CompositeCmd *c;
+	uint16_t h;
+	float f;
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	r->fake.mem = &mem;
+	run_kernel(r, k_fill, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	/* fill, store, fill, store */
+	cr_assert_eq(r->fake.n, 4);
+	c = r->fake.sent[0]->command->composite;
+	cr_assert_not_null(c);
+	cr_assert_eq(c->n_ops, 1);
+	cr_assert_str_eq(c->ops[0]->kind, "fill");
+	cr_assert_eq(c->ops[0]->n_operands, 0);
+	cr_assert_eq(rt_command_logical_bytes(r->fake.sent[0]->command), 20);
+	cr_assert_eq(r->tot.dispatch_cycles,
+		     2 * rt_dispatch_cycles(&r->cfg, 20) +
+		     2 * rt_dispatch_cycles(&r->cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	for (int i = 0; i < 15; i++) {
+		memcpy(&h, mem.hbm + 0x40000 + 2 * i, 2);
+		cr_assert_eq(h, 0xC100, "f16 -2.5 at %d: %#x", i, h); /* -2.5 */
+	}
+	for (int i = 0; i < 8; i++) {
+		memcpy(&f, mem.hbm + 0x50000 + 4 * i, 4);
+		cr_assert_eq(f, 1e30f);
+	}
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
+/* ---------------------------------------------------------- epilogues */
+
+/* A row (1 x N) or column (M x 1) epilogue operand broadcasts over a GEMM
+ * that the scheduler tiles: each output tile must see the matching slice
+ * of it (a whole 1 x 256 row against a 128-wide tile does not broadcast). */
+#define EPI_M 200u
+#define EPI_K 48u
+#define EPI_N 160u
+
+static bool g_epi_column;
+
+static int k_gemm_bias(struct tl *tl, const struct tl_args *a)
+{
+	tl_tensor A = tl_load(tl, 0, EPI_M, EPI_K, TL_F32);
+	tl_tensor B = tl_load(tl, 0x10000, EPI_K, EPI_N, TL_F32);
+	tl_tensor bias = g_epi_column ? tl_load(tl, 0x20000, EPI_M, 1, TL_F32)
+				      : tl_load(tl, 0x20000, 1, EPI_N, TL_F32);
+	tl_future f = tl_composite(tl, &(struct tl_composite_desc){
+		.op = "gemm", .a = A, .b = B,
+		.epilogue = { { .op = "add", .other = bias } } });
+
+	(void)a;
+	tl_store(tl, 0x40000, tl_wait(tl, f));
+	return 0;
+}
+
+static void check_gemm_bias(bool column)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+	float *hbm, *got;
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	hbm = (float *)mem.hbm;
+	for (uint32_t i = 0; i < EPI_M * EPI_K; i++)
+		hbm[i] = (float)((int)(i % 13u) - 6) * 0.25f;
+	for (uint32_t i = 0; i < EPI_K * EPI_N; i++)
+		hbm[0x10000 / 4 + i] = (float)((int)(i % 7u) - 3) * 0.5f;
+	for (uint32_t i = 0; i < (column ? EPI_M : EPI_N); i++)
+		hbm[0x20000 / 4 + i] = 100.0f + (float)i;
+	g_epi_column = column;
+	r->cfg.gemm_tile_m = r->cfg.gemm_tile_n = r->cfg.gemm_tile_k = 64;
+	r->fake.mem = &mem;
+	run_kernel(r, k_gemm_bias, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	got = hbm + 0x40000 / 4;
+	for (uint32_t i = 0; i < EPI_M; i++)
+		for (uint32_t j = 0; j < EPI_N; j++) {
+			double want = hbm[0x20000 / 4 + (column ? i : j)];
+
+			for (uint32_t p = 0; p < EPI_K; p++)
+				want += (double)hbm[i * EPI_K + p] *
+					hbm[0x10000 / 4 + p * EPI_N + j];
+			cr_assert(fabs(got[i * EPI_N + j] - want) < 1e-3,
+				  "%s bias: C[%u,%u] = %g, fp64 %g",
+				  column ? "column" : "row", i, j,
+				  (double)got[i * EPI_N + j], want);
+		}
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
+Test(tl_epilogue, row_and_column_operands_are_sliced_to_each_gemm_tile,
+     .timeout = 30)
+{
+	check_gemm_bias(false);
+	check_gemm_bias(true);
 }

@@ -28,8 +28,10 @@ static float max_nan(float a, float b)
 	return (a > b || isnan(a)) ? a : b;
 }
 
+/* One output element from inputs a, b, c and the op's float extra x
+ * (scale's factor, fill's value). */
 static float elementwise(enum rt_isa_id op, float a, float b, float c,
-			 float scale)
+			 float x)
 {
 	switch (op) {
 	case RT_ISA_COPY:
@@ -37,7 +39,7 @@ static float elementwise(enum rt_isa_id op, float a, float b, float c,
 	case RT_ISA_EXP:
 		return expf(a);
 	case RT_ISA_SCALE:
-		return a * scale;
+		return a * x;
 	case RT_ISA_ADD:
 		return a + b;
 	case RT_ISA_SUB:
@@ -53,6 +55,8 @@ static float elementwise(enum rt_isa_id op, float a, float b, float c,
 		return expf(a - b);
 	case RT_ISA_FMA:
 		return fmaf(a, b, c);
+	case RT_ISA_FILL:
+		return x;
 	default:
 		return NAN; /* reductions and softmax never get here */
 	}
@@ -61,16 +65,18 @@ static float elementwise(enum rt_isa_id op, float a, float b, float c,
 static void run_elementwise(const Kb__Stage *s, enum rt_isa_id op,
 			    const struct mat *in, struct mat *out)
 {
-	double scale = 1.0;
+	double x = 1.0;
 
-	eng_extra_f(s, "scale", &scale);
+	/* the op's one float extra: scale's factor, fill's value */
+	if (!eng_extra_f(s, "scale", &x))
+		eng_extra_f(s, "value", &x);
 	for (uint32_t r = 0; r < out->rows; r++)
 		for (uint32_t c = 0; c < out->cols; c++)
 			out->v[(size_t)r * out->cols + c] = elementwise(
-				op, at(&in[0], r, c),
+				op, s->n_in > 0 ? at(&in[0], r, c) : 0.0f,
 				s->n_in > 1 ? at(&in[1], r, c) : 0.0f,
 				s->n_in > 2 ? at(&in[2], r, c) : 0.0f,
-				(float)scale);
+				(float)x);
 }
 
 /* rmax / rsum along `axis` (rt_isa_reduces_rows): over rows gives

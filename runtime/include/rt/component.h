@@ -108,11 +108,33 @@ struct rt_oplog_rec {
 };
 enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *rec);
 
-/* A slice on this component's trace track. `args_json` is a JSON object
- * text or NULL. */
-enum rt_err rt_trace_slice(struct rt_ctx *ctx, const char *name,
-			   const char *cat, uint64_t start_ps, uint64_t end_ps,
-			   const char *args_json);
+/* A slice on one of this component's trace tracks. Track 0 carries message
+ * ends; a unit that can be busy while another is (a DMA channel, the
+ * kernel's clock) gets a track of its own, 1..RT_TRACE_TRACKS-1, so slices
+ * on one track never overlap. Filters (--trace-window, --trace-ranks) are
+ * applied here. */
+struct rt_trace_span {
+	unsigned track;
+	const char *track_name; /* e.g. "dma_read"; shown as "<component> <name>" */
+	const char *name;
+	const char *cat;
+	const char *site_file;  /* kernel call site, or NULL; the file name */
+	int site_line;          /* must outlive the run (a __FILE__ literal) */
+	uint64_t start_ps;
+	uint64_t end_ps;
+	bool has_command;       /* `command` (and `stage` if has_stage) are args */
+	bool has_stage;
+	uint64_t command;
+	uint32_t stage;
+};
+enum rt_err rt_trace_slice(struct rt_ctx *ctx, const struct rt_trace_span *span);
+/* True if something spanning [from_ps, to_ps] would be traced (to skip
+ * preparing a record nobody wants). */
+bool rt_tracing(const struct rt_ctx *ctx, uint64_t from_ps, uint64_t to_ps);
+/* A counter track of this component (e.g. "scratch_bytes"; the HBM model
+ * can add "hbm_bytes_per_us"): `value` from `ts_ps` on. */
+enum rt_err rt_trace_counter(struct rt_ctx *ctx, const char *name, uint64_t ts_ps,
+			     uint64_t value);
 
 /* Adds `value` to this component's named statistic (summed in summary).
  * A name must pass rt_stat_name_check; a bad name (or running out of

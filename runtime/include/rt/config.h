@@ -44,6 +44,7 @@ struct rt_config {
 
 	/* PE_GEMM */
 	char gemm_model[RT_MODEL_NAME_MAX]; /* "systolic", "roofline" or path.so */
+	char gemm_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 	uint32_t gemm_array_rows;      /* systolic array rows (K per pass) */
 	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
 	uint64_t gemm_setup_cycles;
@@ -56,6 +57,7 @@ struct rt_config {
 
 	/* PE_MATH */
 	char math_model[RT_MODEL_NAME_MAX]; /* "simd" or path.so */
+	char math_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 	uint32_t math_lanes;           /* elements per cycle */
 	uint64_t math_setup_cycles;
 	uint64_t math_cycles_per_elem; /* simple ops (add, mul, max, copy) */
@@ -63,6 +65,7 @@ struct rt_config {
 	uint64_t math_reduce_cycles_per_elem;
 
 	char dma_model[RT_MODEL_NAME_MAX]; /* "linear" or path.so */
+	char dma_params[RT_MODEL_NAME_MAX]; /* plug-in parameters "a=1,b=2" or "none" */
 
 	/* links (doorbell latencies), at least one cycle each */
 	uint64_t link_host_sched_cycles;
@@ -70,7 +73,7 @@ struct rt_config {
 	uint64_t link_ipcq_cycles;         /* rank-to-rank latency */
 	uint64_t ipcq_bytes_per_cycle;     /* rank-to-rank bandwidth */
 
-	/* dispatch cost (ADR-0064 rev. 2): FIXED + R * logical_bytes cycles */
+	/* dispatch cost (dispatch-cost design): FIXED + R * logical_bytes cycles */
 	uint64_t dispatch_fixed_cycles;
 	uint64_t dispatch_cycles_per_kib;  /* R * 1024 (0.0625 c/B -> 64) */
 	uint64_t max_composite_logical_bytes;
@@ -90,7 +93,13 @@ struct rt_config_field {
 	const char *def;     /* default, as text */
 	const char *unit;    /* "cycles", "bytes", "MHz", ... */
 	const char *doc;     /* one line */
+	uint64_t min, max;   /* numbers: inclusive range (documented) */
 };
+
+/* Longest simulated time one configured cost may take: every field in
+ * cycles, times the cycle in ps, stays at or below this (1 simulated
+ * second), so sums of many costs stay far from 2^64 ps. */
+#define RT_CONFIG_MAX_COST_PS 1000000000000ULL
 
 extern const struct rt_config_field rt_config_fields[];
 extern const size_t rt_config_field_count;
@@ -98,15 +107,25 @@ extern const size_t rt_config_field_count;
 /* Fill `cfg` with every field's default. */
 void rt_config_defaults(struct rt_config *cfg);
 /* Load a YAML file over `cfg`. Unknown key, wrong type, missing file:
- * RT_ECONFIG with a line naming the file and key. */
+ * RT_ECONFIG with a line naming the file and key. The file is read once,
+ * at most RT_CONFIG_FILE_MAX bytes; a regular file or a pipe (`<(...)`,
+ * /dev/stdin), nothing else. A relative plugin path (`*.model` naming a
+ * .so) resolves against the file's folder. */
+#define RT_CONFIG_FILE_MAX (1u << 20)
 enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path);
-/* Load YAML text (for tests and fuzzing); `origin` names it in errors. */
+/* Load YAML text (for tests and fuzzing); `origin` names it in errors.
+ * Exactly one YAML document; syntax errors carry libyaml's whole message
+ * and the line. */
 enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
 				size_t len, const char *origin);
 /* Apply one "key=value" override. */
 enum rt_err rt_config_set(struct rt_config *cfg, const char *assignment);
 /* Check cross-field rules (nonzero clock, links >= 1 cycle, ...). */
 enum rt_err rt_config_validate(const struct rt_config *cfg);
+
+/* Levenshtein distance of two short strings (63 bytes or more: SIZE_MAX),
+ * for "did you mean" hints. */
+size_t rt_edit_distance(const char *a, const char *b);
 
 /* Picoseconds per PE cycle. */
 uint64_t rt_config_cycle_ps(const struct rt_config *cfg);

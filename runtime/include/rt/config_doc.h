@@ -5,10 +5,24 @@
 #define RT_CONFIG_DOC_H
 
 #include "rt/buf.h"
+#include "rt/config.h"
 #include "rt/err.h"
 
-/* Appends a Markdown table (key | default | unit | meaning) with one row per
- * field, in table order, to `out`. */
+/* Appends a Markdown table (key | default | range | unit | meaning) with one
+ * row per field, in table order, to `out`. */
 enum rt_err rt_config_doc(struct rt_buf *out);
+
+enum rt_config_format { RT_CONFIG_YAML, RT_CONFIG_JSON };
+
+/* Appends every field of `cfg` as YAML (commented with unit, meaning and
+ * range) or JSON, grouped by section; either form loads back with
+ * --config and gives exactly `cfg`. */
+enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
+			   struct rt_buf *out);
+
+struct rt_json;
+/* Writes `cfg` as member `key` (NULL: a value) of `j`: one object per
+ * section, as rt_config_emit's JSON. */
+void rt_config_json(struct rt_json *j, const char *key, const struct rt_config *cfg);
 
 #endif

@@ -9,10 +9,20 @@
  * It stops when no daemon has work and nothing was routed, then sends
  * SHUTDOWN and collects BYE. Any malformed frame, protocol violation, error
  * report, watchdog expiry or hook failure ends the run with one line naming
- * the daemon. */
+ * the daemon.
+ *
+ * Each daemon's routing id is its token, "INDEX.SECRET" (128 random bits,
+ * rt_coord_token), which the launcher hands it outside argv; READY must
+ * carry it too. Frames under any other routing id come from a process the
+ * launcher did not start: they are ignored (one warning line, then a count
+ * at most every 10 s), never fatal. Frames larger than rt_coord_max_frame
+ * drop their connection (ZMQ_MAXMSGSIZE). The watchdog counts wall time
+ * only while this process runs and no daemon reports progress (PROGRESS
+ * heartbeats during long windows reset it). */
 #ifndef RT_COORD_H
 #define RT_COORD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -22,6 +32,9 @@
 #include "rt/topology.h"
 
 struct rt_coord;
+
+/* "INDEX." + 32 hex digits + NUL */
+#define RT_COORD_TOKEN_MAX 48
 
 /* Lets the launcher watch its children and signals inside the same poll. */
 struct rt_coord_hooks {
@@ -57,6 +70,12 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 const char *rt_coord_endpoint(const struct rt_coord *c);
 /* Tells the coordinator a daemon's pid (for error messages). */
 void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid);
+/* The routing id daemon `daemon` must use (its secret token). */
+const char *rt_coord_token(const struct rt_coord *c, uint32_t daemon);
+/* True once the daemon was told to stop: exiting earlier is a failure. */
+bool rt_coord_released(const struct rt_coord *c, uint32_t daemon);
+/* The largest frame a daemon may legally send for this job. */
+int64_t rt_coord_max_frame(const struct rt_job *job);
 /* Runs the whole job. A run in which any component reported unfinished
  * work (a kernel blocked in a wait, a scheduler or engine still holding
  * commands) fails with RT_EUNFINISHED and one line naming each of them. */

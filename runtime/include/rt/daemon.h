@@ -21,10 +21,14 @@ struct rt_daemon_opts {
 	uint32_t index;       /* which daemon of the topology this is */
 	const char *endpoint; /* coordinator endpoint */
 	void *zmq_ctx;        /* shared context (inproc) or NULL: own one */
+	const char *token;    /* rt_coord_token(): never on a command line */
 };
 
 /* Runs until SHUTDOWN; RT_EOK after a clean shutdown. */
 enum rt_err rt_daemon_run(const struct rt_daemon_opts *opts);
+
+/* Environment variable a daemon process finds its token in (then unsets). */
+#define RT_DAEMON_TOKEN_ENV "KB_DAEMON_TOKEN"
 
 /* Directory for component output parts inside the output directory. */
 #define RT_PARTS_DIR ".parts"

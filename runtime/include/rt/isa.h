@@ -4,7 +4,7 @@
  * The kernel host validates against it at emit time (so a bad op is an
  * error at the kernel's file:line), the scheduler plans from it, the engines
  * check and time stages from it, and rt_dispatch_cycles is the one place
- * the PE_CPU dispatch cost (ADR-0064 rev. 2) is computed.
+ * the PE_CPU dispatch cost (dispatch-cost design) is computed.
  *
  * Adding a MATH op is one X() line below (plus its arithmetic in
  * engines/src/math/kernel.c when it is not one of the shape families the
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernbench.pb-c.h"
 #include "rt/config.h"
 #include "rt/err.h"
 
@@ -39,6 +40,7 @@ enum rt_isa_shape {
 				0: 1 x cols) */
 	RT_ISA_SHAPE_SAME,   /* shape of in0 (row-wise ops) */
 	RT_ISA_SHAPE_MATMUL, /* in0 M x K, in1 K x N -> M x N */
+	RT_ISA_SHAPE_OUT,    /* no inputs: the out's own shape (fill) */
 };
 
 /* X(ID, name, engine, arity, latency class, shape rule, required extra
@@ -59,6 +61,7 @@ enum rt_isa_shape {
 	X(RMAX, "rmax", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
 	X(RSUM, "rsum", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
 	X(SOFTMAX, "softmax", MATH, 1, SOFTMAX, SAME, NULL, 0)               \
+	X(FILL, "fill", MATH, 0, SIMPLE, OUT, "value", 1)                    \
 	X(GEMM, "gemm", GEMM, 2, MAC, MATMUL, NULL, 3)
 
 enum rt_isa_id {
@@ -68,7 +71,7 @@ enum rt_isa_id {
 	RT_ISA_COUNT
 };
 
-#define RT_ISA_MAX_ARITY 3
+#define RT_ISA_MAX_ARITY 3 /* most inputs of one op (fma); fill has none */
 
 /* The fused row softmax costs what its parts cost (docs/stages.md): these
  * four passes over in0's elements, each with its own setup, exactly as if
@@ -97,20 +100,25 @@ const char *rt_isa_names(void);
 
 /* The output shape of `op` on inputs rows[i] x cols[i] (i < n_in; n_in must
  * equal op->arity) with reduction axis `axis` (-1, 0 or 1; ignored unless
- * the op reduces). RT_EINVAL with a one-line detail (no prefix: the caller
+ * the op reduces). An op without inputs (rule OUT) leaves *out_rows and
+ * *out_cols as the caller set them: the out's own dims. RT_EINVAL with a one-line detail (no prefix: the caller
  * adds where) when the arity is wrong, shapes do not broadcast, inner dims
  * differ or the axis is bad. */
 enum rt_err rt_isa_out_shape(const struct rt_isa_op *op, uint32_t n_in,
 			     const uint32_t *rows, const uint32_t *cols,
 			     int64_t axis, uint32_t *out_rows,
 			     uint32_t *out_cols);
+/* The integer value of a set extra (an f extra truncated toward zero;
+ * beyond int64 or NaN saturates to INT64_MAX / INT64_MIN, so a garbage
+ * float from the wire reads as an out-of-range value, never as UB). */
+int64_t rt_isa_extra_int(const Kb__Extra *e);
 /* Whether a reduction along `axis` reduces over rows (axis 0: each output
  * element is a column's reduction) rather than over columns (-1 or 1). */
 bool rt_isa_reduces_rows(int64_t axis);
 
 /* ------------------------------------------------------------ dispatch
  *
- * Logical bytes (ADR-0064 rev. 2 D2, as built here):
+ * Logical bytes (dispatch-cost design D2, as built here):
  *   op       = 4 (kind + scope) + 12 per tensor (each operand and the out:
  *              8-byte address + 4-byte size) + 4 per extra
  *   composite = sum over its ops + 12 per rw_handle
@@ -127,6 +135,12 @@ bool rt_isa_reduces_rows(int64_t axis);
 uint64_t rt_isa_logical_bytes(uint64_t tensors, uint64_t extras);
 /* Logical bytes of `op` as the kernel host emits it (arity + out). */
 uint64_t rt_isa_op_logical_bytes(const struct rt_isa_op *op);
+/* The same rule on the wire forms: one OpSpec (its operands, out and
+ * extras as they are), a composite (its ops + its rw_handles), any command
+ * (0 for one with no body). */
+uint64_t rt_opspec_logical_bytes(const Kb__OpSpec *op);
+uint64_t rt_composite_logical_bytes(const Kb__CompositeCmd *c);
+uint64_t rt_command_logical_bytes(const Kb__Command *c);
 /* The PE_CPU cycles to dispatch a command of `logical_bytes`: the one
  * place this formula lives. */
 uint64_t rt_dispatch_cycles(const struct rt_config *cfg,

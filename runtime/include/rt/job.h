@@ -1,7 +1,10 @@
 /* job.h — one run's complete specification, as the launcher parsed it.
  *
- * Daemons receive the same command line and rebuild the same job, config and
- * topology from it, so nothing but the command line has to be shipped. */
+ * The launcher reads every input that shapes the run (command line, --config
+ * files, --set) exactly once and hands the resolved job to each daemon as a
+ * sealed memory file (rt_job_share / rt_job_adopt): a daemon never re-reads
+ * a path, so a pipe given as --config or a file edited mid-start cannot make
+ * two processes disagree about the machine. */
 #ifndef RT_JOB_H
 #define RT_JOB_H
 
@@ -11,6 +14,7 @@
 #include "rt/config.h"
 #include "rt/err.h"
 #include "rt/topology.h"
+#include "rt/trace.h"
 
 #define RT_MAX_ARGS 64
 #define RT_PATH_MAX 1024
@@ -25,7 +29,10 @@ struct rt_job_arg {
 
 struct rt_job {
 	char workload[RT_PATH_MAX];   /* "traffic", "gemm", "lib.so:NAME" */
-	char out_dir[RT_PATH_MAX];
+	char out_dir[RT_PATH_MAX];     /* where this run writes: the staging
+					* folder inside result_dir once the
+					* launcher has prepared it */
+	char result_dir[RT_PATH_MAX];  /* --out as given: where results land */
 	char inputs_dir[RT_PATH_MAX]; /* --inputs, "" when absent */
 	enum rt_transport transport;
 	enum rt_colocate colocate;
@@ -36,17 +43,36 @@ struct rt_job {
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
+	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
 	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
 };
 
-/* Workload argument lookup: `def` when absent; RT_EINVAL if not a number. */
+/* The one parser of unsigned numbers from users (--arg, --set, YAML,
+ * --seed): decimal digits only (no sign, blank, 0x or octal prefix; a
+ * leading zero only in "0"), overflow-checked, inclusive range [min, max]. */
+enum rt_parse { RT_PARSE_OK, RT_PARSE_NOT_A_NUMBER, RT_PARSE_OUT_OF_RANGE };
+enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max,
+			   uint64_t *out);
+
+/* Workload argument lookup: `def` when absent; RT_EINVAL with one line
+ * naming the argument and [min, max] if it is not a number in range. */
 enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
-			   uint64_t def, uint64_t *out);
+			   uint64_t def, uint64_t min, uint64_t max,
+			   uint64_t *out);
 /* The raw value, or `def` when absent. */
 const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 			   const char *def);
+
+/* Launcher: writes `job` into a sealed memory file (close-on-exec off,
+ * so spawned daemons inherit it); *fd_out is its descriptor. */
+enum rt_err rt_job_share(const struct rt_job *job, int *fd_out);
+/* Daemon: reads the job the launcher shared through `fd` into `job`;
+ * RT_EDECODE if it is not one (wrong size, magic or checksum). */
+enum rt_err rt_job_adopt(int fd, struct rt_job *job);
+/* Environment variable naming the shared job's descriptor. */
+#define RT_JOB_FD_ENV "KB_JOB_FD"
 
 enum rt_err rt_transport_parse(const char *s, enum rt_transport *out);
 const char *rt_transport_name(enum rt_transport t);

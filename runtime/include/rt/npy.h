@@ -1,6 +1,7 @@
 /* npy.h — NumPy .npy (format 1.0/2.0/3.0) reading and writing.
  *
- * Supported element types: '<f2' (fp16), '<f4', '<f8', C order only. bf16
+ * Supported element types: '<f2' (fp16), '<f4', '<f8', '<i4' (int32, e.g. a
+ * paged KV cache's block table), C order only. bf16
  * tensors are written as '<f4' after widening (NumPy has no bf16). The parser
  * is a decoder of outside bytes: malformed input returns RT_EDECODE with a
  * line saying what is wrong, never asserts (fuzzed: tests/fuzz/fuzz_npy.c). */
@@ -14,7 +15,7 @@
 
 #define RT_NPY_MAX_DIMS 8
 
-enum rt_npy_type { RT_NPY_F16, RT_NPY_F32, RT_NPY_F64 };
+enum rt_npy_type { RT_NPY_F16, RT_NPY_F32, RT_NPY_F64, RT_NPY_I32 };
 
 struct rt_npy {
 	enum rt_npy_type type;
@@ -29,8 +30,17 @@ struct rt_npy {
 /* Parses `len` bytes; out->data points into `bytes`. */
 enum rt_err rt_npy_parse(const uint8_t *bytes, size_t len,
 			 struct rt_npy *out);
-/* Reads and parses a file; the caller releases with rt_npy_release. */
+/* Reads and parses a file; the caller releases with rt_npy_release. Only
+ * a regular file (a link to /dev/zero or a FIFO is refused), whose header
+ * is checked against its size before the data is read, with at most
+ * `max_data_bytes` of data (what the caller's shapes or configuration
+ * allow). rt_npy_read: no cap beyond the file's own size. */
+enum rt_err rt_npy_read_max(const char *path, size_t max_data_bytes,
+			    struct rt_npy *out);
 enum rt_err rt_npy_read(const char *path, struct rt_npy *out);
+/* Elements of `data` (count of `type`) that are NaN or infinite. */
+uint64_t rt_npy_nonfinite(enum rt_npy_type type, const void *data,
+			  uint64_t count);
 void rt_npy_release(struct rt_npy *n);
 /* Writes `data` (count = product of shape) as a C-order array. */
 enum rt_err rt_npy_write(const char *path, enum rt_npy_type type,

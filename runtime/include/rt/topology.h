@@ -6,6 +6,7 @@
 #ifndef RT_TOPOLOGY_H
 #define RT_TOPOLOGY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rt/err.h"
@@ -35,11 +36,25 @@ struct rt_daemon_desc {
 	uint32_t n_hosted;      /* components it hosts (scan for daemon == i) */
 };
 
+/* One one-way link. */
+struct rt_link {
+	uint32_t src;
+	uint32_t dst;
+	uint64_t latency_ps;
+	size_t seq;         /* declaration order: a later one of a pair wins */
+};
+
 struct rt_topology {
 	uint32_t n_components;
 	uint32_t cap_components;
 	struct rt_component_desc *components;
-	uint64_t *latency_ps;      /* n x n, 0 = no link */
+	/* Links as a list, not an n x n matrix: a component has a handful of
+	 * links, and a dense table is gigabytes at 64 x 64 PEs. Placing sorts
+	 * them by (src, dst) and indexes each source's run in link_start. */
+	struct rt_link *links;
+	size_t n_links;
+	size_t cap_links;
+	size_t *link_start;        /* n_components + 1 offsets, after placing */
 	uint32_t n_daemons;
 	struct rt_daemon_desc *daemons;
 	uint64_t lookahead_ps;     /* min latency of a daemon-crossing link,
@@ -61,7 +76,7 @@ enum rt_err rt_topology_link(struct rt_topology *t, uint32_t src,
  * RT_ECONFIG if a crossing link has zero latency. */
 enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how);
 
-/* Latency of src -> dst, 0 if not linked. */
+/* Latency of src -> dst, 0 if not linked (a binary search once placed). */
 uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src,
 			     uint32_t dst);
 

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""kernbench_plot.py — pictures of a finished run (`kernbench plot OUT_DIR`).
+
+Reads OUT_DIR/op_log.jsonl (every engine stage: start, end, engine, kind)
+and, for --arrows, the message flows of OUT_DIR/trace.json[.gz]; writes
+
+  timeline.png|svg     engines (rank, PE, engine) x simulated time, stages
+                       coloured by kind, optional message arrows;
+  utilisation.png|svg  busy fraction of each engine over the run (or the
+                       --window).
+
+Runs with Debian's python3-matplotlib (`make deps` installs it). Errors are
+one line on stderr and exit status 1 (2 for usage).
+"""
+import argparse
+import gzip
+import json
+import os
+import sys
+
+KIND_COLOURS = {
+    "memory": "#4e79a7",
+    "gemm": "#e15759",
+    "math": "#59a14f",
+}
+ENGINE_ORDER = ["dma_read", "dma_write", "gemm", "math"]
+
+
+def fail(msg, code=1):
+    sys.stderr.write("kernbench plot: error: %s\n" % msg)
+    sys.exit(code)
+
+
+def parse_window(text):
+    try:
+        lo, hi = text.split(":")
+        lo = float(lo) if lo else 0.0
+        hi = float(hi) if hi else None
+    except ValueError:
+        fail("--window '%s': expected START:END in simulated microseconds" % text, 2)
+    if hi is not None and hi <= lo:
+        fail("--window '%s': END must be after START" % text, 2)
+    return lo, hi
+
+
+def load_stages(out_dir):
+    path = os.path.join(out_dir, "op_log.jsonl")
+    if not os.path.exists(path):
+        fail("%s: no op_log.jsonl (is this a kernbench output folder?)" % out_dir)
+    stages = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                stages.append((r["rank"], r["pe"], r["engine"], r["op_kind"],
+                               r["start_ps"] / 1e6, r["end_ps"] / 1e6))
+            except (ValueError, KeyError) as e:
+                fail("%s:%d: not an op log record (%s)" % (path, n, e))
+    return stages
+
+
+def load_flows(out_dir):
+    """(src_name, t0, dst_name, t1) per message from trace.json[.gz]."""
+    for name, opener in (("trace.json", open), ("trace.json.gz", gzip.open)):
+        path = os.path.join(out_dir, name)
+        if os.path.exists(path):
+            break
+    else:
+        fail("%s: --arrows needs trace.json or trace.json.gz" % out_dir)
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    names = {}
+    starts, flows = {}, []
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+        elif e.get("ph") == "s":
+            starts[e["id"]] = e
+        elif e.get("ph") == "f" and e["id"] in starts:
+            s = starts.pop(e["id"])
+            flows.append((names.get((s["pid"], s["tid"]), ""), s["ts"],
+                          names.get((e["pid"], e["tid"]), ""), e["ts"]))
+    return flows
+
+
+def lane_of(rank, pe, engine):
+    return "r%d.pe%d %s" % (rank, pe, engine)
+
+
+def flow_lane(component):
+    """The lane a message end is drawn on: "r0.pe1.dma" -> "r0.pe1 dma_read",
+    "r0.pe1.host" -> "r0.pe1 host" (a lane of its own with --arrows)."""
+    head, _, unit = component.split(" ")[0].rpartition(".")
+    return "%s %s" % (head, "dma_read" if unit == "dma" else unit)
+
+
+def lanes(stages, flows=()):
+    keys = {(r, p, ENGINE_ORDER.index(e) if e in ENGINE_ORDER else 99, e)
+            for r, p, e, *_ in stages}
+    for end in [f[0] for f in flows] + [f[2] for f in flows]:
+        head, _, unit = flow_lane(end).partition(" ")
+        rank, _, pe = head.partition(".")
+        if rank[1:].isdigit() and pe[2:].isdigit() and unit not in ENGINE_ORDER:
+            keys.add((int(rank[1:]), int(pe[2:]), -1 if unit == "host" else -0.5, unit))
+    return [lane_of(r, p, e) for r, p, _, e in sorted(keys)]
+
+
+def in_window(t0, t1, win):
+    lo, hi = win
+    return t1 >= lo and (hi is None or t0 <= hi)
+
+
+def timeline(plt, stages, flows, win, path):
+    order = lanes(stages, flows)
+    y = {name: i for i, name in enumerate(order)}
+    fig, ax = plt.subplots(figsize=(12, 0.35 * len(order) + 1.6))
+    for kind, colour in list(KIND_COLOURS.items()) + [("other", "#999999")]:
+        bars = {}
+        for r, p, e, k, t0, t1 in stages:
+            if (k if k in KIND_COLOURS else "other") != kind or not in_window(t0, t1, win):
+                continue
+            bars.setdefault(lane_of(r, p, e), []).append((t0, max(t1 - t0, 1e-6)))
+        for lane, spans in bars.items():
+            ax.broken_barh(spans, (y[lane] - 0.4, 0.8), facecolors=colour)
+        if bars:
+            ax.plot([], [], color=colour, linewidth=8, label=kind)
+    for src, t0, dst, t1 in flows:
+        ys, yd = y.get(flow_lane(src)), y.get(flow_lane(dst))
+        if ys is not None and yd is not None and in_window(t0, t1, win):
+            ax.annotate("", xy=(t1, yd), xytext=(t0, ys),
+                        arrowprops=dict(arrowstyle="->", color="#555555", lw=0.4, alpha=0.5))
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels(order, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("simulated time (µs)")
+    if win[0] or win[1] is not None:
+        ax.set_xlim(win[0], win[1] if win[1] is not None else None)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("kernbench timeline")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def utilisation(plt, stages, win, path):
+    order = lanes(stages)
+    t_lo = win[0]
+    t_hi = win[1] if win[1] is not None else max(s[5] for s in stages)
+    span = max(t_hi - t_lo, 1e-9)
+    busy = {name: 0.0 for name in order}
+    for r, p, e, k, t0, t1 in stages:
+        lo, hi = max(t0, t_lo), min(t1, t_hi)
+        if hi > lo:
+            busy[lane_of(r, p, e)] += hi - lo
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(order) + 1.4))
+    vals = [100.0 * busy[n] / span for n in order]
+    ax.barh(range(len(order)), vals, color="#4e79a7")
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels(order, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("busy (%% of %.3f µs)" % span)
+    ax.set_title("engine utilisation")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="kernbench plot",
+                                 description="timeline and utilisation pictures of a run")
+    ap.add_argument("out_dir", help="a kernbench output folder")
+    ap.add_argument("--format", choices=["png", "svg"], default="png")
+    ap.add_argument("--window", default=None, help="START:END in simulated µs")
+    ap.add_argument("--arrows", action="store_true", help="draw message arrows (trace.json)")
+    ap.add_argument("--dest", default=None, help="folder for the pictures (default OUT_DIR)")
+    args = ap.parse_args()
+    win = parse_window(args.window) if args.window else (0.0, None)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        matplotlib.rcParams["svg.hashsalt"] = "kernbench"  # same run, same SVG
+        matplotlib.rcParams["path.simplify"] = True
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail("python3-matplotlib is missing: run `make deps`")
+    stages = load_stages(args.out_dir)
+    if not stages:
+        fail("%s/op_log.jsonl has no stages to plot" % args.out_dir)
+    flows = load_flows(args.out_dir) if args.arrows else []
+    dest = args.dest or args.out_dir
+    meta = {"Date": None} if args.format == "svg" else {}
+    for name, fn in (("timeline", lambda p: timeline(plt, stages, flows, win, p)),
+                     ("utilisation", lambda p: utilisation(plt, stages, win, p))):
+        path = os.path.join(dest, "%s.%s" % (name, args.format))
+        try:
+            fn(path)
+        except OSError as e:
+            fail("cannot write %s: %s" % (path, e.strerror))
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+/* fuzz_trace.c — libFuzzer harness: a component's trace part as the
+ * launcher reads it back (rt_trace_part_parse: records + string table) and
+ * the --trace-window / --trace-ranks / --trace-format option parsers.
+ * Layout: byte 0 picks the target; for a part, bytes 1-2 (little endian)
+ * give the record bytes, the rest is the string table. Any input must give
+ * RT_EOK or a clean error, and every id of an accepted part must resolve. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/trace.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void part(const uint8_t *data, size_t size)
+{
+	struct rt_trace_part p;
+	size_t n_recs;
+
+	if (size < 2)
+		return;
+	n_recs = (size_t)(data[0] | data[1] << 8);
+	data += 2;
+	size -= 2;
+	if (n_recs > size)
+		n_recs = size;
+	if (rt_trace_part_parse(data, n_recs, data + n_recs, size - n_recs, "fuzz", &p) == RT_EOK)
+		for (size_t i = 0; i < p.n; i++) {
+			/* accepted: every string id must resolve */
+			if (!rt_trace_part_str(&p, p.recs[i].name) ||
+			    !rt_trace_part_str(&p, p.recs[i].cat) ||
+			    !rt_trace_part_str(&p, p.recs[i].site))
+				abort();
+		}
+	rt_trace_part_release(&p);
+}
+
+static void option(uint8_t which, const uint8_t *data, size_t size)
+{
+	struct rt_trace_opts o = { 0 };
+	char *text = malloc(size + 1);
+	enum rt_err err;
+
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	err = which == 1 ? rt_trace_parse_window(text, &o)
+	    : which == 2 ? rt_trace_parse_ranks(text, &o) : rt_trace_parse_format(text, &o);
+	if (err != RT_EOK && err != RT_EINVAL)
+		abort();
+	if (err == RT_EOK && which == 1 && o.to_ps && o.to_ps <= o.from_ps)
+		abort();
+	free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	if (data[0] % 4 == 0)
+		part(data + 1, size - 1);
+	else
+		option(data[0] % 4, data + 1, size - 1);
+	return 0;
+}
