@@ -78,7 +78,7 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
  * during the HBM access latency (hbm -> DMA = hbm.latency_cycles), at least
  * one cycle each: the links carry exactly the time the hardware spends, and
  * their length is the lookahead when the memory runs in its own daemon. */
-static enum rt_err add_rank_memory(const struct rt_config *cfg, struct rt_topology *topo)
+static enum rt_err link_rank_memory(const struct rt_config *cfg, struct rt_topology *topo)
 {
 	uint64_t cycle = rt_config_cycle_ps(cfg);
 	uint64_t req = (cfg->dma_setup_cycles ? cfg->dma_setup_cycles : 1) * cycle;
@@ -87,13 +87,6 @@ static enum rt_err add_rank_memory(const struct rt_config *cfg, struct rt_topolo
 
 	if (eng_hbm_local(cfg))
 		return RT_EOK; /* the DMA channels time their transfers themselves */
-	for (uint32_t r = 0; !err && r < cfg->ranks; r++) {
-		char name[RT_NAME_MAX];
-		uint32_t id;
-
-		snprintf(name, sizeof(name), "r%u.hbm", r);
-		err = rt_topology_add(topo, name, &eng_hbm_ops, r, PE_RANK_LEVEL, &id);
-	}
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
 		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
 			uint32_t dma = pe_component_id(cfg->pes, r, p, PE_DMA);
@@ -106,24 +99,17 @@ static enum rt_err add_rank_memory(const struct rt_config *cfg, struct rt_topolo
 	return err;
 }
 
-/* With several ranks and several PEs per rank, one link component per rank
- * carries its PEs' IPCQ sends (kernel_host/src/link.c): host -> own rank's
+/* Links of the link component of each rank (present with several ranks and
+ * several PEs per rank), which carries its PEs' IPCQ sends (kernel_host/src/link.c): host -> own rank's
  * link with the host doorbell latency, link -> the neighbours' hosts with
  * the IPCQ latency. */
-static enum rt_err add_rank_links(const struct rt_config *cfg, struct rt_topology *topo)
+static enum rt_err link_rank_links(const struct rt_config *cfg, struct rt_topology *topo)
 {
 	uint64_t cycle = rt_config_cycle_ps(cfg);
 	enum rt_err err = RT_EOK;
 
 	if (!pe_shared_links(cfg->ranks, cfg->pes))
 		return RT_EOK;
-	for (uint32_t r = 0; !err && r < cfg->ranks; r++) {
-		char name[RT_NAME_MAX];
-		uint32_t id;
-
-		snprintf(name, sizeof(name), "r%u.link", r);
-		err = rt_topology_add(topo, name, &tl_link_ops, r, PE_RANK_LEVEL, &id);
-	}
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
 		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
 			uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
@@ -144,15 +130,38 @@ static enum rt_err add_rank_links(const struct rt_config *cfg, struct rt_topolog
 	return err;
 }
 
+/* The rank-level components, in the order rt/pe.h numbers them: every
+ * rank's link (when shared), then every rank's memory (when arbitrated). */
+static enum rt_err add_rank_components(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	static const char *const kinds[2] = { "link", "hbm" };
+	const struct rt_component_ops *ops[2] = { &tl_link_ops, &eng_hbm_ops };
+	bool present[2] = { pe_shared_links(cfg->ranks, cfg->pes), !eng_hbm_local(cfg) };
+	enum rt_err err = RT_EOK;
+
+	for (int k = 0; k < 2; k++)
+		for (uint32_t r = 0; !err && present[k] && r < cfg->ranks; r++) {
+			char name[RT_NAME_MAX];
+			uint32_t id;
+
+			snprintf(name, sizeof(name), "r%u.%s", r, kinds[k]);
+			err = rt_topology_add(topo, name, ops[k], r, PE_RANK_LEVEL, &id);
+		}
+	return err;
+}
+
 enum rt_err kb_pe_build(const struct rt_job *job, struct rt_topology *topo)
 {
 	const struct rt_config *cfg = &job->config;
 	enum rt_err err = add_components(cfg, topo);
 
+	/* every component before the first link (rt_topology_link) */
 	if (!err)
-		err = add_rank_links(cfg, topo);
+		err = add_rank_components(cfg, topo);
 	if (!err)
-		err = add_rank_memory(cfg, topo);
+		err = link_rank_links(cfg, topo);
+	if (!err)
+		err = link_rank_memory(cfg, topo);
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
 		for (uint32_t p = 0; !err && p < cfg->pes; p++)
 			err = link_pe(cfg, topo, r, p);
