@@ -1,4 +1,4 @@
-/* attention_bench.c — the attention figures of issues 5 and 8 (`make bench`):
+/* attention_bench.c — the attention figures of issues 5, 8 and 12 (`make bench`):
  *   1. bound_util, hbm_bw_util and dma_read_util of gqa_decode_opt2 / opt3
  *      (Llama-3-70B: 64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at
  *      seq_kv 1K, 8K and 32K, with dispatch cycles per tile;
@@ -6,11 +6,15 @@
  *      link busy, waits split into exposed / latency / imbalance, and
  *      hidden = 1 - exposed / link busy;
  *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
- *   4. the PE-scaling curve of Llama-3-70B decode at 32K, one KV head per
- *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
- *   5. wall time of Llama-3-70B decode at 32K with per-engine daemons,
+ *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
  *      --colocate pe and --colocate all;
- *   6. the memory model's cost: wall time of `make run`'s job (daemon per
+ *   5. issue 12, side by side: decode at 8K and 8K+1 keys, the prefetch
+ *      sweep against the blocking one, paged decode 8 x 8K, the zigzag
+ *      causal ring against the contiguous one, pass=q tree merge against
+ *      the chain and against pass=kv for decode at R = 2, 4, 8, 16;
+ *   6. the PE-scaling curve of Llama-3-70B decode at 32K, one KV head per
+ *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
+ *   7. the memory model's cost: wall time of `make run`'s job (daemon per
  *      component) and of decode 32K with --colocate pe, each divided by the
  *      same run with hbm.model=ideal, measured side by side.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
@@ -21,17 +25,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Output directory, per process: several benches may run at once. */
-static char out_dir[64];
+/* The output directory: one per bench process, so benches run side by
+ * side (other worktrees, other users) never share it. */
+static const char *out_dir(void)
+{
+	static char dir[64];
 
-/* Runs `KB_BIN run ARGS --out out_dir --quiet`; false on failure. */
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/tmp/kb-attention-bench-%ld", (long)getpid());
+	return dir;
+}
+
+/* Runs `KB_BIN run ARGS --out DIR --quiet`; false on failure. */
 static bool run(const char *args)
 {
 	const char *bin = getenv("KB_BIN");
 	char cmd[2048];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", out_dir,
-		 bin ? bin : "build/bin/kernbench", args, out_dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", out_dir(),
+		 bin ? bin : "build/bin/kernbench", args, out_dir());
 	if (system(cmd) != 0) {
 		fprintf(stderr, "attention_bench: failed: %s\n", cmd);
 		return false;
@@ -39,15 +51,15 @@ static bool run(const char *args)
 	return true;
 }
 
-/* The first "key": number in out_dir/summary.json (top level, then totals). */
+/* The first "key": number in DIR/summary.json (top level, then totals). */
 static double field(const char *key)
 {
-	char pat[128], buf[1 << 16], path[96];
+	char pat[128], buf[1 << 16], path[128];
 	FILE *f;
 	size_t n;
 	const char *p;
 
-	snprintf(path, sizeof(path), "%s/summary.json", out_dir);
+	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -115,6 +127,89 @@ static void ring_hidden(void)
 	       "   before the sender's link started are imbalance/dependency)\n");
 }
 
+static void wall_times(void)
+{
+	static const char *const colo[3] = { "none", "pe", "all" };
+	char args[512];
+
+	printf("simulator speed: gqa_decode_opt2 seq_kv=32768, 1 rank x 8 PEs, timing\n");
+	for (int c = 0; c < 3; c++) {
+		snprintf(args, sizeof(args),
+			 "gqa_decode_opt2 --colocate %s --arg seq_kv=32768", colo[c]);
+		if (!run(args))
+			continue;
+		printf("  --colocate %-5s daemons %3.0f  windows %7.0f  wall %8.3f s\n",
+		       colo[c], field("daemons"), field("windows"), field("wall_s"));
+	}
+}
+
+/* scratch-scope design at scale: with scratch scopes, 128K keys per rank need no more
+ * scratch than 8K (one daemon, so the sweep takes seconds, not minutes). */
+static void long_context(void)
+{
+	static const unsigned seq[2] = { 8192, 131072 };
+	char args[512];
+
+	printf("long context: gqa_decode_opt2, 1 rank x 8 PEs, timing, --colocate all\n");
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "gqa_decode_opt2 --colocate all --arg seq_kv=%u", seq[i]);
+		if (!run(args))
+			continue;
+		printf("  seq_kv %6u  latency %10.3f us  peak scratch %8.0f bytes  wall %6.3f s\n",
+		       seq[i], field("latency_ps") / 1e6, field("peak_scratch_bytes"),
+		       field("wall_s"));
+	}
+}
+
+/* One run's latency (us), or -1 when it failed. */
+static double latency_us(const char *args)
+{
+	return run(args) ? field("latency_ps") / 1e6 : -1;
+}
+
+static void pair(const char *what, const char *a, const char *b)
+{
+	double la = latency_us(a), ua = field("bound_util");
+	double lb = latency_us(b), ub = field("bound_util");
+
+	printf("  %-38s %10.2f %10.2f %7.3f   bound_util %.4f / %.4f\n", what, la, lb,
+	       la > 0 ? lb / la : -1, ua, ub);
+}
+
+static void real_shapes(void)
+{
+	static const unsigned ranks[4] = { 2, 4, 8, 16 };
+	char a[512], b[512], c[512];
+
+	printf("issue 12 (timing, --colocate all)       latency_us: first   second  ratio\n");
+	pair("decode opt2 8K / 8K+1 (Llama, 8 PEs)",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8193");
+	pair("decode 8K blocking / prefetch",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192 --arg prefetch=0",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192");
+	pair("decode 8K streamed V / V loaded ahead",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192 --arg vstream=1",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192");
+	pair("paged 8 x 8K, page 128 / one 64K sequence",
+	     "gqa_decode_paged --colocate all --arg batch=8 --arg lens=8192 --arg page=128",
+	     "gqa_decode_paged --colocate all --arg batch=1 --arg lens=65536 --arg page=128");
+	pair("ring R=8 causal contiguous / zigzag",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv --arg layout=zigzag");
+	printf("  decode over R ranks (heads 8/1, 1024 keys per rank): pass=kv, pass=q chain, pass=q tree (us)\n");
+	for (int i = 0; i < 4; i++) {
+		snprintf(a, sizeof(a), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=kv --arg seq_q=1",
+			 ranks[i]);
+		snprintf(b, sizeof(b), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q --arg merge=chain",
+			 ranks[i]);
+		snprintf(c, sizeof(c), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q",
+			 ranks[i]);
+		printf("  R=%-3u %10.2f %10.2f %10.2f\n", ranks[i], latency_us(a), latency_us(b),
+		       latency_us(c));
+	}
+}
+
 /* Llama-3-70B decode with one KV head per PE (heads_kv = P, G = 8): the
  * work per PE is constant, so latency stays flat until the PEs together
  * outrun the rank's HBM. */
@@ -175,51 +270,17 @@ static void hbm_cost(void)
 	}
 }
 
-static void wall_times(void)
-{
-	static const char *const colo[3] = { "none", "pe", "all" };
-	char args[512];
-
-	printf("simulator speed: gqa_decode_opt2 seq_kv=32768, 1 rank x 8 PEs, timing\n");
-	for (int c = 0; c < 3; c++) {
-		snprintf(args, sizeof(args),
-			 "gqa_decode_opt2 --colocate %s --arg seq_kv=32768", colo[c]);
-		if (!run(args))
-			continue;
-		printf("  --colocate %-5s daemons %3.0f  windows %7.0f  wall %8.3f s\n",
-		       colo[c], field("daemons"), field("windows"), field("wall_s"));
-	}
-}
-
-/* scratch-scope design at scale: with scratch scopes, 128K keys per rank need no more
- * scratch than 8K (one daemon, so the sweep takes seconds, not minutes). */
-static void long_context(void)
-{
-	static const unsigned seq[2] = { 8192, 131072 };
-	char args[512];
-
-	printf("long context: gqa_decode_opt2, 1 rank x 8 PEs, timing, --colocate all\n");
-	for (int i = 0; i < 2; i++) {
-		snprintf(args, sizeof(args), "gqa_decode_opt2 --colocate all --arg seq_kv=%u", seq[i]);
-		if (!run(args))
-			continue;
-		printf("  seq_kv %6u  latency %10.3f us  peak scratch %8.0f bytes  wall %6.3f s\n",
-		       seq[i], field("latency_ps") / 1e6, field("peak_scratch_bytes"),
-		       field("wall_s"));
-	}
-}
-
 int main(void)
 {
-	char cleanup[96];
+	char cmd_rm[128];
 
-	snprintf(out_dir, sizeof(out_dir), "/tmp/kb-attention-bench-%d", (int)getpid());
 	decode_utilisation();
 	ring_hidden();
 	long_context();
-	pe_scaling();
 	wall_times();
+	real_shapes();
+	pe_scaling();
 	hbm_cost();
-	snprintf(cleanup, sizeof(cleanup), "rm -rf %s", out_dir);
-	return system(cleanup) == 0 ? 0 : 1;
+	snprintf(cmd_rm, sizeof(cmd_rm), "rm -rf %s", out_dir());
+	return system(cmd_rm) == 0 ? 0 : 1;
 }

@@ -64,8 +64,12 @@ struct launch {
 	int signal_seen;
 };
 
-/* The run in progress, for the exit() guard of inproc daemon threads. */
+/* The run in progress, for the exit() and crash guards of inproc daemon
+ * threads. */
 static struct launch *running;
+
+static void put_text(const char *text);
+static void put_u64(uint64_t v);
 
 static double wall_now(void)
 {
@@ -262,7 +266,7 @@ static void exit_guard(void)
 
 	if (!l)
 		return;
-	for (uint32_t i = 0; i < l->n_threads; i++)
+	for (uint32_t i = 0; l->threads && i < l->topo.n_daemons; i++)
 		if (pthread_equal(l->threads[i], pthread_self())) {
 			snprintf(name, sizeof(name), "daemon %s %s (inproc thread)",
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
@@ -273,6 +277,44 @@ static void exit_guard(void)
 	fprintf(stderr, "kernbench: error: %s called exit() before the end of the run\n", who);
 	fflush(stderr);
 	_exit(1);
+}
+
+/* A daemon thread that crashes (a kernel object's constructor, say) takes
+ * the launcher with it: at least one line names it first. Only
+ * async-signal-safe calls; then the signal does what it would have. */
+static void crash_guard(int sig)
+{
+	struct launch *l = running;
+	bool named = false;
+
+	put_text("kernbench: error: ");
+	/* not n_threads: a thread may crash before pthread_create returns */
+	for (uint32_t i = 0; l && l->threads && i < l->topo.n_daemons && !named; i++)
+		if (pthread_equal(l->threads[i], pthread_self())) {
+			put_text("daemon ");
+			put_text(l->topo.daemons[i].name);
+			put_text(" ");
+			put_text(l->topo.daemons[i].label);
+			put_text(" (inproc thread)");
+			named = true;
+		}
+	if (!named)
+		put_text("the launcher");
+	put_text(" died: killed by signal ");
+	put_u64((uint64_t)sig);
+	put_text("\n");
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard_crashes(void)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		sigaction(fatal[i], &sa, NULL);
 }
 
 static enum rt_err spawn_threads(struct launch *l)
@@ -288,6 +330,7 @@ static enum rt_err spawn_threads(struct launch *l)
 	if (!guarded && atexit(exit_guard) == 0)
 		guarded = true;
 	running = l;
+	guard_crashes();
 	for (uint32_t i = 0; i < n; i++) {
 		struct thread_arg *arg = malloc(sizeof(*arg));
 
