@@ -112,6 +112,9 @@ PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 .PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
 	golden clean help
 .DEFAULT_GOAL := all
+# keep what pattern-rule chains make (generated code, harness objects):
+# deleting it would rebuild everything that depends on it next time
+.SECONDARY:
 
 all: $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS)
 

@@ -1,12 +1,22 @@
-/* attention_bench.c — the attention figures of issue 5 (`make bench`):
- *   1. bound_util and hbm_bw_util of gqa_decode_opt2 / opt3 (Llama-3-70B:
- *      64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at seq_kv 1K, 8K
- *      and 32K, with dispatch cycles per tile;
- *   2. ring_attention prefill (pass=kv) hidden fraction of the IPCQ
- *      communication, 1 - ipcq_wait_ps / ipcq_transfer_ps, for R = 2, 4, 8;
+/* attention_bench.c — the attention figures of issues 5, 8 and 12 (`make bench`):
+ *   1. bound_util, hbm_bw_util and dma_read_util of gqa_decode_opt2 / opt3
+ *      (Llama-3-70B: 64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at
+ *      seq_kv 1K, 8K and 32K, with dispatch cycles per tile;
+ *   2. ring_attention prefill (pass=kv) ring figures for R = 2, 4, 8:
+ *      link busy, waits split into exposed / latency / imbalance, and
+ *      hidden = 1 - exposed / link busy;
  *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
- *      --colocate pe and --colocate all.
+ *      --colocate pe and --colocate all;
+ *   5. issue 12, side by side: decode at 8K and 8K+1 keys, the prefetch
+ *      sweep against the blocking one, paged decode 8 x 8K, the zigzag
+ *      causal ring against the contiguous one, pass=q tree merge against
+ *      the chain and against pass=kv for decode at R = 2, 4, 8, 16;
+ *   6. the PE-scaling curve of Llama-3-70B decode at 32K, one KV head per
+ *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
+ *   7. the memory model's cost: wall time of `make run`'s job (daemon per
+ *      component) and of decode 32K with --colocate pe, each divided by the
+ *      same run with hbm.model=ideal, measured side by side.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,16 +25,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OUT "/tmp/kb-attention-bench"
+/* The output directory: one per bench process, so benches run side by
+ * side (other worktrees, other users) never share it. */
+static const char *out_dir(void)
+{
+	static char dir[64];
 
-/* Runs `KB_BIN run ARGS --out OUT --quiet`; false on failure. */
+	if (!dir[0])
+		snprintf(dir, sizeof(dir), "/tmp/kb-attention-bench-%ld", (long)getpid());
+	return dir;
+}
+
+/* Runs `KB_BIN run ARGS --out DIR --quiet`; false on failure. */
 static bool run(const char *args)
 {
 	const char *bin = getenv("KB_BIN");
 	char cmd[2048];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", OUT,
-		 bin ? bin : "build/bin/kernbench", args, OUT);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && %s run %s --out %s --quiet", out_dir(),
+		 bin ? bin : "build/bin/kernbench", args, out_dir());
 	if (system(cmd) != 0) {
 		fprintf(stderr, "attention_bench: failed: %s\n", cmd);
 		return false;
@@ -32,14 +51,16 @@ static bool run(const char *args)
 	return true;
 }
 
-/* The first "key": number in OUT/summary.json (top level, then totals). */
+/* The first "key": number in DIR/summary.json (top level, then totals). */
 static double field(const char *key)
 {
-	char pat[128], buf[1 << 16];
-	FILE *f = fopen(OUT "/summary.json", "r");
+	char pat[128], buf[1 << 16], path[128];
+	FILE *f;
 	size_t n;
 	const char *p;
 
+	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -57,17 +78,17 @@ static void decode_utilisation(void)
 	char args[512];
 
 	printf("decode (Llama-3-70B, 1 rank x 8 PEs, timing, --colocate all)\n");
-	printf("  %-16s %7s %12s %10s %11s %15s\n", "kernel", "seq_kv", "latency_us",
-	       "bound_util", "hbm_bw_util", "dispatch/tile");
+	printf("  %-16s %7s %12s %10s %11s %13s %15s\n", "kernel", "seq_kv", "latency_us",
+	       "bound_util", "hbm_bw_util", "dma_read_util", "dispatch/tile");
 	for (int k = 0; k < 2; k++)
 		for (int s = 0; s < 3; s++) {
 			snprintf(args, sizeof(args), "%s --colocate all --arg seq_kv=%u",
 				 kernels[k], seqs[s]);
 			if (!run(args))
 				continue;
-			printf("  %-16s %7u %12.3f %10.4f %11.4f %15.1f\n", kernels[k],
+			printf("  %-16s %7u %12.3f %10.4f %11.4f %13.4f %15.1f\n", kernels[k],
 			       seqs[s], field("latency_ps") / 1e6, field("bound_util"),
-			       field("hbm_bw_util"),
+			       field("hbm_bw_util"), field("dma_read_util"),
 			       field("dispatch_cycles") / field("tiles"));
 		}
 }
@@ -83,8 +104,8 @@ static void ring_hidden(void)
 	char args[512];
 
 	printf("ring_attention pass=kv prefill (1 PE/rank, heads_q=2 heads_kv=1, seq_kv=256/rank, seq_q=R*256)\n");
-	printf("  %6s %5s %12s %14s %18s %8s\n", "causal", "ranks", "latency_us",
-	       "ipcq_wait_us", "ipcq_transfer_us", "hidden");
+	printf("  %6s %5s %11s %11s %9s %9s %9s %11s %8s\n", "causal", "ranks", "latency_us",
+	       "transfer_us", "wait_us", "exposed", "latency", "imbalance", "hidden");
 	for (int c = 0; c < 2; c++)
 		for (int r = 0; r < 3; r++) {
 			snprintf(args, sizeof(args),
@@ -94,15 +115,16 @@ static void ring_hidden(void)
 				 ranks[r], ranks[r] * 256, c);
 			if (!run(args))
 				continue;
-			double wait = field("ipcq_wait_ps"), xfer = field("ipcq_transfer_ps");
-
-			printf("  %6d %5u %12.3f %14.3f %18.3f %7.1f%%\n", c, ranks[r],
-			       field("latency_ps") / 1e6, wait / 1e6, xfer / 1e6,
+			printf("  %6d %5u %11.3f %11.3f %9.3f %9.3f %9.3f %11.3f %7.1f%%\n", c,
+			       ranks[r], field("latency_ps") / 1e6, field("ipcq_transfer_ps") / 1e6,
+			       field("ipcq_wait_ps") / 1e6, field("ipcq_exposed_ps") / 1e6,
+			       field("ipcq_latency_wait_ps") / 1e6,
+			       field("ipcq_imbalance_wait_ps") / 1e6,
 			       100.0 * field("ipcq_hidden_fraction"));
 		}
-	printf("  (hidden = 1 - min(wait, transfer) / transfer. With causal masking the ranks\n"
-	       "   holding early queries have less work and wait for the others: that load\n"
-	       "   imbalance is counted as exposed communication.)\n");
+	printf("  (transfer = link busy time; hidden = 1 - exposed / transfer, where exposed is\n"
+	       "   the part of receive waits while the awaited bytes were on the link; waits\n"
+	       "   before the sender's link started are imbalance/dependency)\n");
 }
 
 static void wall_times(void)
@@ -139,11 +161,126 @@ static void long_context(void)
 	}
 }
 
+/* One run's latency (us), or -1 when it failed. */
+static double latency_us(const char *args)
+{
+	return run(args) ? field("latency_ps") / 1e6 : -1;
+}
+
+static void pair(const char *what, const char *a, const char *b)
+{
+	double la = latency_us(a), ua = field("bound_util");
+	double lb = latency_us(b), ub = field("bound_util");
+
+	printf("  %-38s %10.2f %10.2f %7.3f   bound_util %.4f / %.4f\n", what, la, lb,
+	       la > 0 ? lb / la : -1, ua, ub);
+}
+
+static void real_shapes(void)
+{
+	static const unsigned ranks[4] = { 2, 4, 8, 16 };
+	char a[512], b[512], c[512];
+
+	printf("issue 12 (timing, --colocate all)       latency_us: first   second  ratio\n");
+	pair("decode opt2 8K / 8K+1 (Llama, 8 PEs)",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8193");
+	pair("decode 8K blocking / prefetch",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192 --arg prefetch=0",
+	     "gqa_decode_prefetch --colocate all --arg seq_kv=8192");
+	pair("decode 8K streamed V / V loaded ahead",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192 --arg vstream=1",
+	     "gqa_decode_opt2 --colocate all --arg seq_kv=8192");
+	pair("paged 8 x 8K, page 128 / one 64K sequence",
+	     "gqa_decode_paged --colocate all --arg batch=8 --arg lens=8192 --arg page=128",
+	     "gqa_decode_paged --colocate all --arg batch=1 --arg lens=65536 --arg page=128");
+	pair("ring R=8 causal contiguous / zigzag",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv",
+	     "ring_attention --ranks 8 --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=256 --arg pass=kv --arg layout=zigzag");
+	printf("  decode over R ranks (heads 8/1, 1024 keys per rank): pass=kv, pass=q chain, pass=q tree (us)\n");
+	for (int i = 0; i < 4; i++) {
+		snprintf(a, sizeof(a), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=kv --arg seq_q=1",
+			 ranks[i]);
+		snprintf(b, sizeof(b), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q --arg merge=chain",
+			 ranks[i]);
+		snprintf(c, sizeof(c), "ring_attention --ranks %u --pes 1 --colocate all --arg heads_q=8 --arg heads_kv=1 --arg seq_kv=1024 --arg pass=q",
+			 ranks[i]);
+		printf("  R=%-3u %10.2f %10.2f %10.2f\n", ranks[i], latency_us(a), latency_us(b),
+		       latency_us(c));
+	}
+}
+
+/* Llama-3-70B decode with one KV head per PE (heads_kv = P, G = 8): the
+ * work per PE is constant, so latency stays flat until the PEs together
+ * outrun the rank's HBM. */
+static void pe_scaling(void)
+{
+	static const unsigned pes[] = { 8, 16, 32, 48, 56, 64 };
+	static const char *const models[2] = { "shared", "ideal" };
+	char args[512];
+
+	printf("PE scaling: gqa_decode_opt2 seq_kv=32768, heads_kv=P, heads_q=8P, 1 rank, --colocate all\n");
+	printf("  %4s %-7s %12s %11s %13s\n", "PEs", "hbm", "latency_us", "hbm_bw_util",
+	       "dma_read_util");
+	for (size_t i = 0; i < sizeof(pes) / sizeof(pes[0]); i++)
+		for (int m = 0; m < 2; m++) {
+			snprintf(args, sizeof(args),
+				 "gqa_decode_opt2 --pes %u --colocate all --arg seq_kv=32768 "
+				 "--arg heads_kv=%u --arg heads_q=%u --set hbm.model=%s",
+				 pes[i], pes[i], 8 * pes[i], models[m]);
+			if (!run(args))
+				continue;
+			printf("  %4u %-7s %12.3f %11.4f %13.4f\n", pes[i], models[m],
+			       field("latency_ps") / 1e6, field("hbm_bw_util"), field("dma_read_util"));
+		}
+}
+
+/* Wall time of one run, -1 on failure. */
+static double wall_of(const char *args)
+{
+	return run(args) ? field("wall_s") : -1.0;
+}
+
+/* The memory model must not make runs slow: each ratio <= 1.3 is the goal. */
+static void hbm_cost(void)
+{
+	static const char *const jobs[3] = {
+		"gqa_decode_opt2 --mode data --arg seq_kv=8192",
+		"gqa_decode_opt2 --colocate pe --arg seq_kv=32768",
+		"gqa_decode_opt2 --colocate pe --pes 32 --arg heads_kv=32 --arg heads_q=256 "
+		"--arg seq_kv=8192",
+	};
+	static const char *const names[3] = {
+		"make run's job (daemon per component)", "decode 32K --colocate pe",
+		"decode 8K, 32 PEs, --colocate pe (arbitrated)" };
+	char args[512];
+
+	printf("memory model cost: wall time with the default HBM / with hbm.model=ideal\n");
+	printf("  (8 PEs cannot saturate the default HBM: no memory component, no messages;\n"
+	       "   with 32 PEs the rank's memory component arbitrates every transfer)\n");
+	for (int j = 0; j < 3; j++) {
+		double shared = wall_of(jobs[j]);
+
+		snprintf(args, sizeof(args), "%s --set hbm.model=ideal", jobs[j]);
+		double ideal = wall_of(args);
+
+		if (shared > 0 && ideal > 0)
+			printf("  %-46s %7.3f s / %7.3f s = %.2fx\n", names[j], shared, ideal,
+			       shared / ideal);
+	}
+}
+
 int main(void)
 {
+	char cmd_rm[128];
+
 	decode_utilisation();
 	ring_hidden();
 	long_context();
 	wall_times();
-	return 0;
+	real_shapes();
+	pe_scaling();
+	hbm_cost();
+	snprintf(cmd_rm, sizeof(cmd_rm), "rm -rf %s", out_dir());
+	return system(cmd_rm) == 0 ? 0 : 1;
 }

@@ -3,7 +3,9 @@
  * Per PE five components (rt/pe.h gives their ids): the kernel host
  * (PE_CPU), PE_SCHEDULER and the DMA, GEMM and MATH engines. Links carry the
  * configured doorbell latencies; hosts of the same PE index on neighbouring
- * ranks are joined by the IPCQ ring. */
+ * ranks are joined by the IPCQ ring — directly with one PE per rank, through
+ * the rank's shared link component otherwise. Rank-level components (links,
+ * memory) come after every PE (rt/pe.h). */
 #include <stdio.h>
 
 #include "eng.h"
@@ -60,7 +62,7 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
 	for (int u = PE_DMA; !err && u < PE_UNITS; u++)
 		err = link_both(topo, sched, pe_component_id(cfg->pes, r, p, (enum pe_unit)u),
 				cfg->link_sched_engine_cycles * cycle);
-	if (!err && cfg->ranks > 1) {
+	if (!err && cfg->ranks > 1 && !pe_shared_links(cfg->ranks, cfg->pes)) {
 		uint32_t right = pe_ring_neighbour(cfg->ranks, r, PE_DIR_RIGHT);
 
 		err = link_both(topo, host, pe_component_id(cfg->pes, right, p, PE_HOST),
@@ -69,11 +71,97 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
 	return err;
 }
 
+/* One memory component per rank (unless the DMA channels can time HBM
+ * themselves: eng_hbm_local), after every
+ * PE so PE ids keep their formula. The request travels during the DMA
+ * channel's setup (DMA -> hbm latency = dma.setup_cycles) and the answer
+ * during the HBM access latency (hbm -> DMA = hbm.latency_cycles), at least
+ * one cycle each: the links carry exactly the time the hardware spends, and
+ * their length is the lookahead when the memory runs in its own daemon. */
+static enum rt_err link_rank_memory(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	uint64_t req = (cfg->dma_setup_cycles ? cfg->dma_setup_cycles : 1) * cycle;
+	uint64_t ans = (cfg->hbm_latency_cycles ? cfg->hbm_latency_cycles : 1) * cycle;
+	enum rt_err err = RT_EOK;
+
+	if (eng_hbm_local(cfg))
+		return RT_EOK; /* the DMA channels time their transfers themselves */
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
+		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
+			uint32_t dma = pe_component_id(cfg->pes, r, p, PE_DMA);
+			uint32_t hbm = pe_hbm_component_id(cfg->ranks, cfg->pes, r);
+
+			err = rt_topology_link(topo, dma, hbm, req);
+			if (!err)
+				err = rt_topology_link(topo, hbm, dma, ans);
+		}
+	return err;
+}
+
+/* Links of the link component of each rank (present with several ranks and
+ * several PEs per rank), which carries its PEs' IPCQ sends (kernel_host/src/link.c): host -> own rank's
+ * link with the host doorbell latency, link -> the neighbours' hosts with
+ * the IPCQ latency. */
+static enum rt_err link_rank_links(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	enum rt_err err = RT_EOK;
+
+	if (!pe_shared_links(cfg->ranks, cfg->pes))
+		return RT_EOK;
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
+		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
+			uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
+
+			err = rt_topology_link(topo, pe_component_id(cfg->pes, r, p, PE_HOST), link,
+					       cfg->link_host_sched_cycles * cycle);
+			for (int dir = 0; !err && dir < 2; dir++) {
+				uint32_t peer = pe_ring_neighbour(cfg->ranks, r, (enum pe_dir)dir);
+
+				if (rt_topology_latency(topo, link,
+							pe_component_id(cfg->pes, peer, p, PE_HOST)))
+					continue; /* two ranks: both directions reach the same peer */
+				err = rt_topology_link(topo, link,
+						       pe_component_id(cfg->pes, peer, p, PE_HOST),
+						       cfg->link_ipcq_cycles * cycle);
+			}
+		}
+	return err;
+}
+
+/* The rank-level components, in the order rt/pe.h numbers them: every
+ * rank's link (when shared), then every rank's memory (when arbitrated). */
+static enum rt_err add_rank_components(const struct rt_config *cfg, struct rt_topology *topo)
+{
+	static const char *const kinds[2] = { "link", "hbm" };
+	const struct rt_component_ops *ops[2] = { &tl_link_ops, &eng_hbm_ops };
+	bool present[2] = { pe_shared_links(cfg->ranks, cfg->pes), !eng_hbm_local(cfg) };
+	enum rt_err err = RT_EOK;
+
+	for (int k = 0; k < 2; k++)
+		for (uint32_t r = 0; !err && present[k] && r < cfg->ranks; r++) {
+			char name[RT_NAME_MAX];
+			uint32_t id;
+
+			snprintf(name, sizeof(name), "r%u.%s", r, kinds[k]);
+			err = rt_topology_add(topo, name, ops[k], r, PE_RANK_LEVEL, &id);
+		}
+	return err;
+}
+
 enum rt_err kb_pe_build(const struct rt_job *job, struct rt_topology *topo)
 {
 	const struct rt_config *cfg = &job->config;
 	enum rt_err err = add_components(cfg, topo);
 
+	/* every component before the first link (rt_topology_link) */
+	if (!err)
+		err = add_rank_components(cfg, topo);
+	if (!err)
+		err = link_rank_links(cfg, topo);
+	if (!err)
+		err = link_rank_memory(cfg, topo);
 	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
 		for (uint32_t p = 0; !err && p < cfg->pes; p++)
 			err = link_pe(cfg, topo, r, p);

@@ -49,6 +49,7 @@ struct launch {
 	pthread_t *threads;       /* inproc daemons */
 	struct rt_daemon_opts *thread_opts;
 	bool *thread_ended;       /* set by each thread as it returns */
+	char (*thread_errors)[256]; /* why a thread returned early, if it said */
 	uint32_t n_threads;
 	char ipc_dir[64];
 	char endpoint[512];
@@ -64,8 +65,12 @@ struct launch {
 	int signal_seen;
 };
 
-/* The run in progress, for the exit() guard of inproc daemon threads. */
+/* The run in progress, for the exit() and crash guards of inproc daemon
+ * threads. */
 static struct launch *running;
+
+static void put_text(const char *text);
+static void put_u64(uint64_t v);
 
 static double wall_now(void)
 {
@@ -244,7 +249,8 @@ static void *daemon_thread(void *arg)
 	uint32_t i = ((struct thread_arg *)arg)->index;
 
 	free(arg);
-	rt_daemon_run(&l->thread_opts[i]);
+	if (rt_daemon_run(&l->thread_opts[i]))
+		snprintf(l->thread_errors[i], sizeof(l->thread_errors[i]), "%s", rt_last_error());
 	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
 	kill(getpid(), SIGCHLD);
 	return NULL;
@@ -262,7 +268,7 @@ static void exit_guard(void)
 
 	if (!l)
 		return;
-	for (uint32_t i = 0; i < l->n_threads; i++)
+	for (uint32_t i = 0; l->threads && i < l->topo.n_daemons; i++)
 		if (pthread_equal(l->threads[i], pthread_self())) {
 			snprintf(name, sizeof(name), "daemon %s %s (inproc thread)",
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
@@ -275,6 +281,44 @@ static void exit_guard(void)
 	_exit(1);
 }
 
+/* A daemon thread that crashes (a kernel object's constructor, say) takes
+ * the launcher with it: at least one line names it first. Only
+ * async-signal-safe calls; then the signal does what it would have. */
+static void crash_guard(int sig)
+{
+	struct launch *l = running;
+	bool named = false;
+
+	put_text("kernbench: error: ");
+	/* not n_threads: a thread may crash before pthread_create returns */
+	for (uint32_t i = 0; l && l->threads && i < l->topo.n_daemons && !named; i++)
+		if (pthread_equal(l->threads[i], pthread_self())) {
+			put_text("daemon ");
+			put_text(l->topo.daemons[i].name);
+			put_text(" ");
+			put_text(l->topo.daemons[i].label);
+			put_text(" (inproc thread)");
+			named = true;
+		}
+	if (!named)
+		put_text("the launcher");
+	put_text(" died: killed by signal ");
+	put_u64((uint64_t)sig);
+	put_text("\n");
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void guard_crashes(void)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
+	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		sigaction(fatal[i], &sa, NULL);
+}
+
 static enum rt_err spawn_threads(struct launch *l)
 {
 	uint32_t n = l->topo.n_daemons;
@@ -283,11 +327,13 @@ static enum rt_err spawn_threads(struct launch *l)
 	l->threads = calloc(n, sizeof(*l->threads));
 	l->thread_opts = calloc(n, sizeof(*l->thread_opts));
 	l->thread_ended = calloc(n, sizeof(*l->thread_ended));
-	if (!l->threads || !l->thread_opts || !l->thread_ended)
+	l->thread_errors = calloc(n, sizeof(*l->thread_errors));
+	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors)
 		return rt_fail(RT_ENOMEM, "cannot allocate %u daemon threads", n);
 	if (!guarded && atexit(exit_guard) == 0)
 		guarded = true;
 	running = l;
+	guard_crashes();
 	for (uint32_t i = 0; i < n; i++) {
 		struct thread_arg *arg = malloc(sizeof(*arg));
 
@@ -429,7 +475,8 @@ static enum rt_err reap(struct launch *l)
 		if (__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE) &&
 		    !rt_coord_released(l->coord, i))
 			err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of "
-				      "the run", l->topo.daemons[i].name, l->topo.daemons[i].label);
+				      "the run%s%s", l->topo.daemons[i].name, l->topo.daemons[i].label,
+				      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
 	return err;
 }
 
@@ -565,6 +612,7 @@ static void teardown(struct launch *l, bool failed)
 	free(l->threads);
 	free(l->thread_opts);
 	free(l->thread_ended);
+	free(l->thread_errors);
 	free(l->child_argv);
 	free(l->child_envp);
 	free(l->token_vars);
@@ -722,6 +770,9 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		err = make_endpoint(l);
 	if (!err) {
 		l->zctx = zmq_ctx_new();
+		/* inproc daemons are sockets of this context: lift the 1023 default */
+		if (l->zctx && l->topo.n_daemons + 64 > 1023)
+			zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64);
 		err = rt_coord_new(l->job, &l->topo, l->zctx, l->endpoint, &l->coord);
 	}
 	if (!err)

@@ -46,7 +46,8 @@ struct pe_metrics {
 	uint64_t busiest_ps;
 	const char *busiest;
 	double bound_util;
-	double hbm_bw_util;
+	double hbm_bw_util;        /* busiest rank's HBM bytes / (hbm peak x latency) */
+	double dma_read_util;      /* busiest PE's read channel busy (union) / latency */
 	uint64_t hbm_read_bytes;
 	double busy[4];            /* busiest instance of each engine / latency */
 	uint64_t tiles;            /* reported by attention kernels */
@@ -54,7 +55,13 @@ struct pe_metrics {
 	uint64_t peak_scratch;
 	uint64_t dma_reads;
 	uint64_t ipcq_bytes;
-	double ipcq_hidden;        /* 1 - kernel wait on IPCQ / transfer time */
+	/* ring figures (docs/attention.md), from measured intervals */
+	uint64_t ipcq_transfer;    /* link busy time, every rank's links */
+	uint64_t ipcq_wait;        /* kernel waits on receives */
+	uint64_t ipcq_exposed;     /* ... while the awaited bytes were on the link */
+	uint64_t ipcq_latency_wait;/* ... after the link, during its latency */
+	uint64_t ipcq_imbalance;   /* ... before the link started: sender not ready */
+	double ipcq_hidden;        /* 1 - exposed / transfer */
 };
 
 static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "math" };
@@ -63,8 +70,6 @@ static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "m
 static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 {
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
-	uint64_t wait = kb_stat_get(host, "ipcq_wait_ps");
-	uint64_t transfer = kb_stat_get(host, "ipcq_transfer_ps");
 
 	m->tiles = kb_stat_get(host, "tiles");
 	m->dispatch_per_tile = m->tiles ? (double)kb_stat_get(host, "dispatch_cycles") /
@@ -73,9 +78,18 @@ static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 	m->peak_scratch = kb_stat_get(host, "peak_scratch_bytes");
 	m->dma_reads = kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_count");
 	m->ipcq_bytes = kb_stat_get(host, "ipcq_bytes");
-	m->ipcq_hidden = transfer ? 1.0 - (double)(wait < transfer ? wait : transfer) /
-						  (double)transfer
-				  : 0.0;
+	/* the link busy time is counted by the hosts (one PE per rank) or by
+	 * the rank link components (several) */
+	m->ipcq_transfer = kb_stat_get(&agg->totals, "ipcq_link_busy_ps");
+	m->ipcq_wait = kb_stat_get(host, "ipcq_recv_wait_ps");
+	m->ipcq_exposed = kb_stat_get(host, "ipcq_exposed_ps");
+	m->ipcq_latency_wait = kb_stat_get(host, "ipcq_latency_wait_ps");
+	m->ipcq_imbalance = kb_stat_get(host, "ipcq_imbalance_wait_ps");
+	/* exposed <= transfer by construction (each receive's exposed part
+	 * lies inside its own link interval): no clamp */
+	m->ipcq_hidden = m->ipcq_transfer ? 1.0 - (double)m->ipcq_exposed /
+							  (double)m->ipcq_transfer
+					  : 0.0;
 }
 
 static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struct pe_metrics *m)
@@ -103,11 +117,18 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		}
 	}
 	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
-	/* achieved HBM read bandwidth of the busiest PE over its read channel's
-	 * peak (each PE streams through its own channel) */
-	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "dma"), "dma_read_bytes");
+	/* HBM bytes (reads and writes) of the busiest rank over the rank's
+	 * peak for the whole latency. The rank memory component counts them;
+	 * with hbm.model = ideal there is none, and every rank moves the same
+	 * DMA bytes in the PE workloads, so the mean rank stands in. */
+	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
+	if (!kb_agg_kind(agg, "hbm")->n)
+		m->hbm_read_bytes = (kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_bytes") +
+				     kb_stat_get(kb_agg_kind(agg, "dma"), "dma_write_bytes")) /
+				    (cfg->ranks ? cfg->ranks : 1);
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
-			 ((double)cfg->dma_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
+			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
+	m->dma_read_util = m->busy[0];
 	kernel_metrics(agg, m);
 }
 
@@ -117,6 +138,7 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 	rt_json_str(j, "bound_engine", m->busiest ? m->busiest : "none");
 	rt_json_fixed(j, "bound_util", m->bound_util, 4);
 	rt_json_fixed(j, "hbm_bw_util", m->hbm_bw_util, 4);
+	rt_json_fixed(j, "dma_read_util", m->dma_read_util, 4);
 	rt_json_object(j, "busy_util", RT_JSON_INLINE);
 	for (int i = 0; i < 4; i++)
 		rt_json_fixed(j, engine_names[i], m->busy[i], 4);
@@ -126,8 +148,13 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 	rt_json_u64(j, "peak_scratch_bytes", m->peak_scratch);
 	rt_json_u64(j, "dma_read_count", m->dma_reads);
 	rt_json_u64(j, "ipcq_bytes", m->ipcq_bytes);
+	rt_json_u64(j, "ipcq_transfer_ps", m->ipcq_transfer);
+	rt_json_u64(j, "ipcq_wait_ps", m->ipcq_wait);
+	rt_json_u64(j, "ipcq_exposed_ps", m->ipcq_exposed);
+	rt_json_u64(j, "ipcq_latency_wait_ps", m->ipcq_latency_wait);
+	rt_json_u64(j, "ipcq_imbalance_wait_ps", m->ipcq_imbalance);
 	/* no IPCQ traffic: nothing to hide, the fraction is undefined */
-	if (m->ipcq_bytes)
+	if (m->ipcq_transfer)
 		rt_json_fixed(j, "ipcq_hidden_fraction", m->ipcq_hidden, 4);
 	else
 		rt_json_null(j, "ipcq_hidden_fraction");
@@ -240,7 +267,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 		if (m->tiles)
 			printf("  %-22s %.1f  (%llu tiles)\n", "dispatch cycles/tile",
 			       m->dispatch_per_tile, (unsigned long long)m->tiles);
-		if (m->ipcq_bytes)
+		if (m->ipcq_transfer)
 			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
 			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
 	}

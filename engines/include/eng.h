@@ -196,6 +196,79 @@ enum rt_err eng_model_latency(const struct eng_model *m,
 enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
 			      const struct eng_memory *mem);
 
+/* ---------------------------------------------------------------- HBM */
+
+/* The memory system of one rank (engines/src/hbm, docs/adr): the rank's DMA
+ * channels share its HBM bandwidth. A DMA channel that starts a transfer
+ * sends HbmRequest to the rank's "hbm" component; it arrives after the
+ * channel's setup, when the first byte may move. The component hands it to
+ * its model in the total event order (so arbitration does not depend on
+ * process grouping), sets a timer for the model's next completion, and
+ * answers each completed transfer with HbmDone, delivered hbm.latency_cycles
+ * later (the HBM access latency pipelines: it holds no bandwidth).
+ *
+ * Built-in models (integer ps throughout; B = hbm.bytes_per_cycle,
+ * b = dma.bytes_per_cycle, C = hbm.channels, cycle = cycle_ps):
+ *
+ *   "shared" (default) fluid fair share: the DMA channels with bytes to move
+ *       (n of them) each get min(b, B / n) bytes per cycle; a channel moves
+ *       its transfers in order. Virtual time V rises at that rate; a
+ *       transfer of N bytes finishes when V reaches
+ *       F = max(V at arrival, F of the channel's previous transfer) + N.
+ *       When the rank's channels together cannot exceed B (2 x pes x b <= B)
+ *       every channel always gets b: the DMA then computes the same end,
+ *       wire end + latency, itself and no component exists (eng_hbm_local).
+ *   "interleaved" bytes [addr, addr + N) fall on channel
+ *       (byte / hbm.interleave_bytes) % C; each channel serves the bytes on
+ *       it first come first served at B / C per cycle:
+ *       start_c = max(issue, free_c); free_c = start_c + ceil(n_c * C * cycle / B);
+ *       the transfer ends at max(max_c free_c, its wire end).
+ *   "ideal" no component: every channel streams at b, no HBM latency. */
+#define ENG_HBM_ABI 2u
+
+struct eng_hbm_access {
+	uint64_t token;       /* the component's name for this transfer */
+	uint32_t stream;      /* the DMA channel (rank-wide); in order per stream */
+	uint64_t addr;        /* first HBM byte */
+	uint64_t bytes;
+	uint64_t issue_ps;    /* the first byte may move (= arrival) */
+	uint64_t wire_end_ps; /* the DMA channel alone would finish here */
+};
+
+/* Called by a model for each finished transfer, in a deterministic order. */
+typedef void (*eng_hbm_done_fn)(void *arg, uint64_t token, uint64_t end_ps);
+
+struct eng_hbm_ops {
+	uint32_t abi;      /* ENG_HBM_ABI */
+	const char *name;  /* "shared", ... */
+	size_t state_size; /* zeroed block for the calls below */
+	enum rt_err (*init)(void *state, const struct rt_config *cfg);
+	/* Retires every transfer whose last byte is through at or before
+	 * now_ps (done() for each), then accounts time up to now_ps. */
+	enum rt_err (*retire)(void *state, uint64_t now_ps, eng_hbm_done_fn done, void *arg);
+	/* A transfer arrives at now_ps (after retire(now_ps)). */
+	enum rt_err (*submit)(void *state, uint64_t now_ps, const struct eng_hbm_access *a);
+	/* When the next transfer would finish, UINT64_MAX if none is pending;
+	 * a later submit may move it. */
+	uint64_t (*next_done)(const void *state);
+	void (*fini)(void *state); /* may be NULL */
+};
+
+/* The symbol an HBM plug-in exports. */
+#define ENG_HBM_PLUGIN_SYMBOL "kb_hbm_model"
+
+extern const struct eng_hbm_ops eng_hbm_shared_model;
+extern const struct eng_hbm_ops eng_hbm_interleaved_model;
+
+/* True when DMA channels time their transfers themselves (no "hbm"
+ * component): hbm.model is ideal, or shared and never saturated. */
+bool eng_hbm_local(const struct rt_config *cfg);
+/* True when hbm.model is "ideal" (no HBM latency either). */
+bool eng_hbm_ideal(const struct rt_config *cfg);
+
+/* The rank's memory component ("hbm", one per rank). */
+extern const struct rt_component_ops eng_hbm_ops;
+
 /* ---------------------------------------------------------------- components */
 
 /* Engine components ("dma", "gemm", "math"): the model comes from config

@@ -1,13 +1,27 @@
 /* component.c — the PE_DMA, PE_GEMM and PE_MATH components.
  *
  * One engine = one model + one or two channels (PE_DMA: read and write).
- * A channel runs its stages one at a time in arrival order:
+ * GEMM and MATH channels run their stages one at a time in arrival order:
  *
  *   start = max(now, channel free); end = start + latency * cycle_ps
  *
- * and sets a timer for `end` (tag = channel index). At the timer the stage's
- * data effect is applied (data mode), the op log, trace and stats are
- * written, StageDone goes back to the PE's scheduler and the next queued
+ * A DMA channel keeps up to dma.outstanding transfers in flight (the
+ * descriptor setup and HBM latency of the next transfer overlap the data of
+ * the current one) and retires them in order. A transfer started at `now`
+ * with model latency `cycles` = setup + wire (setup = dma.setup_cycles):
+ *
+ *   wire_start = max(now + setup, previous wire_end)
+ *   wire_end   = wire_start + wire          (the channel's own bandwidth)
+ *   end        = wire_end                                 (hbm.model ideal)
+ *              = wire_end + HBM latency   (shared model that can never
+ *                saturate: 2 x pes x dma.bytes_per_cycle <= hbm.bytes_per_cycle)
+ *              = the rank memory's answer to HbmRequest   (otherwise, for
+ *                transfers that touch HBM: engines/src/hbm)
+ *
+ * With dma.outstanding = 1 and hbm.model = ideal this is exactly the
+ * one-at-a-time rule above. At each stage's end (a timer, tag = channel
+ * index) its data effect is applied (data mode), the op log, trace and stats
+ * are written, StageDone goes back to the PE's scheduler and the next queued
  * stage starts. Stages are checked on arrival (shape and bounds, in both
  * modes), so a bad stage fails the run at once, naming itself. */
 #include "eng.h"
@@ -19,15 +33,25 @@
 
 #define MAX_CHANNELS 2
 
+/* A queued stage; the first `inflight` of a channel have started. */
+struct queued {
+	Kb__Stage *s;      /* owned deep copy */
+	uint64_t start_ps; /* when it started (op-log start) */
+	uint64_t end_ps;   /* when it completes, once known */
+	bool known;        /* end_ps is set */
+};
+
 /* Stages waiting on (and, at the head, running on) one channel. */
 struct channel {
 	const char *name;    /* op-log engine: "dma_read", "gemm", ... */
-	Kb__Stage **ring;    /* owned deep copies, FIFO */
+	struct queued *ring; /* FIFO */
 	size_t head, len, cap;
-	bool busy;           /* ring[head] is running */
-	uint64_t start_ps;   /* of the running stage */
-	uint64_t end_ps;
-	uint64_t free_ps;    /* when the channel last went idle */
+	size_t inflight;     /* started stages, from head */
+	size_t limit;        /* most stages in flight */
+	bool armed;          /* a timer is set for the head's end */
+	uint64_t retired;    /* stages popped so far (HbmRequest ids) */
+	uint64_t free_ps;    /* when the last started stage ends (wire end) */
+	uint64_t busy_end_ps;/* end of the busy time counted so far */
 };
 
 struct engine {
@@ -35,6 +59,10 @@ struct engine {
 	struct eng_model model;
 	uint32_t rank, pe;
 	uint32_t sched;      /* component id of the PE's scheduler */
+	uint32_t hbm;        /* component id of the rank's memory (DMA) */
+	bool hbm_shared;     /* DMA transfers ask the rank's memory */
+	uint64_t setup_ps;   /* DMA: the setup part of a transfer */
+	uint64_t hbm_lat_ps; /* DMA, timing HBM itself: the HBM latency */
 	unsigned n_channels;
 	struct channel ch[MAX_CHANNELS];
 };
@@ -51,7 +79,7 @@ static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 {
 	if (ch->len == ch->cap) {
 		size_t cap = ch->cap ? 2 * ch->cap : 8;
-		Kb__Stage **ring = malloc(cap * sizeof(*ring));
+		struct queued *ring = malloc(cap * sizeof(*ring));
 
 		if (!ring)
 			return rt_fail(RT_ENOMEM, "engine queue: out of memory");
@@ -62,21 +90,23 @@ static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 		ch->head = 0;
 		ch->cap = cap;
 	}
-	ch->ring[(ch->head + ch->len) % ch->cap] = s;
+	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s };
 	ch->len++;
 	return RT_EOK;
 }
 
-static Kb__Stage *channel_front(const struct channel *ch)
+/* The i-th queued stage from the head. */
+static struct queued *channel_at(const struct channel *ch, size_t i)
 {
-	return ch->ring[ch->head];
+	return &ch->ring[(ch->head + i) % ch->cap];
 }
 
 static void channel_pop(struct channel *ch)
 {
-	kb__stage__free_unpacked(ch->ring[ch->head], NULL);
+	kb__stage__free_unpacked(ch->ring[ch->head].s, NULL);
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->len--;
+	ch->retired++;
 }
 
 static void channel_release(struct channel *ch)
@@ -133,28 +163,119 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 	e->n_channels = cls == ENG_DMA ? 2 : 1;
 	e->ch[0].name = cls == ENG_DMA ? "dma_read" : eng_class_name(cls);
 	e->ch[1].name = "dma_write";
+	for (unsigned i = 0; i < MAX_CHANNELS; i++)
+		e->ch[i].limit = cls == ENG_DMA && cfg->dma_outstanding ? cfg->dma_outstanding : 1;
+	if (cls == ENG_DMA) {
+		e->hbm_shared = !eng_hbm_local(cfg);
+		/* same rule as the memory's answer link (workloads/pe.c): >= 1 cycle */
+		if (!eng_hbm_ideal(cfg))
+			e->hbm_lat_ps = (cfg->hbm_latency_cycles ? cfg->hbm_latency_cycles : 1) *
+					rt_config_cycle_ps(cfg);
+		e->hbm = pe_hbm_component_id(cfg->ranks, cfg->pes, self->rank);
+		e->setup_ps = eng_mul_sat(cfg->dma_setup_cycles, rt_config_cycle_ps(cfg));
+	}
 	err = eng_model_init(&e->model, cls, model_name(cfg, cls), cfg);
 	if (err)
 		return err; /* the daemon names this component */
 	return RT_EOK;
 }
 
-/* Starts the channel's head stage: its end time becomes a timer. */
-static enum rt_err channel_start(struct rt_ctx *ctx, struct engine *e,
-				 unsigned idx)
+/* The HBM side of a DMA stage: the view in HBM (read: source, write:
+ * destination), NULL for a TCM-to-TCM copy. */
+static const Kb__View *hbm_view(const Kb__Stage *s)
+{
+	const Kb__View *src = s->n_in ? s->in[0] : NULL;
+
+	if (src && src->space == KB__SPACE__SPACE_HBM)
+		return src;
+	if (s->out && s->out->space == KB__SPACE__SPACE_HBM)
+		return s->out;
+	return NULL;
+}
+
+/* Asks the rank's memory for a started transfer's completion. */
+static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsigned idx,
+			       uint64_t id, const Kb__View *v, uint64_t bytes,
+			       uint64_t issue_ps, uint64_t wire_end_ps)
+{
+	Kb__HbmRequest req = KB__HBM_REQUEST__INIT;
+	Kb__Payload msg = KB__PAYLOAD__INIT;
+	uint64_t lat = rt_topology_latency(rt_topo(ctx), rt_self(ctx), e->hbm);
+	uint64_t now = rt_now(ctx);
+
+	req.id = id;
+	req.channel = idx;
+	req.addr = v->addr;
+	req.bytes = bytes;
+	req.issue_ps = issue_ps;
+	req.wire_end_ps = wire_end_ps;
+	msg.body_case = KB__PAYLOAD__BODY_HBM_REQUEST;
+	msg.hbm_request = &req;
+	/* the link's latency is the setup: it lands when the first byte may move */
+	return rt_send(ctx, e->hbm, issue_ps >= now + lat ? issue_ps - lat : now, 0, &msg);
+}
+
+/* Sets the timer for the head's end once it is known. */
+static enum rt_err channel_arm(struct rt_ctx *ctx, struct channel *ch, unsigned idx)
+{
+	struct queued *q;
+	uint64_t now = rt_now(ctx);
+
+	if (!ch->inflight || ch->armed)
+		return RT_EOK;
+	q = channel_at(ch, 0);
+	if (!q->known)
+		return RT_EOK;
+	ch->armed = true;
+	return rt_timer(ctx, q->end_ps > now ? q->end_ps : now, idx);
+}
+
+/* Starts the next queued stage of channel `idx`. */
+static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsigned idx)
 {
 	struct channel *ch = &e->ch[idx];
-	uint64_t now = rt_now(ctx), cycles;
-	enum rt_err err = eng_model_latency(&e->model, channel_front(ch),
-					    &cycles);
+	struct queued *q = channel_at(ch, ch->inflight);
+	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
+	const Kb__View *v;
+	enum rt_err err = eng_model_latency(&e->model, q->s, &cycles);
 
 	if (err)
 		return err; /* the daemon names this component */
-	ch->start_ps = now > ch->free_ps ? now : ch->free_ps;
-	ch->end_ps = ch->start_ps
-		     + eng_mul_sat(cycles, rt_config_cycle_ps(rt_cfg(ctx)));
-	ch->busy = true;
-	return rt_timer(ctx, ch->end_ps, idx);
+	ch->inflight++;
+	q->start_ps = now;
+	total = eng_mul_sat(cycles, cycle);
+	if (e->cls != ENG_DMA) {
+		q->start_ps = now > ch->free_ps ? now : ch->free_ps;
+		q->end_ps = q->start_ps + total;
+		q->known = true;
+		ch->free_ps = q->end_ps;
+		return RT_EOK;
+	}
+	/* DMA: setup overlaps the previous transfer's data, the wire does not */
+	setup = e->setup_ps < total ? e->setup_ps : total;
+	uint64_t wire_start = now + setup > ch->free_ps ? now + setup : ch->free_ps;
+
+	ch->free_ps = wire_start + (total - setup);
+	v = hbm_view(q->s);
+	if (!e->hbm_shared || !v) {
+		/* never saturated: the shared model gives this channel its full rate */
+		q->end_ps = ch->free_ps + (v ? e->hbm_lat_ps : 0);
+		q->known = true;
+		return RT_EOK;
+	}
+	return hbm_request(ctx, e, idx, ch->retired + ch->inflight - 1, v,
+			   eng_stage_bytes(q->s), wire_start, ch->free_ps);
+}
+
+/* Starts queued stages up to the channel's limit, then arms its timer. */
+static enum rt_err channel_fill(struct rt_ctx *ctx, struct engine *e, unsigned idx)
+{
+	struct channel *ch = &e->ch[idx];
+	enum rt_err err = RT_EOK;
+
+	while (!err && ch->inflight < ch->limit && ch->inflight < ch->len)
+		err = channel_start_one(ctx, e, idx);
+	return err ? err : channel_arm(ctx, ch, idx);
 }
 
 static unsigned channel_of(const Kb__Stage *s)
@@ -162,12 +283,12 @@ static unsigned channel_of(const Kb__Stage *s)
 	return s->engine == KB__ENGINE__ENGINE_DMA_WRITE ? 1 : 0;
 }
 
-/* A Stage arrived: check it, queue a copy, start it if the channel idles. */
+/* A Stage arrived: check it, queue a copy, start it if the channel has
+ * room. */
 static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 				 const Kb__Stage *s)
 {
 	struct eng_memory mem;
-	struct channel *ch;
 	Kb__Stage *copy;
 	enum rt_err err;
 
@@ -178,22 +299,46 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	copy = stage_copy(s);
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
-	ch = &e->ch[channel_of(s)];
-	err = channel_push(ch, copy);
+	err = channel_push(&e->ch[channel_of(s)], copy);
 	if (err) {
 		kb__stage__free_unpacked(copy, NULL);
 		return err;
 	}
-	return ch->busy ? RT_EOK : channel_start(ctx, e, channel_of(s));
+	return channel_fill(ctx, e, channel_of(s));
 }
 
-/* Op log, trace slice and stats of a finished stage. */
-static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch, unsigned channel,
-			  const Kb__Stage *s)
+/* The rank's memory answered an HbmRequest: the transfer's end is known. */
+static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
+				   const Kb__HbmDone *d)
 {
+	struct channel *ch;
+	uint64_t off;
+
+	if (e->cls != ENG_DMA || d->channel >= e->n_channels)
+		return rt_fail(RT_EPROTOCOL, "HbmDone for channel %u of a %s engine",
+			       d->channel, eng_class_name(e->cls));
+	ch = &e->ch[d->channel];
+	off = d->id - ch->retired;
+	if (d->id < ch->retired || off >= ch->inflight || channel_at(ch, off)->known)
+		return rt_fail(RT_EPROTOCOL, "HbmDone %llu matches no transfer in flight on %s",
+			       (unsigned long long)d->id, ch->name);
+	channel_at(ch, off)->end_ps = d->done_ps;
+	channel_at(ch, off)->known = true;
+	return channel_arm(ctx, ch, d->channel);
+}
+
+/* Op log, trace slice and stats of a finished stage. Busy time is the
+ * union of the channel's stage intervals (transfers in flight overlap); the
+ * trace slice covers the part of that union this stage adds, so slices on
+ * the channel's track never overlap, and the op log keeps the full
+ * [start, end]. */
+static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned channel,
+			  const struct queued *q)
+{
+	const Kb__Stage *s = q->s;
 	struct rt_oplog_rec rec = {
-		.start_ps = ch->start_ps,
-		.end_ps = ch->end_ps,
+		.start_ps = q->start_ps,
+		.end_ps = q->end_ps,
 		.engine = ch->name,
 		.op_kind = s->op_kind,
 		.op_name = s->op_name,
@@ -202,13 +347,15 @@ static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch, unsigned
 		.command = s->command,
 		.stage = s->index,
 	};
+	uint64_t from = q->start_ps > ch->busy_end_ps ? q->start_ps : ch->busy_end_ps;
+	uint64_t busy = q->end_ps > from ? q->end_ps - from : 0;
 	struct rt_trace_span span = {
 		.track = 1 + channel, /* channels run concurrently: a track each */
 		.track_name = ch->name,
 		.name = s->op_name,
 		.cat = s->op_kind,
-		.start_ps = ch->start_ps,
-		.end_ps = ch->end_ps,
+		.start_ps = from < q->end_ps ? from : q->end_ps,
+		.end_ps = q->end_ps,
 		.has_command = true,
 		.has_stage = true,
 		.command = s->command,
@@ -217,62 +364,66 @@ static enum rt_err record(struct rt_ctx *ctx, const struct channel *ch, unsigned
 	char stat[48];
 	enum rt_err err = rt_oplog(ctx, &rec);
 
+	if (q->end_ps > ch->busy_end_ps)
+		ch->busy_end_ps = q->end_ps;
 	if (!err)
 		err = rt_trace_slice(ctx, &span);
-	rt_stat_add(ctx, "busy_ps", ch->end_ps - ch->start_ps);
+	rt_stat_add(ctx, "busy_ps", busy);
 	rt_stat_add(ctx, "stages", 1);
 	rt_stat_add(ctx, "bytes", rec.bytes);
 	snprintf(stat, sizeof(stat), "%s_count", ch->name);
 	rt_stat_add(ctx, stat, 1);
 	snprintf(stat, sizeof(stat), "%s_busy_ps", ch->name);
-	rt_stat_add(ctx, stat, ch->end_ps - ch->start_ps);
+	rt_stat_add(ctx, stat, busy);
 	snprintf(stat, sizeof(stat), "%s_bytes", ch->name);
 	rt_stat_add(ctx, stat, rec.bytes);
 	return err;
 }
 
 static enum rt_err send_done(struct rt_ctx *ctx, const struct engine *e,
-			     const struct channel *ch, const Kb__Stage *s)
+			     const struct queued *q)
 {
 	Kb__StageDone done = KB__STAGE_DONE__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 
-	done.command = s->command;
-	done.index = s->index;
+	done.command = q->s->command;
+	done.index = q->s->index;
 	msg.body_case = KB__PAYLOAD__BODY_STAGE_DONE;
 	msg.stage_done = &done;
 	return rt_send(ctx, e->sched, rt_now(ctx), 0, &msg);
 }
 
-/* The channel's running stage reached its end time. */
+/* The channel's head stage reached its end time (stages retire in order,
+ * so a transfer never ends before the one started ahead of it). */
 static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 				  uint64_t tag)
 {
 	struct channel *ch;
-	const Kb__Stage *s;
+	struct queued *q;
 	struct eng_memory mem;
 	enum rt_err err = RT_EOK;
 
-	if (tag >= e->n_channels || !e->ch[tag].busy)
+	if (tag >= e->n_channels || !e->ch[tag].armed)
 		return rt_fail(RT_EINVAL, "timer %llu matches no running stage",
 			       (unsigned long long)tag);
 	ch = &e->ch[tag];
-	s = channel_front(ch);
+	ch->armed = false;
+	q = channel_at(ch, 0);
+	q->end_ps = rt_now(ctx);
 	if (rt_job(ctx)->mode == RT_MODE_DATA) {
 		engine_memory(ctx, e, &mem);
-		err = eng_model_execute(&e->model, s, &mem);
+		err = eng_model_execute(&e->model, q->s, &mem);
 		if (err)
 			return err; /* the daemon names this component */
 	}
-	err = record(ctx, ch, (unsigned)tag, s);
+	err = record(ctx, ch, (unsigned)tag, q);
 	if (!err)
-		err = send_done(ctx, e, ch, s);
+		err = send_done(ctx, e, q);
 	if (err)
 		return err;
 	channel_pop(ch);
-	ch->busy = false;
-	ch->free_ps = ch->end_ps;
-	return ch->len ? channel_start(ctx, e, (unsigned)tag) : RT_EOK;
+	ch->inflight--;
+	return channel_fill(ctx, e, (unsigned)tag);
 }
 
 static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
@@ -282,6 +433,8 @@ static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
 
 	if (d->is_timer)
 		return channel_finish(ctx, e, d->tag);
+	if (d->msg && d->msg->body_case == KB__PAYLOAD__BODY_HBM_DONE)
+		return engine_hbm_done(ctx, e, d->msg->hbm_done);
 	if (!d->msg || d->msg->body_case != KB__PAYLOAD__BODY_STAGE)
 		return rt_fail(RT_EPROTOCOL,
 			       "expected a Stage message from component %u, got payload body %d",
@@ -303,9 +456,9 @@ static enum rt_err engine_fini(struct rt_ctx *ctx, void *state)
 			undone = rt_fail(RT_EUNFINISHED,
 					 "engine %s did not finish: it holds %zu stage(s); the "
 					 "first is stage %u of command %llu (%s)",
-					 ch->name, ch->len, channel_front(ch)->index,
-					 (unsigned long long)channel_front(ch)->command,
-					 channel_front(ch)->op_name);
+					 ch->name, ch->len, channel_at(ch, 0)->s->index,
+					 (unsigned long long)channel_at(ch, 0)->s->command,
+					 channel_at(ch, 0)->s->op_name);
 		channel_release(ch);
 	}
 	eng_model_release(&e->model);

@@ -131,5 +131,7 @@ void tl_totals(const struct tl *tl, struct tl_totals *out);
 /* The kernel host, one per PE (component name "host"): runs the job's
  * workload kernel, talks to its PE_SCHEDULER and to the neighbour hosts. */
 extern const struct rt_component_ops tl_host_ops;
+/* The IPCQ ring links of one rank, shared by its PEs (src/link.c). */
+extern const struct rt_component_ops tl_link_ops;
 
 #endif

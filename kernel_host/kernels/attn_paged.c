@@ -143,6 +143,9 @@ static void file_setup(struct tl *tl, const char *dir, struct paged *p)
 		snprintf(path, sizeof(path), "%s/%s", dir, paged_files[i]);
 		tl_npy_read(tl, path, &p->in[i]);
 		check_npy(tl, path, &p->in[i], types[i], dims[i]);
+		if (i < 3 && tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads it */
+			tl_stat_add(tl, "nonfinite_inputs",
+				    tl_nonfinite(p->in[i].type, p->in[i].data, p->in[i].count));
 	}
 	/* NaN/Inf in q, k_cache or v_cache: every PE reads the same files, so
 	 * one program reports them (the launcher warns when non-zero) */

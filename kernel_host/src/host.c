@@ -108,6 +108,10 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 	h->right = pe_component_id(cfg->pes,
 				   pe_ring_neighbour(cfg->ranks, me->rank, PE_DIR_RIGHT),
 				   me->pe, PE_HOST);
+	/* several PEs share the rank's ring links: both directions go through
+	 * the rank's link component (src/link.c) */
+	if (pe_shared_links(cfg->ranks, cfg->pes))
+		h->left = h->right = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
 }
 
 static enum rt_err host_init(struct rt_ctx *ctx, void *state)

@@ -1,14 +1,28 @@
 /* ipcq.c — IPCQ ring messages between the hosts of the same PE index on
- * neighbouring ranks. A send serialises on its direction's outgoing link
- * (ceil(bytes / ipcq_bytes_per_cycle) cycles, after the previous send on
- * that direction); the message arrives after the link latency plus that
- * serialisation. A message I send RIGHT arrives at my right neighbour from
- * its LEFT. The n-th receive posted for a direction matches the n-th
- * message arriving from it, whichever comes first. */
+ * neighbouring ranks. A send serialises on its direction's outgoing link of
+ * the rank (ceil(bytes / ipcq_bytes_per_cycle) cycles, after the previous
+ * send on that link by any PE of the rank); the message arrives after that
+ * serialisation plus the link latency. With one PE per rank the host keeps
+ * the link's clock itself; with several, the rank's link component does
+ * (src/link.c), so the PEs share it. A message I send RIGHT arrives at my
+ * right neighbour from its LEFT. The n-th receive posted for a direction
+ * matches the n-th message arriving from it, whichever comes first.
+ *
+ * Sends read TCM and receives write TCM; TCM bandwidth is not a modelled
+ * resource for any engine, so the link is the only cost (docs/attention.md).
+ *
+ * Ring figures, from measured intervals (tl_ipcq_waited): each receive the
+ * kernel waited on splits its wait [from, arrival] into the part while the
+ * link was moving its bytes (exposed), the part after (link latency), and
+ * the part before the link started (the sender was not ready: imbalance or
+ * dependency). */
 #include "tl_private.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "rt/pe.h"
+#include "tl_io.h"
 
 void tl_ipcq_release(struct tl *tl)
 {
@@ -22,6 +36,29 @@ void tl_ipcq_release(struct tl *tl)
 		free(q->early);
 		free(q->posted);
 		memset(q, 0, sizeof(*q));
+	}
+}
+
+/* Queues never grow without bound: a drained FIFO starts over, and a full
+ * one moves its live entries to the front before it grows. */
+static void compact(struct tl_ipcq_dir *q)
+{
+	if (q->head_early == q->n_early)
+		q->head_early = q->n_early = 0;
+	if (q->head_posted == q->n_posted)
+		q->head_posted = q->n_posted = 0;
+	if (q->head_early && q->n_early == q->cap_early) {
+		memmove(q->early, q->early + q->head_early,
+			(q->n_early - q->head_early) * sizeof(*q->early));
+		q->n_early -= q->head_early;
+		q->head_early = 0;
+	}
+	if (q->head_posted && q->n_posted == q->cap_posted) {
+		/* pairs: two words per entry */
+		memmove(q->posted, q->posted + 2 * q->head_posted,
+			(q->n_posted - q->head_posted) * 2 * sizeof(*q->posted));
+		q->n_posted -= q->head_posted;
+		q->head_posted = 0;
 	}
 }
 
@@ -46,10 +83,19 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	tl_wait_cmd(tl, at, r->producer);
 	q = &tl->ipcq[dir];
 	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
-	bpc = tl->s.cfg->ipcq_bytes_per_cycle ? tl->s.cfg->ipcq_bytes_per_cycle : 1;
-	ser = (bytes + bpc - 1) / bpc * tl->cycle_ps;
-	start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;
-	q->link_free_ps = start + ser;
+	data.ready_ps = tl->clock_ps;
+	if (pe_shared_links(tl->s.ranks, tl->s.pes)) {
+		start = tl->clock_ps; /* the rank's link component serialises */
+		ser = 0;
+	} else {
+		bpc = tl->s.cfg->ipcq_bytes_per_cycle ? tl->s.cfg->ipcq_bytes_per_cycle : 1;
+		ser = (bytes + bpc - 1) / bpc * tl->cycle_ps;
+		start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;
+		q->link_free_ps = start + ser;
+		data.link_start_ps = start;
+		data.link_end_ps = start + ser;
+		tl_stat_add(tl, "ipcq_link_busy_ps", ser);
+	}
 	data.dir = (uint32_t)dir;
 	data.nbytes = bytes;
 	if (tl->s.mode == TL_DATA) {
@@ -70,9 +116,9 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 
 /* Completes receive `id` with message `m` (bytes into its buffer). */
 static enum rt_err deliver(struct tl *tl, uint64_t id, tl_tensor t,
-			   uint64_t nbytes, const uint8_t *bytes,
-			   uint64_t arrive_ps)
+			   const struct tl_ipcq_msg *m, const uint8_t *bytes)
 {
+	uint64_t nbytes = m->nbytes;
 	struct tl_rec *r = &tl->slots[t.slot];
 	uint8_t *dst;
 
@@ -84,8 +130,33 @@ static enum rt_err deliver(struct tl *tl, uint64_t id, tl_tensor t,
 	dst = tl_tcm_bytes(tl, r->addr, nbytes);
 	if (bytes && dst)
 		memcpy(dst, bytes, (size_t)nbytes);
-	tl_cmd_complete(tl, id, arrive_ps);
+	tl->cmds[id].link_start_ps = m->link_start_ps;
+	tl->cmds[id].link_end_ps = m->link_end_ps;
+	tl_cmd_complete(tl, id, m->arrive_ps);
 	return RT_EOK;
+}
+
+/* Length of [a0, a1) ∩ [b0, b1). */
+static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
+{
+	const struct tl_cmd *c = &tl->cmds[id];
+	uint64_t arrive = c->done_ps, exposed, latency;
+
+	if (arrive <= from_ps)
+		return; /* it was there already: nothing waited */
+	exposed = overlap(from_ps, arrive, c->link_start_ps, c->link_end_ps);
+	latency = overlap(from_ps, arrive, c->link_end_ps, arrive);
+	tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
+	tl_stat_add(tl, "ipcq_exposed_ps", exposed);
+	tl_stat_add(tl, "ipcq_latency_wait_ps", latency);
+	tl_stat_add(tl, "ipcq_imbalance_wait_ps", arrive - from_ps - exposed - latency);
 }
 
 tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
@@ -110,14 +181,15 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	q = &tl->ipcq[dir];
 	if (q->head_early < q->n_early) {
 		struct tl_ipcq_msg m = q->early[q->head_early++];
-		enum rt_err rc = deliver(tl, id, f.t, m.nbytes, m.bytes,
-					 m.arrive_ps);
+		enum rt_err rc = deliver(tl, id, f.t, &m, m.bytes);
 
 		free(m.bytes);
+		compact(q);
 		if (rc != RT_EOK)
 			tl_abort(tl, at, rc, "%s", rt_last_error());
 		return f;
 	}
+	compact(q);
 	if (q->n_posted + 1 > q->cap_posted) {
 		uint32_t cap = q->cap_posted ? q->cap_posted * 2 : 8;
 		void *p = realloc(q->posted, cap * 2 * sizeof(*q->posted));
@@ -140,6 +212,7 @@ static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
 {
 	struct tl_ipcq_msg *e;
 
+	compact(q);
 	if (q->n_early + 1 > q->cap_early) {
 		uint32_t cap = q->cap_early ? q->cap_early * 2 : 8;
 		void *p = realloc(q->early, cap * sizeof(*q->early));
@@ -151,6 +224,8 @@ static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
 	}
 	e = &q->early[q->n_early++];
 	e->arrive_ps = now_ps;
+	e->link_start_ps = m->link_start_ps;
+	e->link_end_ps = m->link_end_ps;
 	e->nbytes = m->nbytes;
 	e->bytes = NULL;
 	if (m->data.len) {
@@ -168,6 +243,7 @@ enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
 	/* sent RIGHT by my left neighbour: it comes from my LEFT */
 	uint32_t from = m->dir == TL_RIGHT ? TL_LEFT : TL_RIGHT;
 	struct tl_ipcq_dir *q = &tl->ipcq[from];
+	struct tl_ipcq_msg got = { now_ps, m->link_start_ps, m->link_end_ps, m->nbytes, NULL };
 	uint64_t id, key;
 	tl_tensor t;
 	enum rt_err rc;
@@ -183,11 +259,11 @@ enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
 	id = q->posted[2 * q->head_posted];
 	key = q->posted[2 * q->head_posted + 1];
 	q->head_posted++;
+	compact(q);
 	t.slot = (uint32_t)key;
 	t.gen = (uint32_t)(key >> 32);
 	t.scope = 0;
-	rc = deliver(tl, id, t, m->nbytes, m->data.len ? m->data.data : NULL,
-		     now_ps);
+	rc = deliver(tl, id, t, &got, m->data.len ? m->data.data : NULL);
 	if (rc != RT_EOK)
 		return rc;
 	return tl_resume_for(tl, id);

@@ -333,6 +333,8 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		tl_coro_yield(&tl->coro);
 		tl->state = TL_RUNNING;
 	}
+	if (tl->cmds[id].kind == TL_CMD_RECV)
+		tl_ipcq_waited(tl, id, start_ps); /* ring figures (ipcq.c) */
 	if (tl->cmds[id].done_ps > tl->clock_ps)
 		tl->clock_ps = tl->cmds[id].done_ps;
 	if (tl->clock_ps > start_ps) /* the kernel stalled here */

@@ -74,6 +74,7 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
@@ -89,6 +90,7 @@ struct tl_save {
 /* An IPCQ message that arrived before its receive was posted. */
 struct tl_ipcq_msg {
 	uint64_t arrive_ps;
+	uint64_t link_start_ps, link_end_ps;
 	uint64_t nbytes;
 	uint8_t *bytes; /* owned; NULL in timing mode */
 };
@@ -253,5 +255,8 @@ const struct tl_recipe *tl_recipe_find(const char *name);
 
 /* ---- ipcq (ipcq.c) */
 void tl_ipcq_release(struct tl *tl);
+/* The kernel waited on receive `id` from kernel clock `from_ps`: adds the
+ * wait to the ring figures (docs/attention.md). */
+void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps);
 
 #endif

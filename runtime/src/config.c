@@ -67,6 +67,20 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
 	    "bandwidth of each DMA channel (one read, one write)"),
 
+	U64("dma.outstanding", dma_outstanding, "4", "transfers", 1, 64,
+	    "transfers each DMA channel keeps in flight (setup and HBM latency of the next overlap the current one's data)"),
+
+	STR("hbm.model", hbm_model, "shared", "name",
+	    "rank memory model: `shared` (the rank's DMA channels share hbm.bytes_per_cycle), `interleaved` (per-channel first come first served over interleaved addresses), `ideal` (no shared limit: every channel streams at dma.bytes_per_cycle, no HBM latency) or a path to a plugin .so"),
+	U64("hbm.bytes_per_cycle", hbm_bytes_per_cycle, "3276", "bytes/cycle", 1, MI,
+	    "peak HBM bandwidth of one rank (all stacks) at the PE clock, reads and writes together"),
+	U32("hbm.channels", hbm_channels, "64", "channels", 1, 4096,
+	    "independent HBM channels of one rank; each serves bytes_per_cycle / channels"),
+	U64("hbm.interleave_bytes", hbm_interleave_bytes, "256", "bytes", 1, GIGA,
+	    "address interleave: consecutive blocks of this size go to consecutive channels"),
+	U64("hbm.latency_cycles", hbm_latency_cycles, "120", "cycles", 0, GIGA,
+	    "HBM access latency; pipelined: it delays a transfer's completion, it does not hold a channel (at least one cycle is charged when the rank's memory is modelled)"),
+
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
 	STR("gemm.params", gemm_params, "none", "name=value,...",
@@ -111,9 +125,9 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("links.sched_engine_cycles", link_sched_engine_cycles, "1", "cycles", 1, GIGA,
 	    "doorbell latency scheduler to engine"),
 	U64("links.ipcq_cycles", link_ipcq_cycles, "500", "cycles", 1, GIGA,
-	    "rank-to-rank IPCQ latency"),
-	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
-	    "rank-to-rank IPCQ bandwidth"),
+	    "IPCQ ring link latency (per rank pair and direction)"),
+	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160", "bytes/cycle", 1, MI,
+	    "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
 	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),

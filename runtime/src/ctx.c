@@ -94,6 +94,8 @@ static const char *payload_kind(const Kb__Payload *msg)
 	case KB__PAYLOAD__BODY_STAGE: return "stage";
 	case KB__PAYLOAD__BODY_STAGE_DONE: return "stage_done";
 	case KB__PAYLOAD__BODY_IPCQ: return "ipcq";
+	case KB__PAYLOAD__BODY_HBM_REQUEST: return "hbm_request";
+	case KB__PAYLOAD__BODY_HBM_DONE: return "hbm_done";
 	default: return "message";
 	}
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const struct rt_isa_op isa_ops[RT_ISA_COUNT] = {
-#define RT_ISA_ROW(ID, NAME, ENGINE, ARITY, LAT, SHAPE, EXTRA, N_EXTRAS)    \
+#define RT_ISA_ROW(ID, NAME, ENGINE, ARITY, LAT, SHAPE, EXTRA, N_EXTRAS, ...) \
 	[RT_ISA_##ID] = { RT_ISA_##ID, NAME, RT_ISA_ENGINE_##ENGINE, ARITY,         \
 			  RT_ISA_LAT_##LAT, RT_ISA_SHAPE_##SHAPE, EXTRA,       \
 			  N_EXTRAS },

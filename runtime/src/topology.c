@@ -168,8 +168,12 @@ static void name_daemon(struct rt_daemon_desc *d, const struct rt_component_desc
 {
 	switch (how) {
 	case RT_COLOCATE_PE:
-		snprintf(d->name, sizeof(d->name), "kb-pe");
-		snprintf(d->label, sizeof(d->label), "r%u.pe%u", c->rank, c->pe);
+		/* a rank-level component (pe = UINT32_MAX, rt/pe.h) is its own group */
+		snprintf(d->name, sizeof(d->name), "kb-%s", c->pe == UINT32_MAX ? "rank" : "pe");
+		if (c->pe == UINT32_MAX)
+			snprintf(d->label, sizeof(d->label), "r%u", c->rank);
+		else
+			snprintf(d->label, sizeof(d->label), "r%u.pe%u", c->rank, c->pe);
 		break;
 	case RT_COLOCATE_RANK:
 		snprintf(d->name, sizeof(d->name), "kb-rank");

@@ -252,6 +252,8 @@ static enum rt_err check_payload(const Kb__Payload *p)
 	case KB__PAYLOAD__BODY_COMMAND_DONE:
 	case KB__PAYLOAD__BODY_STAGE_DONE:
 	case KB__PAYLOAD__BODY_IPCQ:
+	case KB__PAYLOAD__BODY_HBM_REQUEST:
+	case KB__PAYLOAD__BODY_HBM_DONE:
 		return RT_EOK;
 	case KB__PAYLOAD__BODY_COMMAND:
 		return check_command(p->command);

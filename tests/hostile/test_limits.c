@@ -128,3 +128,17 @@ Test(hostile_limits, data_mode_needing_more_descriptors_than_allowed_is_refused,
 	expect_refused(status, err, pid, "file descriptors", "ulimit -n");
 	free(err);
 }
+
+/* More inproc daemons than a ZeroMQ context allows sockets by default
+ * (1023): every daemon thread failed to create its socket past that. */
+Test(hostile_limits, inproc_run_with_1100_daemons_runs, .timeout = 120)
+{
+	char dir[256];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "inproc1100");
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--transport", "inproc", "--arg",
+	       "components=1100", "--arg", "messages=2200", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect_gt(kb_summary_u64(dir, "messages"), 0);
+}

@@ -81,15 +81,22 @@ static void build_object(const char *dir, const char *ctor, char *workload, size
 	snprintf(workload, cap, "%s:k", so);
 }
 
-static void run_object(const char *ctor, const char *watchdog, struct kb_result *r, char *dir,
-		       size_t cap)
+static void run_object_over(const char *transport, const char *ctor, const char *watchdog,
+			    struct kb_result *r, char *dir, size_t cap)
 {
 	char workload[400];
 
 	kb_tmpdir(dir, cap, "ctor");
 	build_object(dir, ctor, workload, sizeof(workload));
 	kb_adopt_orphans();
-	kb_run(r, "run", workload, "--quiet", "--out", dir, "--set", watchdog, NULL);
+	kb_run(r, "run", workload, "--quiet", "--out", dir, "--set", watchdog, "--transport",
+	       transport, NULL);
+}
+
+static void run_object(const char *ctor, const char *watchdog, struct kb_result *r, char *dir,
+		       size_t cap)
+{
+	run_object_over("ipc", ctor, watchdog, r, dir, cap);
 }
 
 Test(hostile_processes, kernel_object_constructor_calling_exit_0_is_a_named_failure,
@@ -113,7 +120,9 @@ Test(hostile_processes, kernel_object_constructor_that_segfaults_is_a_named_fail
 	char dir[256];
 	struct kb_result r;
 
+	setenv("ASAN_OPTIONS", "handle_segv=0", 1); /* die of the signal, as without it */
 	run_object("raise(SIGSEGV);", "run.watchdog_ms=20000", &r, dir, sizeof(dir));
+	unsetenv("ASAN_OPTIONS");
 	cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
 	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "signal 11"), "%s", r.err);
 	expect_one_line(r.err);
@@ -131,6 +140,25 @@ Test(hostile_processes, kernel_object_constructor_that_loops_trips_the_watchdog,
 	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "did not answer"), "%s", r.err);
 	expect_one_line(r.err);
 	expect_nothing_left(r.pid);
+}
+
+/* Inproc daemons are threads of the launcher, so the object loads in its
+ * process: exit() and a crash still end in one line naming the daemon. */
+Test(hostile_processes, inproc_kernel_object_constructor_exit_or_crash_is_named, .timeout = 60)
+{
+	char dir[256];
+	struct kb_result r;
+
+	run_object_over("inproc", "exit(0);", "run.watchdog_ms=20000", &r, dir, sizeof(dir));
+	cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "exit()"), "%s", r.err);
+	expect_one_line(r.err);
+	setenv("ASAN_OPTIONS", "handle_segv=0", 1);
+	run_object_over("inproc", "raise(SIGSEGV);", "run.watchdog_ms=20000", &r, dir, sizeof(dir));
+	unsetenv("ASAN_OPTIONS");
+	cr_expect_eq(r.status, 128 + SIGSEGV, "exit %d: %s", r.status, r.err);
+	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "signal 11"), "%s", r.err);
+	expect_one_line(r.err);
 }
 
 /* A kernel's child that escapes into its own session still dies with the

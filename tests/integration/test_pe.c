@@ -45,8 +45,10 @@ static void run_gemm(const char *dir, const char *colocate, const char *model)
 	char set[600];
 
 	snprintf(set, sizeof(set), "gemm.model=%s", model);
+	/* one transfer at a time per DMA channel: reads serialise */
 	kb_run(&r, "run", "gemm", "--quiet", "--mode", "data", "--out", dir, "--colocate", colocate,
-	       "--set", set, "--arg", "m=256", "--arg", "k=256", "--arg", "n=256", NULL);
+	       "--set", set, "--set", "dma.outstanding=1", "--arg", "m=256", "--arg", "k=256",
+	       "--arg", "n=256", NULL);
 	cr_assert_eq(r.status, 0, "gemm (%s, %s) failed: %s", colocate, model, r.err);
 }
 
@@ -106,7 +108,7 @@ Test(pe_model, dma_read_overlaps_a_dma_write, .timeout = 60)
 
 	snprintf(probe, sizeof(probe), "%s/dma_probe.so:dma_probe", plugins ? plugins : "build/plugins");
 	kb_tmpdir(dir, sizeof(dir), "pe-probe");
-	kb_run(&r, "run", probe, "--quiet", "--out", dir, NULL);
+	kb_run(&r, "run", probe, "--quiet", "--set", "dma.outstanding=1", "--out", dir, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	n = read_oplog(dir, recs, 64);
 	cr_expect_gt(count_overlaps(recs, n, "dma_read", "dma_write"), 0,

@@ -506,26 +506,38 @@ Test(tl_integ, reductions_on_row_column_and_matrix_along_both_axes_match_fp64,
  * back-to-back loads. Load i is dispatched when PE_CPU has paid i + 1
  * dispatch costs D = fixed + ceil(28 * per_kib / 1024) (a DMA command is
  * 28 logical bytes), reaches PE_DMA after the host->scheduler and
- * scheduler->engine links, runs X = setup + ceil(bytes / bytes_per_cycle)
- * cycles once the read channel is free, and its completion travels back
- * over both links. DMA-bound and dispatch-bound configurations. */
+ * scheduler->engine links, and starts once fewer than `k`
+ * (dma.outstanding) loads are in flight — when load i - k has retired. Its
+ * data moves after the channel's setup and behind the previous load's data,
+ * W = ceil(bytes / bytes_per_cycle) cycles, then the HBM latency H (one PE
+ * cannot saturate the rank's HBM, so the shared model gives it its full
+ * rate); loads retire in order and each completion travels back over both
+ * links. DMA-bound and dispatch-bound configurations. */
 static void check_sweep(uint32_t n, uint32_t rows, uint32_t cols,
 			uint64_t setup, uint64_t bpc, uint64_t fixed,
-			uint64_t per_kib, uint64_t l_hs, uint64_t l_se)
+			uint64_t per_kib, uint64_t l_hs, uint64_t l_se,
+			uint32_t k, uint64_t hbm_lat)
 {
 	const uint64_t cyc = 1000; /* machine.clock_mhz=1000 below */
 	uint64_t D = fixed + (28 * per_kib + 1023) / 1024;
-	uint64_t X = setup + ((uint64_t)rows * cols * 2 + bpc - 1) / bpc;
-	uint64_t end = 0, want;
-	char dir[256], sets[6][64], args[3][32];
+	uint64_t W = ((uint64_t)rows * cols * 2 + bpc - 1) / bpc;
+	uint64_t H = hbm_lat ? hbm_lat : 1; /* the answer takes >= 1 cycle */
+	uint64_t retire[64] = { 0 }, wire_end = 0, want;
+	char dir[256], sets[8][64], args[3][32];
 	struct kb_result r;
 
+	cr_assert(n <= 64);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t arrive = ((i + 1) * D + l_hs + l_se) * cyc;
+		uint64_t start = i >= k && retire[i - k] > arrive ? retire[i - k] : arrive;
+		uint64_t wire_start = start + setup * cyc > wire_end ? start + setup * cyc : wire_end;
+		uint64_t end;
 
-		end = (arrive > end ? arrive : end) + X * cyc;
+		wire_end = wire_start + W * cyc;
+		end = wire_end + H * cyc;
+		retire[i] = i && retire[i - 1] > end ? retire[i - 1] : end;
 	}
-	want = end + (l_se + l_hs) * cyc;
+	want = retire[n - 1] + (l_se + l_hs) * cyc;
 	kb_tmpdir(dir, sizeof(dir), "sweep");
 	snprintf(sets[0], 64, "dma.setup_cycles=%llu", (unsigned long long)setup);
 	snprintf(sets[1], 64, "dma.bytes_per_cycle=%llu", (unsigned long long)bpc);
@@ -533,19 +545,22 @@ static void check_sweep(uint32_t n, uint32_t rows, uint32_t cols,
 	snprintf(sets[3], 64, "dispatch.cycles_per_kib=%llu", (unsigned long long)per_kib);
 	snprintf(sets[4], 64, "links.host_sched_cycles=%llu", (unsigned long long)l_hs);
 	snprintf(sets[5], 64, "links.sched_engine_cycles=%llu", (unsigned long long)l_se);
+	snprintf(sets[6], 64, "dma.outstanding=%u", k);
+	snprintf(sets[7], 64, "hbm.latency_cycles=%llu", (unsigned long long)hbm_lat);
 	snprintf(args[0], 32, "n=%u", n);
 	snprintf(args[1], 32, "rows=%u", rows);
 	snprintf(args[2], 32, "cols=%u", cols);
 	kb_run(&r, "run", "test_dma_sweep", "--quiet", "--out", dir, "--pes", "1",
 	       "--set", "machine.clock_mhz=1000", "--set", sets[0], "--set", sets[1],
 	       "--set", sets[2], "--set", sets[3], "--set", sets[4], "--set", sets[5],
+	       "--set", sets[6], "--set", sets[7],
 	       "--arg", args[0], "--arg", args[1], "--arg", args[2], NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect_eq(kb_summary_u64(dir, "latency_ps"), want,
-		     "n=%u %ux%u setup=%llu bpc=%llu D=%llu X=%llu: latency %llu, formula %llu",
+		     "n=%u %ux%u setup=%llu bpc=%llu k=%u H=%llu D=%llu W=%llu: latency %llu, formula %llu",
 		     n, rows, cols, (unsigned long long)setup,
-		     (unsigned long long)bpc, (unsigned long long)D,
-		     (unsigned long long)X,
+		     (unsigned long long)bpc, k, (unsigned long long)H, (unsigned long long)D,
+		     (unsigned long long)W,
 		     (unsigned long long)kb_summary_u64(dir, "latency_ps"),
 		     (unsigned long long)want);
 }
@@ -553,9 +568,10 @@ static void check_sweep(uint32_t n, uint32_t rows, uint32_t cols,
 Test(tl_integ, dma_sweep_latency_follows_the_dma_and_dispatch_formulas,
      .timeout = 120)
 {
-	check_sweep(16, 32, 64, 64, 64, 40, 64, 1, 1);   /* DMA-bound */
-	check_sweep(9, 24, 40, 10, 16, 20, 512, 3, 2);   /* DMA-bound, odd sizes */
-	check_sweep(12, 1, 8, 4, 64, 40, 64, 1, 1);      /* dispatch-bound */
+	check_sweep(16, 32, 64, 64, 64, 40, 64, 1, 1, 4, 120); /* DMA-bound */
+	check_sweep(9, 24, 40, 10, 16, 20, 512, 3, 2, 1, 0);   /* DMA-bound, odd sizes, serial */
+	check_sweep(12, 1, 8, 4, 64, 40, 64, 1, 1, 2, 7);      /* dispatch-bound */
+	check_sweep(10, 16, 64, 200, 32, 40, 64, 1, 1, 3, 300); /* setup and latency hidden */
 }
 
 /* GEMM stage cycles through real daemons equal the systolic fold count,

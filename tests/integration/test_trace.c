@@ -113,9 +113,9 @@ static void check_line(struct facts *f, struct track *tr, size_t *n_tr, struct f
 {
 	unsigned long long pid, tid, id;
 	uint64_t ts, dur;
-	char ph = line[7];
+	char ph;
 
-	if (strncmp(line, "{\"ph\":\"", 7) || ph == 'M')
+	if (strncmp(line, "{\"ph\":\"", 7) || (ph = line[7]) == 'M')
 		return;
 	cr_assert(u_field(line, "\"pid\":", &pid) && u_field(line, "\"tid\":", &tid) &&
 		  us_field(line, "\"ts\":", &ts), "event without pid/tid/ts: %.120s", line);

@@ -86,7 +86,11 @@ Test(config_table, defaults_match_the_table_text, .timeout = 10)
 	cr_assert_eq(cfg.dma_bytes_per_cycle, 64);
 	cr_assert_eq(cfg.gemm_macs_per_cycle, 16384);
 	cr_assert_eq(cfg.link_ipcq_cycles, 500);
-	cr_assert_eq(cfg.ipcq_bytes_per_cycle, 64);
+	cr_assert_eq(cfg.ipcq_bytes_per_cycle, 160); /* Trainium2 link, default.yaml */
+	cr_assert_eq(cfg.hbm_bytes_per_cycle, 3276);  /* 4 HBM3 stacks x 819 GB/s at 1 GHz */
+	cr_assert_eq(cfg.hbm_channels, 64);
+	cr_assert_eq(cfg.dma_outstanding, 4);
+	cr_assert_str_eq(cfg.hbm_model, "shared");
 	cr_assert_eq(cfg.dispatch_cycles_per_kib, 64);
 	cr_assert_eq(cfg.watchdog_ms, 30000);
 	cr_assert_str_eq(cfg.gemm_model, "systolic");
@@ -100,7 +104,7 @@ Test(config_table, defaults_match_the_table_text, .timeout = 10)
 Test(config_table, fields_are_unique_typed_documented_and_grouped,
      .timeout = 10)
 {
-	cr_assert_eq(rt_config_field_count, 37);
+	cr_assert_eq(rt_config_field_count, 43);
 	for (size_t i = 0; i < rt_config_field_count; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		const char *dot = strchr(f->key, '.');

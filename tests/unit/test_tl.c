@@ -698,6 +698,62 @@ Test(tl_dispatch, adr0065_t7_opt3_over_opt2_dispatch_ratio_above_2, .timeout = 1
 	cr_expect_gt(cycles[1], 2 * cycles[0]);
 }
 
+/* ---------------------------------------------------------- IPCQ queues */
+
+#include "../../kernel_host/src/tl_private.h"
+
+#define IPCQ_ROUNDS 1000
+
+static int k_recv_loop(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	for (int i = 0; i < IPCQ_ROUNDS; i++) {
+		TL_SCRATCH_SCOPE(tl) {
+			tl_future f = tl_recv_async(tl, TL_LEFT, 1, 64, TL_F16);
+
+			tl_wait(tl, f);
+		}
+	}
+	return 0;
+}
+
+/* Issue 9 defect 6: the receive FIFOs never compacted, so a long ring grew
+ * them by one entry per message. A drained FIFO now starts over. */
+Test(tl_ipcq, receive_queues_stay_small_over_many_messages, .timeout = 10)
+{
+	struct rt_config cfg = test_cfg();
+	struct fake f = { 0 };
+	struct tl_setup s = { 0 };
+	Kb__IpcqData m = KB__IPCQ_DATA__INIT;
+	struct tl *tl;
+	uint64_t now = 0;
+	enum rt_err rc;
+
+	s.cfg = &cfg;
+	s.kernel_name = "recv_loop";
+	s.kernel = k_recv_loop;
+	s.ranks = 2;
+	s.pes = 1;
+	s.port = &fake_ops;
+	s.port_ctx = &f;
+	cr_assert_eq(tl_new(&s, &tl), RT_EOK);
+	rc = tl_start(tl, 0);
+	m.dir = TL_RIGHT; /* sent right by my left neighbour */
+	m.nbytes = 128;
+	for (int i = 0; rc == RT_EOK && !tl_finished(tl) && i < IPCQ_ROUNDS; i++) {
+		now += 1000000;
+		rc = tl_on_ipcq(tl, &m, now);
+	}
+	cr_assert_eq(rc, RT_EOK, "%s", rt_last_error());
+	cr_assert(tl_finished(tl));
+	cr_expect_leq(tl->ipcq[TL_LEFT].cap_posted, 8, "posted FIFO grew to %u entries",
+		      tl->ipcq[TL_LEFT].cap_posted);
+	cr_expect_leq(tl->ipcq[TL_LEFT].n_posted, 1);
+	tl_destroy(&tl);
+	for (uint32_t i = 0; i < f.n; i++)
+		kb__payload__free_unpacked(f.sent[i], NULL);
+}
+
 /* ---------------------------------------------------------- reductions */
 
 /* Every reduction op of the instruction set on 1xN, Nx1 and MxN along both

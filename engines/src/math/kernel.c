@@ -28,48 +28,32 @@ static float max_nan(float a, float b)
 	return (a > b || isnan(a)) ? a : b;
 }
 
-/* One output element from inputs a, b, c and the op's float extra x
- * (scale's factor, fill's value). */
+/* One output element of elementwise op `op` from inputs a, b, c and its
+ * float extra x: the arithmetic column of the instruction set (rt/isa.h). */
 static float elementwise(enum rt_isa_id op, float a, float b, float c,
 			 float x)
 {
 	switch (op) {
-	case RT_ISA_COPY:
-		return a;
-	case RT_ISA_EXP:
-		return expf(a);
-	case RT_ISA_SCALE:
-		return a * x;
-	case RT_ISA_ADD:
-		return a + b;
-	case RT_ISA_SUB:
-		return a - b;
-	case RT_ISA_MUL:
-	case RT_ISA_MUL_BCAST:
-		return a * b;
-	case RT_ISA_DIV:
-		return a / b;
-	case RT_ISA_MAX_ELEM:
-		return max_nan(a, b);
-	case RT_ISA_EXP_DIFF:
-		return expf(a - b);
-	case RT_ISA_FMA:
-		return fmaf(a, b, c);
-	case RT_ISA_FILL:
-		return x;
+#define RT_ISA_ARITH(ID, NAME, ENGINE, ARITY, LAT, SHAPE, EXTRA, N_EXTRAS,  \
+		     ARITH)                                                   \
+	case RT_ISA_##ID:                                                     \
+		return (float)(ARITH);
+	RT_ISA_OPS(RT_ISA_ARITH)
+#undef RT_ISA_ARITH
 	default:
-		return NAN; /* reductions and softmax never get here */
+		return NAN;
 	}
 }
 
 static void run_elementwise(const Kb__Stage *s, enum rt_isa_id op,
 			    const struct mat *in, struct mat *out)
 {
-	double x = 1.0;
+	const struct rt_isa_op *isa = rt_isa_get(op);
+	double x = 0.0;
 
-	/* the op's one float extra: scale's factor, fill's value */
-	if (!eng_extra_f(s, "scale", &x))
-		eng_extra_f(s, "value", &x);
+	/* the op's float extra (scale's factor, fill's value), if it has one */
+	if (isa->extra)
+		eng_extra_f(s, isa->extra, &x);
 	for (uint32_t r = 0; r < out->rows; r++)
 		for (uint32_t c = 0; c < out->cols; c++)
 			out->v[(size_t)r * out->cols + c] = elementwise(

@@ -33,6 +33,14 @@ struct rt_config {
 	/* PE_DMA: one read and one write channel, capacity 1 each */
 	uint64_t dma_setup_cycles;     /* fixed cost per transfer */
 	uint64_t dma_bytes_per_cycle;  /* per channel */
+	uint64_t dma_outstanding;      /* transfers in flight per channel */
+
+	/* HBM of one rank, shared by its DMA channels (engines/src/hbm) */
+	char hbm_model[RT_MODEL_NAME_MAX]; /* "shared", "ideal" or path.so */
+	uint64_t hbm_bytes_per_cycle;  /* rank peak at the PE clock */
+	uint32_t hbm_channels;         /* each serves 1/channels of the peak */
+	uint64_t hbm_interleave_bytes; /* address block per channel */
+	uint64_t hbm_latency_cycles;   /* pipelined access latency */
 
 	/* PE_GEMM */
 	char gemm_model[RT_MODEL_NAME_MAX]; /* "systolic", "roofline" or path.so */

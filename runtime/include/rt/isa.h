@@ -6,9 +6,9 @@
  * check and time stages from it, and rt_dispatch_cycles is the one place
  * the PE_CPU dispatch cost (dispatch-cost design) is computed.
  *
- * Adding a MATH op is one X() line below (plus its arithmetic in
- * engines/src/math/kernel.c when it is not one of the shape families the
- * engine already computes). */
+ * Adding an elementwise MATH op is one X() line below, its arithmetic
+ * included; a new reduction or row-wise op is one line too when it fits the
+ * engine's existing families (rmax/rsum, softmax). */
 #ifndef RT_ISA_H
 #define RT_ISA_H
 
@@ -44,25 +44,32 @@ enum rt_isa_shape {
 };
 
 /* X(ID, name, engine, arity, latency class, shape rule, required extra
- *   (NULL: none), extras the kernel host emits with it)
- * The extras count makes the op's logical bytes (rt_isa_op_logical_bytes). */
+ *   (NULL: none), extras the kernel host emits with it, arithmetic)
+ * The extras count makes the op's logical bytes (rt_isa_op_logical_bytes).
+ * The arithmetic of an elementwise (BCAST or OUT) op is one f32 expression
+ * of its inputs a, b, c and its float extra x; only the MATH engine's data
+ * kernel expands it (engines/src/math/kernel.c, which also defines
+ * max_nan: NaN-propagating max). Other rules write `0` there: the engine
+ * computes reductions, softmax and GEMM by their shape family. */
 #define RT_ISA_OPS(X)                                                        \
-	X(COPY, "copy", MATH, 1, SIMPLE, BCAST, NULL, 0)                     \
-	X(EXP, "exp", MATH, 1, TRANSCENDENTAL, BCAST, NULL, 0)               \
-	X(SCALE, "scale", MATH, 1, SIMPLE, BCAST, "scale", 1)                \
-	X(ADD, "add", MATH, 2, SIMPLE, BCAST, NULL, 0)                       \
-	X(SUB, "sub", MATH, 2, SIMPLE, BCAST, NULL, 0)                       \
-	X(MUL, "mul", MATH, 2, SIMPLE, BCAST, NULL, 0)                       \
-	X(DIV, "div", MATH, 2, SIMPLE, BCAST, NULL, 0)                       \
-	X(MAX_ELEM, "max_elem", MATH, 2, SIMPLE, BCAST, NULL, 0)             \
-	X(EXP_DIFF, "exp_diff", MATH, 2, TRANSCENDENTAL, BCAST, NULL, 0)     \
-	X(MUL_BCAST, "mul_bcast", MATH, 2, SIMPLE, BCAST, NULL, 0)           \
-	X(FMA, "fma", MATH, 3, SIMPLE, BCAST, NULL, 0)                       \
-	X(RMAX, "rmax", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
-	X(RSUM, "rsum", MATH, 1, REDUCE, REDUCE, NULL, 1)                    \
-	X(SOFTMAX, "softmax", MATH, 1, SOFTMAX, SAME, NULL, 0)               \
-	X(FILL, "fill", MATH, 0, SIMPLE, OUT, "value", 1)                    \
-	X(GEMM, "gemm", GEMM, 2, MAC, MATMUL, NULL, 3)
+	X(COPY, "copy", MATH, 1, SIMPLE, BCAST, NULL, 0, a)                  \
+	X(EXP, "exp", MATH, 1, TRANSCENDENTAL, BCAST, NULL, 0, expf(a))      \
+	X(SCALE, "scale", MATH, 1, SIMPLE, BCAST, "scale", 1, a * x)         \
+	X(ADD, "add", MATH, 2, SIMPLE, BCAST, NULL, 0, a + b)                \
+	X(SUB, "sub", MATH, 2, SIMPLE, BCAST, NULL, 0, a - b)                \
+	X(MUL, "mul", MATH, 2, SIMPLE, BCAST, NULL, 0, a * b)                \
+	X(DIV, "div", MATH, 2, SIMPLE, BCAST, NULL, 0, a / b)                \
+	X(MAX_ELEM, "max_elem", MATH, 2, SIMPLE, BCAST, NULL, 0,             \
+	  max_nan(a, b))                                                     \
+	X(EXP_DIFF, "exp_diff", MATH, 2, TRANSCENDENTAL, BCAST, NULL, 0,     \
+	  expf(a - b))                                                       \
+	X(MUL_BCAST, "mul_bcast", MATH, 2, SIMPLE, BCAST, NULL, 0, a * b)    \
+	X(FMA, "fma", MATH, 3, SIMPLE, BCAST, NULL, 0, fmaf(a, b, c))        \
+	X(RMAX, "rmax", MATH, 1, REDUCE, REDUCE, NULL, 1, 0)                 \
+	X(RSUM, "rsum", MATH, 1, REDUCE, REDUCE, NULL, 1, 0)                 \
+	X(SOFTMAX, "softmax", MATH, 1, SOFTMAX, SAME, NULL, 0, 0)            \
+	X(FILL, "fill", MATH, 0, SIMPLE, OUT, "value", 1, x)                 \
+	X(GEMM, "gemm", GEMM, 2, MAC, MATMUL, NULL, 3, 0)
 
 enum rt_isa_id {
 #define RT_ISA_ENUM(id, ...) RT_ISA_##id,

@@ -25,6 +25,33 @@ static inline uint32_t pe_component_id(uint32_t pes, uint32_t rank,
 	return (rank * pes + pe) * PE_UNITS + (uint32_t)unit;
 }
 
+/* The rank-level components come after every PE's: first one "link" per
+ * rank (its outgoing IPCQ ring links, shared by its PEs) when there are
+ * several ranks and several PEs per rank (with one PE the host's own
+ * serialisation is already per rank), then one "hbm" per rank (its memory
+ * system) when the workload has them. Their `pe` in the topology is
+ * PE_RANK_LEVEL. */
+#define PE_RANK_LEVEL UINT32_MAX
+
+#include <stdbool.h>
+
+static inline bool pe_shared_links(uint32_t ranks, uint32_t pes)
+{
+	return ranks > 1 && pes > 1;
+}
+
+static inline uint32_t pe_link_component_id(uint32_t ranks, uint32_t pes,
+					    uint32_t rank)
+{
+	return ranks * pes * PE_UNITS + rank;
+}
+
+static inline uint32_t pe_hbm_component_id(uint32_t ranks, uint32_t pes,
+					   uint32_t rank)
+{
+	return ranks * pes * PE_UNITS + (pe_shared_links(ranks, pes) ? ranks : 0) + rank;
+}
+
 /* IPCQ ring directions. */
 enum pe_dir { PE_DIR_LEFT = 0, PE_DIR_RIGHT = 1 };
 

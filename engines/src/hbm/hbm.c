@@ -1,0 +1,205 @@
+/* hbm/hbm.c — the rank's memory component ("hbm", one per rank) and the
+ * lookup of its model (built-in name or plug-in .so).
+ *
+ * A DMA channel sends HbmRequest when it starts a transfer; it arrives after
+ * the channel's setup (the link's latency, workloads/pe.c), when the first
+ * byte may move. The component hands requests to the model in delivery
+ * order — the total event key, the same in every process grouping — keeps
+ * one timer at the model's next completion, and answers each finished
+ * transfer with HbmDone, sent when its last byte is through and delivered
+ * after the link's latency, which is the HBM access latency (pipelined: it
+ * holds no bandwidth). A newer timer supersedes older ones (tag =
+ * generation). */
+#include "eng.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/pe.h"
+
+/* token = DMA component << 41 | channel << 40 | per-channel transfer id */
+#define TOKEN_ID_BITS 40
+
+struct hbm {
+	const struct eng_hbm_ops *ops;
+	void *state;         /* ops->state_size bytes (owned) */
+	void *dl;            /* plug-in handle or NULL (owned) */
+	uint32_t pes;
+	uint64_t gen;        /* tag of the live timer */
+	uint64_t timer_ps;   /* its time, UINT64_MAX when none */
+	struct rt_ctx *ctx;  /* of the current call (for done callbacks) */
+	enum rt_err err;     /* first failure inside a done callback */
+};
+
+bool eng_hbm_ideal(const struct rt_config *cfg)
+{
+	return strcmp(cfg->hbm_model, "ideal") == 0;
+}
+
+bool eng_hbm_local(const struct rt_config *cfg)
+{
+	/* a read and a write channel per PE, each at most b bytes per cycle */
+	return eng_hbm_ideal(cfg) ||
+	       (strcmp(cfg->hbm_model, "shared") == 0 &&
+		eng_mul_sat(eng_mul_sat(2, cfg->pes), cfg->dma_bytes_per_cycle) <=
+			cfg->hbm_bytes_per_cycle);
+}
+
+static enum rt_err hbm_load_plugin(const char *path, struct hbm *h)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	const struct eng_hbm_ops *ops;
+
+	if (!dl)
+		return rt_fail(RT_ENOTFOUND, "hbm model plug-in: %s", dlerror());
+	ops = dlsym(dl, ENG_HBM_PLUGIN_SYMBOL);
+	if (!ops || ops->abi != ENG_HBM_ABI || !ops->name || !ops->retire || !ops->submit ||
+	    !ops->next_done) {
+		dlclose(dl);
+		return rt_fail(RT_ECONFIG,
+			       "hbm model plug-in %s: needs '%s' (const struct eng_hbm_ops, ABI %u, with name, retire, submit and next_done)",
+			       path, ENG_HBM_PLUGIN_SYMBOL, ENG_HBM_ABI);
+	}
+	h->ops = ops;
+	h->dl = dl;
+	return RT_EOK;
+}
+
+static enum rt_err hbm_find(const char *name, struct hbm *h)
+{
+	size_t n = strlen(name);
+
+	if (strchr(name, '/') || (n >= 3 && strcmp(name + n - 3, ".so") == 0))
+		return hbm_load_plugin(name, h);
+	if (strcmp(name, eng_hbm_shared_model.name) == 0) {
+		h->ops = &eng_hbm_shared_model;
+		return RT_EOK;
+	}
+	if (strcmp(name, eng_hbm_interleaved_model.name) == 0) {
+		h->ops = &eng_hbm_interleaved_model;
+		return RT_EOK;
+	}
+	return rt_fail(RT_ENOTFOUND,
+		       "hbm.model '%s' is not built in (shared, interleaved, ideal) and is not a plug-in path (needs a '/' or a .so suffix)",
+		       name);
+}
+
+static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
+{
+	const struct rt_config *cfg = rt_cfg(ctx);
+	struct hbm *h = state;
+	enum rt_err err = hbm_find(cfg->hbm_model, h);
+
+	if (err)
+		return err; /* the daemon names this component */
+	h->pes = cfg->pes;
+	h->timer_ps = UINT64_MAX;
+	h->state = calloc(1, h->ops->state_size ? h->ops->state_size : 1);
+	if (!h->state)
+		return rt_fail(RT_ENOMEM, "hbm model '%s': no memory for state", h->ops->name);
+	return h->ops->init ? h->ops->init(h->state, cfg) : RT_EOK;
+}
+
+/* A finished transfer: HbmDone leaves at end_ps (>= now), lands after the
+ * HBM latency. */
+static void hbm_answer(void *arg, uint64_t token, uint64_t end_ps)
+{
+	struct hbm *h = arg;
+	Kb__HbmDone done = KB__HBM_DONE__INIT;
+	Kb__Payload msg = KB__PAYLOAD__INIT;
+	uint32_t dst = (uint32_t)(token >> (TOKEN_ID_BITS + 1));
+	uint64_t now = rt_now(h->ctx);
+	enum rt_err err;
+
+	if (end_ps < now)
+		end_ps = now;
+	done.id = token & ((1ull << TOKEN_ID_BITS) - 1);
+	done.channel = (uint32_t)(token >> TOKEN_ID_BITS) & 1u;
+	done.done_ps = end_ps + rt_topology_latency(rt_topo(h->ctx), rt_self(h->ctx), dst);
+	msg.body_case = KB__PAYLOAD__BODY_HBM_DONE;
+	msg.hbm_done = &done;
+	err = rt_send(h->ctx, dst, end_ps, 0, &msg);
+	if (err && !h->err)
+		h->err = err;
+}
+
+/* Keeps one live timer at the model's next completion. */
+static enum rt_err hbm_rearm(struct rt_ctx *ctx, struct hbm *h)
+{
+	uint64_t next = h->ops->next_done(h->state), now = rt_now(ctx);
+
+	if (next == UINT64_MAX || next == h->timer_ps)
+		return RT_EOK;
+	h->timer_ps = next > now ? next : now;
+	return rt_timer(ctx, h->timer_ps, ++h->gen);
+}
+
+static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt_delivery *d)
+{
+	const Kb__HbmRequest *r = d->msg->hbm_request;
+	struct eng_hbm_access a;
+
+	if (r->channel > 1 || r->id >> TOKEN_ID_BITS)
+		return rt_fail(RT_EPROTOCOL, "HbmRequest from component %u: channel %u, id %llu",
+			       d->src, r->channel, (unsigned long long)r->id);
+	a.token = ((uint64_t)d->src << (TOKEN_ID_BITS + 1)) |
+		  ((uint64_t)r->channel << TOKEN_ID_BITS) | r->id;
+	a.stream = 2 * ((d->src / PE_UNITS) % h->pes) + r->channel;
+	a.addr = r->addr;
+	a.bytes = r->bytes;
+	a.issue_ps = d->time_ps;
+	a.wire_end_ps = r->wire_end_ps;
+	rt_stat_add(ctx, "hbm_bytes", r->bytes);
+	rt_stat_add(ctx, "hbm_transfers", 1);
+	return h->ops->submit(h->state, d->time_ps, &a);
+}
+
+static enum rt_err hbm_handle(struct rt_ctx *ctx, void *state, const struct rt_delivery *d)
+{
+	struct hbm *h = state;
+	enum rt_err err;
+
+	if (d->is_timer && d->tag != h->gen)
+		return RT_EOK; /* superseded */
+	if (!d->is_timer && (!d->msg || d->msg->body_case != KB__PAYLOAD__BODY_HBM_REQUEST))
+		return rt_fail(RT_EPROTOCOL,
+			       "expected an HbmRequest from component %u, got payload body %d",
+			       d->src, d->msg ? (int)d->msg->body_case : -1);
+	if (d->is_timer)
+		h->timer_ps = UINT64_MAX;
+	h->ctx = ctx;
+	h->err = RT_EOK;
+	err = h->ops->retire(h->state, d->time_ps, hbm_answer, h);
+	if (!err)
+		err = h->err;
+	if (!err && !d->is_timer)
+		err = hbm_submit(ctx, h, d);
+	return err ? err : hbm_rearm(ctx, h);
+}
+
+static enum rt_err hbm_fini(struct rt_ctx *ctx, void *state)
+{
+	struct hbm *h = state;
+	enum rt_err undone = RT_EOK;
+
+	(void)ctx;
+	if (h->ops && h->state && h->ops->next_done(h->state) != UINT64_MAX)
+		undone = rt_fail(RT_EUNFINISHED,
+				 "rank memory did not finish: transfers still in flight");
+	if (h->ops && h->ops->fini && h->state)
+		h->ops->fini(h->state);
+	free(h->state);
+	if (h->dl)
+		dlclose(h->dl);
+	memset(h, 0, sizeof(*h));
+	return undone;
+}
+
+const struct rt_component_ops eng_hbm_ops = {
+	.name = "hbm",
+	.state_size = sizeof(struct hbm),
+	.init = hbm_init,
+	.handle = hbm_handle,
+	.fini = hbm_fini,
+};
