@@ -147,12 +147,6 @@ static void file_setup(struct tl *tl, const char *dir, struct paged *p)
 			tl_stat_add(tl, "nonfinite_inputs",
 				    tl_nonfinite(p->in[i].type, p->in[i].data, p->in[i].count));
 	}
-	/* NaN/Inf in q, k_cache or v_cache: every PE reads the same files, so
-	 * one program reports them (the launcher warns when non-zero) */
-	if (tl_rank(tl) == 0 && tl_program_id(tl) == 0)
-		for (uint32_t i = 0; i < 3; i++)
-			tl_stat_add(tl, "nonfinite_inputs",
-				    tl_nonfinite(p->in[i].type, p->in[i].data, p->in[i].count));
 	if (k[3] != q[2] || memcmp(p->in[2].shape, k, 4 * sizeof(*k)) ||
 	    p->in[3].shape[0] != q[0] || p->in[4].shape[0] != q[0] ||
 	    !q[0] || !q[1] || !q[2] || !k[0] || !k[1] || !k[2] || !p->in[3].shape[1] ||
