@@ -150,7 +150,8 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	a->depth = decode ? 2 : 1;
 	a->group = decode ? 16 : 1;
 	attn_init_heads(tl, args, a);
-	ring_args(tl, args, a);
+	if (a->ranks > 1) /* single-rank kernels never read the ring's pass/layout/merge */
+		ring_args(tl, args, a);
 	a->skv = tl_arg_u32(args, "seq_kv", 1024, 1, ATTN_MAX_DIM);
 	all_keys = (uint64_t)a->ranks * a->skv;
 	/* prefill's default: a query per key (capped at the largest length) */

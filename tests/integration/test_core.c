@@ -341,6 +341,15 @@ Test(core_config, misspelt_arguments_are_caught, .timeout = 60)
 	cr_expect_eq(r.status, 2, "%s", r.err);
 	cr_expect(strstr(r.err, "never reads 'seq_kvv'"), "no error: %s", r.err);
 	cr_expect(strstr(r.err, "seq_kv,") && strstr(r.err, "tile"), "no list: %s", r.err);
+	/* ring_attention's own arguments change nothing on one rank: not read */
+	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "layout=zigzag", "--arg", "seq_kv=64", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "never reads 'layout'"), "no error: %s", r.err);
+	kb_run(&r, "run", "gqa_prefill", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "pass=q", "--arg", "seq_kv=64", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "never reads 'pass'"), "no error: %s", r.err);
 }
 
 /* Even a SIGKILLed launcher leaves nothing for long: its daemons die with
