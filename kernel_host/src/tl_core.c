@@ -420,7 +420,7 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "%s: handle allocated in scratch scope %u was used after that scope ended; "
 			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
 			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
@@ -469,7 +469,7 @@ static uint64_t scratch_alloc(struct tl *tl, struct tl_site at,
 
 	if (aligned > left)
 		tl_abort(tl, at, RT_ESCRATCH,
-			 "scratch overflow: %llu bytes requested, %llu of %llu left — wrap the tile loop in tl_scratch_scope",
+			 "scratch overflow: %llu bytes requested, %llu of %llu left; wrap the tile loop in tl_scratch_scope",
 			 (unsigned long long)aligned, (unsigned long long)left,
 			 (unsigned long long)total);
 	tl->cursor += aligned;
