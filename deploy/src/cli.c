@@ -56,7 +56,7 @@ void kb_cli_run_usage(FILE *out)
 	      "                           timing depends on --colocate, so off by default)\n"
 	      "  --trace-window START:END only events in [START, END] simulated us (END may\n"
 	      "                           be empty: to the end)\n"
-	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3\n"
+	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3 (each must be in the run)\n"
 	      "  --trace-flows on|off     message slices and arrows (default on)\n"
 	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
 	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
@@ -273,6 +273,20 @@ static enum rt_err check_workload(const char *name)
 		       near ? near : "", near ? "'?)" : "");
 }
 
+/* --trace-ranks naming a rank the run does not have would filter the trace
+ * to nothing without a word: a usage error naming the first such rank. */
+static enum rt_err check_trace_ranks(const struct rt_job *job)
+{
+	uint32_t ranks = job->config.ranks;
+
+	for (unsigned r = ranks; r < 64; r++)
+		if (job->trace.ranks >> r & 1)
+			return rt_fail(RT_EINVAL, "--trace-ranks: rank %u is outside this run, "
+				       "which has %u rank%s (0-%u)", r, ranks, ranks == 1 ? "" : "s",
+				       ranks - 1);
+	return RT_EOK;
+}
+
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 {
 	struct machine_flags m = { 0 };
@@ -307,7 +321,9 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
 	if (!err)
 		err = check_workload(job->workload);
-	return err ? err : build_config(&job->config, &m);
+	if (!err)
+		err = build_config(&job->config, &m);
+	return err ? err : check_trace_ranks(job);
 }
 
 static const struct option config_options[] = {

@@ -1,0 +1,27 @@
+/* test_cli.c — the launcher follows command-line conventions (issue 10
+ * item 4): a value the run cannot use is a usage error (exit 2) with one
+ * line naming it, whichever part of the program checks it. Every test
+ * failed before its fix. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* F10: a --trace-ranks rank the run does not have filtered the trace to
+ * nothing with exit 0 and no word. */
+Test(cli, trace_ranks_outside_the_run_is_a_usage_error, .timeout = 60)
+{
+	char dir[256];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "traceranks");
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--trace-ranks", "9", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "rank 9") && strstr(r.err, "1 rank"), "%s", r.err);
+	cr_expect(!strchr(r.err, '\n') || !strchr(strchr(r.err, '\n') + 1, '\n'),
+		  "one line: %s", r.err);
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--ranks", "2", "--trace-ranks",
+	       "0-1", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+}
