@@ -63,8 +63,9 @@ void kb_cli_run_usage(FILE *out)
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
 	      "\n"
 	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
-	      "An --arg the kernel never asks for is a usage error (the line lists the ones\n"
-	      "it asks for).\n"
+	      "An --arg the kernel never asks for, or one whose value the kernel or the\n"
+	      "workload refuses (out of range, not a number), is a usage error (exit 2; the\n"
+	      "line lists the names it asks for or the range).\n"
 	      "\n"
 	      "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
 	      "2 usage error, 130 interrupted.\n",

@@ -611,7 +611,7 @@ static uint64_t arg_number(const struct tl_args *args, const char *name,
 	uint64_t x = def;
 
 	if (v && rt_parse_u64(v, min, max, &x) != RT_PARSE_OK)
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EUSAGE,
 			 "--arg %s=%.40s%s: expected a decimal whole number "
 			 "from %llu to %llu", name, v,
 			 strlen(v) > 40 ? "..." : "",

@@ -25,3 +25,25 @@ Test(cli, trace_ranks_outside_the_run_is_a_usage_error, .timeout = 60)
 	       "0-1", NULL);
 	cr_expect_eq(r.status, 0, "%s", r.err);
 }
+
+/* F9: a bad --arg value exited 1 when the kernel checked it (gemm) and 2
+ * when the launcher did (traffic); both are usage errors, in every
+ * transport (the kernel's check travels back from a daemon). */
+Test(cli, bad_arg_value_is_a_usage_error_wherever_it_is_checked, .timeout = 90)
+{
+	static const char *const transports[] = { "ipc", "inproc" };
+	char dir[256];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "badvalue");
+	for (size_t i = 0; i < 2; i++) {
+		kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--transport",
+		       transports[i], "--arg", "m=-1", NULL);
+		cr_expect_eq(r.status, 2, "%s: %s", transports[i], r.err);
+		cr_expect(strstr(r.err, "m=-1") && strstr(r.err, "1 to 65536"), "%s", r.err);
+	}
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--arg", "messages=8589934594",
+	       NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "messages=8589934594"), "%s", r.err);
+}

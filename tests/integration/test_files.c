@@ -155,7 +155,7 @@ Test(files_values, kernel_arguments_are_decimal_and_in_range, .timeout = 60)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", bad[i],
 		       NULL);
-		cr_expect_eq(r.status, 1, "%s ran: %s", bad[i], r.err);
+		cr_expect_eq(r.status, 2, "%s ran: %s", bad[i], r.err); /* usage error */
 		cr_expect(strstr(r.err, bad[i]) && strstr(r.err, "1 to 65536"), "%s: %s", bad[i],
 			  r.err);
 	}
