@@ -1,8 +1,10 @@
 /* cli.c — command-line parsing shared by the launcher and its daemons. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "launcher.h"
 #include "rt/config.h"
@@ -50,7 +52,9 @@ void kb_cli_run_usage(FILE *out)
 	      "  --set key=value          configuration override (repeatable; `kernbench config`)\n"
 	      "  --config FILE.yaml       configuration file (repeatable, later files override\n"
 	      "                           earlier ones; deploy/configs/default.yaml)\n"
-	      "  --inputs DIR             input tensors (.npy) for kernels that take them\n"
+	      "  --inputs DIR             input tensors (.npy) for kernels that take them; an\n"
+	      "                           existing folder, and a usage error for a kernel\n"
+	      "                           that reads none\n"
 	      "  --trace on|off           write trace.json (default on)\n"
 	      "  --trace-windows          add lockstep window counters to trace.json (their\n"
 	      "                           timing depends on --colocate, so off by default)\n"
@@ -143,6 +147,22 @@ enum opt_id {
 	OPT_HELP,
 };
 
+/* --inputs names a folder that exists: a typo is one line before any
+ * daemon starts, not a missing-file error from every kernel host. */
+static enum rt_err parse_inputs(const char *val, struct rt_job *job)
+{
+	struct stat st;
+	enum rt_err err = parse_path("--inputs", val, job->inputs_dir, RT_PATH_MAX - 64);
+
+	if (err)
+		return err;
+	if (stat(val, &st) != 0)
+		return rt_fail(RT_EINVAL, "--inputs %.200s: %s", val, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return rt_fail(RT_EINVAL, "--inputs %.200s: not a directory", val);
+	return RT_EOK;
+}
+
 static const struct option run_options[] = {
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
@@ -208,7 +228,7 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 	case OPT_ARG: return parse_arg(job, val);
 	case OPT_SET: return add_set(m, val);
 	case OPT_CONFIG: return add_config(m, val);
-	case OPT_INPUTS: return parse_path("--inputs", val, job->inputs_dir, RT_PATH_MAX - 64);
+	case OPT_INPUTS: return parse_inputs(val, job);
 	case OPT_TRACE:
 		if (strcmp(val, "on") && strcmp(val, "off"))
 			return rt_fail(RT_EINVAL, "--trace '%s': expected on or off", val);

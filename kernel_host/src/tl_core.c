@@ -147,6 +147,14 @@ static void report_args(struct tl *tl)
 		return;
 	fwrite(tl->args_log.data ? tl->args_log.data : "", 1, tl->args_log.len, f);
 	fclose(f);
+	/* an empty marker: this kernel asked for its --inputs folder */
+	snprintf(file, sizeof(file), "%s/inputs.%u.%u", RT_PARTS_DIR, tl->s.rank, tl->s.pe);
+	if (tl->inputs_asked &&
+	    tl->s.port->output_path(tl->s.port_ctx, file, path, sizeof(path)) == RT_EOK) {
+		f = fopen(path, "wx");
+		if (f)
+			fclose(f);
+	}
 }
 
 static void report_end(struct tl *tl)

@@ -47,3 +47,31 @@ Test(cli, bad_arg_value_is_a_usage_error_wherever_it_is_checked, .timeout = 90)
 	cr_expect_eq(r.status, 2, "%s", r.err);
 	cr_expect(strstr(r.err, "messages=8589934594"), "%s", r.err);
 }
+
+/* F4: an --inputs no kernel reads was silently ignored (exit 0), and a
+ * missing --inputs folder was too. */
+Test(cli, inputs_no_kernel_reads_or_missing_is_a_usage_error, .timeout = 90)
+{
+	char dir[256], in[256], missing[300];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "inputs-out");
+	kb_tmpdir(in, sizeof(in), "inputs-in");
+	snprintf(missing, sizeof(missing), "%s/nonexist", in);
+	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--inputs", missing,
+	       NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, missing) && strchr(r.err, '\n') == strrchr(r.err, '\n'), "%s",
+		  r.err);
+	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--inputs", in, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "--inputs") && strstr(r.err, "gemm"), "%s", r.err);
+	/* a kernel that asks for its inputs folder still runs: one data-mode
+	 * run's q/k/v tensors are the next one's inputs */
+	kb_run(&r, "run", "gqa_decode_opt2", "--pes", "1", "--quiet", "--out", in, "--mode",
+	       "data", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	kb_run(&r, "run", "gqa_decode_opt2", "--pes", "1", "--quiet", "--out", dir, "--inputs",
+	       in, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+}
