@@ -4,6 +4,7 @@
  * failed before its fix. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -74,4 +75,34 @@ Test(cli, inputs_no_kernel_reads_or_missing_is_a_usage_error, .timeout = 90)
 	kb_run(&r, "run", "gqa_decode_opt2", "--pes", "1", "--quiet", "--out", dir, "--inputs",
 	       in, NULL);
 	cr_expect_eq(r.status, 0, "%s", r.err);
+}
+
+/* F2: a misspelt kernel in a user's object exited 1 from a daemon ("has no
+ * symbol") with no suggestion; built-in names got exit 2 and "did you
+ * mean". The launcher reads the object's ELF symbols without loading it. */
+Test(cli, misspelt_kernel_in_an_object_suggests_the_near_name, .timeout = 60)
+{
+	const char *plugins = getenv("KB_PLUGINS");
+	char so[600], dir[256], text[300];
+	struct kb_result r;
+
+	cr_assert(plugins, "KB_PLUGINS is set by `make integration`");
+	kb_tmpdir(dir, sizeof(dir), "misspelt");
+	snprintf(so, sizeof(so), "%s/tl_example.so:sotfmax", plugins);
+	kb_run(&r, "run", so, "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "kernel 'sotfmax' not found in") &&
+		  strstr(r.err, "did you mean 'softmax'?"), "%s", r.err);
+	cr_expect(!strstr(r.err, "r0."), "a daemon was started: %s", r.err);
+	/* a file that is not an ELF object: one line, exit 2 */
+	snprintf(text, sizeof(text), "%s/notelf.so", dir);
+	FILE *f = fopen(text, "w");
+	cr_assert(f);
+	fputs("just text\n", f);
+	fclose(f);
+	snprintf(so, sizeof(so), "%s:softmax", text);
+	kb_run(&r, "run", so, "--quiet", "--out", dir, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "not an ELF file") && strchr(r.err, '\n') == strrchr(r.err, '\n'),
+		  "%s", r.err);
 }
