@@ -175,6 +175,7 @@ struct rt_zap {
 	pthread_t thread;
 	atomic_bool stop;
 	uint8_t client[32]; /* the one client public key admitted */
+	bool logged;        /* refusals are reported once per run */
 };
 
 /* One ZAP request (RFC 27): version, id, domain, address, identity,
@@ -210,8 +211,9 @@ static void zap_answer(struct rt_zap *z)
 		zmq_send(z->rep, "", 0, ZMQ_SNDMORE);
 		zmq_send(z->rep, "", 0, 0);
 	}
-	if (!ok && n >= 2)
-		fprintf(stderr, "kernbench: refused a connection without the run's client key\n");
+	if (!ok && n >= 2 && !z->logged && (z->logged = true))
+		fprintf(stderr, "kernbench: refused a connection without the run's client key "
+			"(reported once)\n");
 	for (int i = 0; i < n; i++)
 		zmq_msg_close(&part[i]);
 }
