@@ -2,6 +2,7 @@
  * file once; a keyed run gives the unkeyed run's bytes; strangers without
  * the run's keys cannot join or stall it; off loopback keys are required. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,31 @@ Test(hostile_curve, non_loopback_bind_without_keys_is_refused_before_spawning, .
 		  "'%s'", r.err);
 	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
 	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+Test(hostile_curve, ipc_socket_directory_is_private, .timeout = 90)
+{
+	char dir[256], errpath[400], endpoint[256];
+	char *argv[] = { (char *)"kernbench", (char *)"run", (char *)"traffic", (char *)"--quiet",
+			 (char *)"--out", dir, (char *)"--transport", (char *)"ipc", (char *)"--arg",
+			 (char *)"messages=400000000", NULL };
+	struct stat st;
+	char *slash;
+	pid_t pid;
+
+	kb_tmpdir(dir, sizeof(dir), "ipcdir");
+	snprintf(errpath, sizeof(errpath), "%s.stderr", dir);
+	kb_adopt_orphans();
+	pid = kbh_spawn(argv, errpath, -1, 0, false);
+	cr_assert_geq(kbh_wait_children(pid, 4), 4, "the run did not start its daemons");
+	cr_assert(kbh_ipc_endpoint(pid, endpoint, sizeof(endpoint)));
+	slash = strrchr(endpoint, '/');
+	cr_assert(slash);
+	*slash = 0;
+	cr_assert_eq(stat(endpoint + strlen("ipc://"), &st), 0, "%s", endpoint);
+	cr_expect_eq(st.st_mode & 0777, 0700, "socket directory %s has mode %o", endpoint,
+		     st.st_mode & 0777);
+	kill(pid, SIGINT);
+	cr_expect_eq(kb_wait(pid), 130);
+	unlink(errpath);
 }
