@@ -151,8 +151,11 @@ enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
 	char text[KEY_FILE_MAX];
 	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
 
+	if (rt_keys_check_curve())
+		return RT_ETRANSPORT;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return rt_fail(RT_ECONFIG, "--keys '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
