@@ -81,10 +81,20 @@ struct attn_kv {
  * group, depth 2). Fails the run with a clear line on bad arguments. */
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a);
-/* The shape arguments only (heads_q, heads_kv, head_dim, depth, group,
- * opt, scopes), for kernels with their own layout (gqa_decode_paged). */
+/* The shape arguments only (heads_q, heads_kv, head_dim), for kernels
+ * with their own layout (gqa_decode_paged). */
 void attn_init_heads(struct tl *tl, const struct tl_args *args,
 		     struct attn *a);
+/* Tuning arguments, read only by the kernels that honour them. */
+enum attn_knob {
+	ATTN_KNOB_SWEEP = 1u,   /* scopes group depth vstream (attn_sweep) */
+	ATTN_KNOB_OPT = 2u,     /* opt=2|3, the fold */
+	ATTN_KNOB_QWINDOW = 4u, /* query blocks per ring pass (pass=kv) */
+};
+/* Reads the knobs in `knobs` (an or of enum attn_knob); the others keep
+ * attn_init's defaults. */
+void attn_knobs(struct tl *tl, const struct tl_args *args, unsigned knobs,
+		struct attn *a);
 /* Data mode: puts this PE's q, k, v slices into HBM (from --inputs or the
  * seeded generator); rank 0 program 0 also writes q.npy, k.npy, v.npy. */
 void attn_inputs(struct tl *tl, const struct attn *a);

@@ -40,15 +40,29 @@ void attn_init_heads(struct tl *tl, const struct tl_args *args,
 	a->hq = tl_arg_u32(args, "heads_q", 64, 1, 65536);
 	a->hkv = tl_arg_u32(args, "heads_kv", 8, 1, 65536);
 	a->d = tl_arg_u32(args, "head_dim", 128, 1, 65536);
-	a->scopes = tl_arg_u32(args, "scopes", 1, 0, 1) != 0;
-	a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
-	a->depth = tl_arg_u32(args, "depth", a->depth, 1, ATTN_MAX_GROUP);
-	a->opt = tl_arg_u32(args, "opt", 2, 2, 3) == 3 ? ATTN_OPT3 : ATTN_OPT2;
-	a->vstream = tl_arg_u32(args, "vstream", 0, 0, 1) != 0;
+	a->scopes = true;
+	a->opt = ATTN_OPT2;
 	if (a->hq % a->hkv)
 		tl_fail(tl, "heads_q=%u is not a multiple of heads_kv=%u", a->hq, a->hkv);
 	a->g = a->hq / a->hkv;
 	a->scale = 1.0 / sqrt((double)a->d);
+}
+
+/* Only the knobs the kernel honours are read: one it is given but never
+ * reads makes the launcher fail the run (exit 2) instead of ignoring it. */
+void attn_knobs(struct tl *tl, const struct tl_args *args, unsigned knobs,
+		struct attn *a)
+{
+	if (knobs & ATTN_KNOB_SWEEP) {
+		a->scopes = tl_arg_u32(args, "scopes", 1, 0, 1) != 0;
+		a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
+		a->depth = tl_arg_u32(args, "depth", a->depth, 1, ATTN_MAX_GROUP);
+		a->vstream = tl_arg_u32(args, "vstream", 0, 0, 1) != 0;
+	}
+	if (knobs & ATTN_KNOB_OPT)
+		a->opt = tl_arg_u32(args, "opt", 2, 2, 3) == 3 ? ATTN_OPT3 : ATTN_OPT2;
+	if (knobs & ATTN_KNOB_QWINDOW) /* 0: fit ~512 rows */
+		a->qwindow = tl_arg_u32(args, "qwindow", 0, 0, ATTN_MAX_DIM);
 }
 
 /* Chunk j of n equal-as-can-be chunks of `total` positions. */
@@ -128,7 +142,7 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 {
 	const char *pass = tl_arg_str(args, "pass", "kv");
 	const char *lay = tl_arg_str(args, "layout", "contiguous");
-	const char *merge = tl_arg_str(args, "merge", "tree");
+	const char *merge;
 
 	a->pass_q = strcmp(pass, "q") == 0;
 	if (!a->pass_q && strcmp(pass, "kv") != 0)
@@ -136,6 +150,9 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 	a->zigzag = strcmp(lay, "zigzag") == 0;
 	if (!a->zigzag && strcmp(lay, "contiguous") != 0)
 		tl_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
+	if (!a->pass_q) /* pass=kv has no merge: never read, so given is an error */
+		return;
+	merge = tl_arg_str(args, "merge", "tree");
 	a->merge_chain = strcmp(merge, "chain") == 0;
 	if (!a->merge_chain && strcmp(merge, "tree") != 0)
 		tl_fail(tl, "merge=%s: expected tree or chain", merge);
@@ -150,7 +167,8 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	a->depth = decode ? 2 : 1;
 	a->group = decode ? 16 : 1;
 	attn_init_heads(tl, args, a);
-	ring_args(tl, args, a);
+	if (a->ranks > 1) /* single-rank kernels never read the ring's pass/layout/merge */
+		ring_args(tl, args, a);
 	a->skv = tl_arg_u32(args, "seq_kv", 1024, 1, ATTN_MAX_DIM);
 	all_keys = (uint64_t)a->ranks * a->skv;
 	/* prefill's default: a query per key (capped at the largest length) */
@@ -160,7 +178,6 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 			   1, ATTN_MAX_DIM);
 	a->tile = tl_arg_u32(args, "tile", 128, 1, 65536);
 	a->causal = tl_arg_u32(args, "causal", 1, 0, 1) != 0;
-	a->qwindow = tl_arg_u32(args, "qwindow", 0, 0, ATTN_MAX_DIM); /* 0: fit ~512 rows */
 	if ((uint64_t)a->g * a->sq > ATTN_MAX_DIM)
 		tl_fail(tl, "a group of %u query heads x seq_q=%u is %llu rows, above %u",
 			a->g, a->sq, (unsigned long long)a->g * a->sq, ATTN_MAX_DIM);

@@ -6,8 +6,10 @@
  * be shorter) that sweep the head's KV tiles (the last one may be
  * narrower).
  *
- * Args: heads_q heads_kv head_dim seq_q seq_kv tile causal depth group
- * scopes qblock opt; gqa_decode_prefetch also prefetch=0|1. */
+ * Args: heads_q heads_kv head_dim seq_q seq_kv tile causal qblock;
+ * gqa_decode_opt2/opt3 and gqa_prefill also depth group scopes vstream;
+ * gqa_prefill and gqa_decode_prefetch also opt=2|3; gqa_decode_prefetch
+ * also prefetch=0|1. Any other is never read (the run fails). */
 #include "attn.h"
 
 /* The keys of head h on a single rank. */
@@ -38,11 +40,12 @@ static void decode_head(struct tl *tl, const struct attn *a, uint32_t h)
 }
 
 static void single_rank_init(struct tl *tl, const struct tl_args *args,
-			     bool decode, struct attn *a)
+			     bool decode, unsigned knobs, struct attn *a)
 {
 	if (tl_num_ranks(tl) != 1)
 		tl_fail(tl, "runs on one rank (--ranks 1); for several use ring_attention");
 	attn_init(tl, args, decode, a);
+	attn_knobs(tl, args, knobs, a);
 	attn_inputs(tl, a);
 	attn_mask_prepare(tl, a);
 }
@@ -53,13 +56,15 @@ static void save_heads(struct tl *tl, const struct attn *a)
 		attn_save_o(tl, a, h, 0, a->g * a->sq);
 }
 
-/* Decode and prefill share the loop; they differ in defaults only. */
+/* Decode and prefill share the loop; they differ in defaults only. The
+ * decode kernels fix the fold by name, so they never read opt. */
 static int attn_single_rank(struct tl *tl, const struct tl_args *args,
 			    bool decode, enum attn_opt opt)
 {
 	struct attn a;
 
-	single_rank_init(tl, args, decode, &a);
+	single_rank_init(tl, args, decode,
+			 ATTN_KNOB_SWEEP | (decode ? 0u : ATTN_KNOB_OPT), &a);
 	if (decode)
 		a.opt = opt;
 	for (uint32_t h = a.pe; h < a.hkv; h += a.pes)
@@ -145,7 +150,8 @@ int gqa_decode_prefetch(struct tl *tl, const struct tl_args *args)
 	struct prefetch_bufs pb;
 	struct attn a;
 
-	single_rank_init(tl, args, true, &a);
+	/* its own sweep: opt only (no group, depth, vstream or scopes) */
+	single_rank_init(tl, args, true, ATTN_KNOB_OPT, &a);
 	for (int i = 0; i < 2; i++) {
 		pb.k[i] = tl_zeros(tl, a.tile, a.d, TL_F16);
 		pb.v[i] = tl_zeros(tl, a.tile, a.d, TL_F16);

@@ -392,6 +392,7 @@ int gqa_decode_paged(struct tl *tl, const struct tl_args *args)
 	p.a.depth = 2;
 	p.a.group = 16;
 	attn_init_heads(tl, args, &p.a);
+	attn_knobs(tl, args, ATTN_KNOB_SWEEP | ATTN_KNOB_OPT, &p.a);
 	if (!tl_inputs_dir(tl, dir, sizeof(dir)))
 		tl_fail(tl, "--inputs path is too long");
 	if (dir[0])

@@ -358,6 +358,10 @@ int ring_attention(struct tl *tl, const struct tl_args *args)
 	struct ring rg = { 0, 0 };
 
 	attn_init(tl, args, false, &a);
+	/* pass=q sweeps with attn_sweep; pass=kv folds tile by tile as they
+	 * arrive (a scope per tile) and windows its query blocks */
+	attn_knobs(tl, args, ATTN_KNOB_OPT |
+		   (a.pass_q ? ATTN_KNOB_SWEEP : ATTN_KNOB_QWINDOW), &a);
 	if (a.ranks < 2)
 		tl_fail(tl, "ring_attention needs --ranks 2 or more (gqa_prefill and gqa_decode_* run on one rank)");
 	attn_inputs(tl, &a);

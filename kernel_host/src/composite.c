@@ -78,7 +78,7 @@ static struct tl_rec *tcm_operand(struct tl *tl, struct tl_site at,
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "%s operand '%s' is HBM-resident (tl_ref): prologue and MATH operands must be in TCM — tl_load it first (flat-composite design D6.7)",
+			 "%s operand '%s' is HBM-resident (tl_ref): prologue and MATH operands must be in TCM; tl_load it first (flat-composite design D6.7)",
 			 where, name);
 	return r;
 }

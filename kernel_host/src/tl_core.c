@@ -147,6 +147,14 @@ static void report_args(struct tl *tl)
 		return;
 	fwrite(tl->args_log.data ? tl->args_log.data : "", 1, tl->args_log.len, f);
 	fclose(f);
+	/* an empty marker: this kernel asked for its --inputs folder */
+	snprintf(file, sizeof(file), "%s/inputs.%u.%u", RT_PARTS_DIR, tl->s.rank, tl->s.pe);
+	if (tl->inputs_asked &&
+	    tl->s.port->output_path(tl->s.port_ctx, file, path, sizeof(path)) == RT_EOK) {
+		f = fopen(path, "wx");
+		if (f)
+			fclose(f);
+	}
 }
 
 static void report_end(struct tl *tl)
@@ -420,7 +428,7 @@ struct tl_rec *tl_rec_get(struct tl *tl, struct tl_site at, tl_tensor t,
 		tl_abort(tl, at, RT_EKERNEL, "%s is TL_NONE (no tensor)", what);
 	if (t.scope != 0)
 		tl_abort(tl, at, RT_EKERNEL,
-			 "%s: handle allocated in scratch scope %u was used after that scope ended — "
+			 "%s: handle allocated in scratch scope %u was used after that scope ended; "
 			 "allocate it before the scope begins to keep it, or tl_copy_to a persistent "
 			 "tensor before tl_scratch_scope_end",
 			 what, t.scope);
@@ -469,7 +477,7 @@ static uint64_t scratch_alloc(struct tl *tl, struct tl_site at,
 
 	if (aligned > left)
 		tl_abort(tl, at, RT_ESCRATCH,
-			 "scratch overflow: %llu bytes requested, %llu of %llu left — wrap the tile loop in tl_scratch_scope",
+			 "scratch overflow: %llu bytes requested, %llu of %llu left; wrap the tile loop in tl_scratch_scope",
 			 (unsigned long long)aligned, (unsigned long long)left,
 			 (unsigned long long)total);
 	tl->cursor += aligned;
@@ -611,7 +619,7 @@ static uint64_t arg_number(const struct tl_args *args, const char *name,
 	uint64_t x = def;
 
 	if (v && rt_parse_u64(v, min, max, &x) != RT_PARSE_OK)
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EUSAGE,
 			 "--arg %s=%.40s%s: expected a decimal whole number "
 			 "from %llu to %llu", name, v,
 			 strlen(v) > 40 ? "..." : "",

@@ -379,7 +379,7 @@ static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM — tl_load it first (flat-composite design D6.7)",
+			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM; tl_load it first (flat-composite design D6.7)",
 			 op);
 	tl_wait_cmd(tl, at, r->producer);
 	return r;

@@ -349,6 +349,50 @@ Test(attention, bad_argument_is_one_line_naming_it_and_its_range, .timeout = 30)
 	}
 }
 
+/* An argument a kernel does not honour is never read, so the launcher
+ * fails the run (exit 2) instead of silently ignoring it: the decode
+ * kernels fix the fold by name (no opt), the prefetch sweep has no
+ * group/depth/vstream/scopes, the single-rank kernels have no qwindow,
+ * pass=kv has no merge and no sweep knobs, pass=q no qwindow. */
+Test(attention, arguments_a_kernel_does_not_honour_are_rejected, .timeout = 60)
+{
+	static const char *const bad[][3] = {
+		{ "gqa_decode_opt2", "opt=3", NULL }, { "gqa_decode_opt3", "opt=2", NULL },
+		{ "gqa_decode_prefetch", "group=8", NULL },
+		{ "gqa_decode_prefetch", "depth=3", NULL },
+		{ "gqa_decode_prefetch", "vstream=1", NULL },
+		{ "gqa_decode_prefetch", "scopes=0", NULL },
+		{ "gqa_prefill", "qwindow=1", NULL },
+		{ "ring_attention", "merge=chain", NULL },
+		{ "ring_attention", "vstream=1", NULL },
+		{ "ring_attention", "group=2", NULL },
+		{ "ring_attention", "qwindow=1", "pass=q" },
+	};
+	char dir[256], want[64];
+	struct kb_result r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool ring = strcmp(bad[i][0], "ring_attention") == 0;
+		const char *name = bad[i][1];
+
+		kb_tmpdir(dir, sizeof(dir), "attn-unread");
+		run_kernel(&r, dir, bad[i][0], "--ranks", ring ? "2" : "1", "--pes", "1",
+			   "--colocate", "all", SMALL, "seq_kv=32", name, bad[i][2], NULL);
+		cr_assert_eq(r.status, 2, "%s %s: exit %d: %s", bad[i][0], name, r.status, r.err);
+		snprintf(want, sizeof(want), "never reads '%.*s'",
+			 (int)(strchr(name, '=') - name), name);
+		cr_assert(strstr(r.err, want), "%s %s: %s", bad[i][0], name, r.err);
+	}
+	/* the ones each honours still run */
+	kb_tmpdir(dir, sizeof(dir), "attn-read");
+	RUN_OK(dir, "gqa_decode_prefetch", "--pes", "1", "--colocate", "all", SMALL,
+	       "seq_kv=32", "opt=3");
+	RUN_OK(dir, "ring_attention", "--ranks", "2", "--pes", "1", "--colocate", "all",
+	       SMALL, "seq_kv=32", "pass=q", "merge=chain", "vstream=1", "group=2");
+	RUN_OK(dir, "ring_attention", "--ranks", "2", "--pes", "1", "--colocate", "all",
+	       SMALL, "seq_kv=32", "qwindow=1", "opt=3");
+}
+
 /* ------------------------------------------------------------ paged */
 
 /* Max |o - reference| of a paged decode: for sequence b, key j is row

@@ -321,7 +321,7 @@ Test(core_config, malformed_kernel_argument_is_one_clear_line, .timeout = 60)
 	kb_tmpdir(dir, sizeof(dir), "badarg");
 	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
 	       "seq_kv=8k", NULL);
-	cr_expect_eq(r.status, 1);
+	cr_expect_eq(r.status, 2, "a bad --arg value is a usage error: %s", r.err);
 	cr_expect(strstr(r.err, "seq_kv=8k") && strstr(r.err, "decimal whole number"), "%s", r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
 }
@@ -341,6 +341,15 @@ Test(core_config, misspelt_arguments_are_caught, .timeout = 60)
 	cr_expect_eq(r.status, 2, "%s", r.err);
 	cr_expect(strstr(r.err, "never reads 'seq_kvv'"), "no error: %s", r.err);
 	cr_expect(strstr(r.err, "seq_kv,") && strstr(r.err, "tile"), "no list: %s", r.err);
+	/* ring_attention's own arguments change nothing on one rank: not read */
+	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "layout=zigzag", "--arg", "seq_kv=64", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "never reads 'layout'"), "no error: %s", r.err);
+	kb_run(&r, "run", "gqa_prefill", "--quiet", "--out", dir, "--colocate", "all", "--arg",
+	       "pass=q", "--arg", "seq_kv=64", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "never reads 'pass'"), "no error: %s", r.err);
 }
 
 /* Even a SIGKILLed launcher leaves nothing for long: its daemons die with

@@ -155,7 +155,7 @@ Test(files_values, kernel_arguments_are_decimal_and_in_range, .timeout = 60)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", bad[i],
 		       NULL);
-		cr_expect_eq(r.status, 1, "%s ran: %s", bad[i], r.err);
+		cr_expect_eq(r.status, 2, "%s ran: %s", bad[i], r.err); /* usage error */
 		cr_expect(strstr(r.err, bad[i]) && strstr(r.err, "1 to 65536"), "%s: %s", bad[i],
 			  r.err);
 	}
@@ -263,13 +263,30 @@ Test(files_alloc, failed_allocation_is_an_error_not_zeros, .timeout = 120)
 
 /* ------------------------------------------------------------ item 5 */
 
-Test(files_numbers, nonfinite_inputs_and_outputs_are_counted_and_warned, .timeout = 90)
+/* Makes the last element of the fp16 file dir/name a NaN (0x7e00). */
+static void nan_last(const char *dir, const char *name)
 {
-	char a[256], c[256], cmd[1200], path[300];
-	struct kb_result r;
+	char path[600];
 	size_t len;
 	char *bytes;
 	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	bytes = kb_slurp(path, &len);
+	cr_assert_not_null(bytes);
+	bytes[len - 2] = 0x00;
+	bytes[len - 1] = 0x7e;
+	f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	fwrite(bytes, 1, len, f);
+	fclose(f);
+	free(bytes);
+}
+
+Test(files_numbers, nonfinite_inputs_and_outputs_are_counted_and_warned, .timeout = 90)
+{
+	char a[256], c[256], cmd[1200];
+	struct kb_result r;
 
 	kb_tmpdir(a, sizeof(a), "nan-a");
 	kb_tmpdir(c, sizeof(c), "nan-c");
@@ -283,19 +300,39 @@ Test(files_numbers, nonfinite_inputs_and_outputs_are_counted_and_warned, .timeou
 	snprintf(cmd, sizeof(cmd), "cp %s/q.npy %s/k.npy %s/v.npy %s/", a, a, a, c);
 	cr_assert_eq(system(cmd), 0);
 	/* one NaN (f16 0x7e00) as the last element of k */
-	snprintf(path, sizeof(path), "%s/k.npy", c);
-	bytes = kb_slurp(path, &len);
-	cr_assert_not_null(bytes);
-	bytes[len - 2] = 0x00;
-	bytes[len - 1] = 0x7e;
-	f = fopen(path, "wb");
-	cr_assert_not_null(f);
-	fwrite(bytes, 1, len, f);
-	fclose(f);
-	free(bytes);
+	nan_last(c, "k.npy");
 	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", a, "--mode", "data", "--pes", "2",
 	       "--inputs", c, "--arg", "heads_q=4", "--arg", "heads_kv=2", "--arg", "head_dim=32",
 	       "--arg", "tile=32", "--arg", "seq_kv=64", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(kb_summary_u64(a, "nonfinite_inputs"), 1);
+	cr_expect_gt(kb_summary_u64(a, "nonfinite_outputs"), 0);
+	cr_expect(strstr(r.err, "warning") && strstr(r.err, "non-finite"), "no warning: %s", r.err);
+	assert_one_line(&r);
+}
+
+/* The paged decode reads five files of its own (not through the attention
+ * kernels' shared reader): a NaN in a used page of v_cache is counted too. */
+Test(files_numbers, nonfinite_paged_inputs_are_counted_and_warned, .timeout = 90)
+{
+	char a[256], c[256], cmd[2000];
+	struct kb_result r;
+
+	kb_tmpdir(a, sizeof(a), "nan-pa");
+	kb_tmpdir(c, sizeof(c), "nan-pc");
+	kb_run(&r, "run", "gqa_decode_paged", "--quiet", "--out", a, "--mode", "data", "--pes",
+	       "2", "--colocate", "all", "--arg", "heads_q=4", "--arg", "heads_kv=2", "--arg",
+	       "head_dim=16", "--arg", "batch=2", "--arg", "lens=5,9", "--arg", "page=4", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(kb_summary_u64(a, "nonfinite_inputs"), 0);
+	snprintf(cmd, sizeof(cmd), "cp %s/q.npy %s/k_cache.npy %s/v_cache.npy %s/block_table.npy %s/seq_lens.npy %s/",
+		 a, a, a, a, a, c);
+	cr_assert_eq(system(cmd), 0);
+	/* every page is used (5 + 9 keys in pages of 4: 2 + 3 of 5 pages):
+	 * one NaN (f16 0x7e00) as the last element of v_cache */
+	nan_last(c, "v_cache.npy");
+	kb_run(&r, "run", "gqa_decode_paged", "--quiet", "--out", a, "--mode", "data", "--pes",
+	       "2", "--colocate", "all", "--inputs", c, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_expect_eq(kb_summary_u64(a, "nonfinite_inputs"), 1);
 	cr_expect_gt(kb_summary_u64(a, "nonfinite_outputs"), 0);
@@ -322,7 +359,7 @@ Test(files_outputs, failed_run_leaves_no_results, .timeout = 60)
 	/* fails inside the kernel, after the daemons started */
 	kb_run(&r, "run", "gemm", "--pes", "1", "--mode", "data", "--quiet", "--out", dir, "--arg",
 	       "m=0", NULL);
-	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert_eq(r.status, 2, "%s", r.err); /* the kernel refused it: a usage error */
 	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
 		cr_expect(!exists(dir, results[i]), "%s left after a failed run", results[i]);
 	cr_expect(!exists(dir, ".kernbench-staging"), "staging folder left behind");
@@ -357,7 +394,7 @@ Test(files_outputs, files_kernbench_did_not_write_are_kept, .timeout = 60)
 	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", "m=0", NULL);
-	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert_eq(r.status, 2, "%s", r.err);
 	cr_expect(!exists(dir, "summary.json"), "the failed run left the previous summary");
 	cr_expect(exists(dir, "notes.txt"), "a file kernbench did not write was deleted");
 }

@@ -355,6 +355,11 @@ static void expect_error(tl_kernel_fn k, enum rt_err code, const char *needle,
 	cr_expect_eq(r->rc, code, "got %d: %s", r->rc, r->error);
 	cr_expect(strstr(r->error, needle) != NULL, "'%s' lacks '%s'", r->error, needle);
 	cr_expect(strstr(r->error, "test_tl.c:") != NULL, "no file:line in '%s'", r->error);
+	/* the launcher prints a daemon's error with other bytes escaped
+	 * (\xe2\x80\x94 for a dash): a message must be printable ASCII */
+	for (const char *c = r->error; *c; c++)
+		cr_expect(*c >= 0x20 && *c <= 0x7e, "byte 0x%02x in '%s'", (unsigned char)*c,
+			  r->error);
 	run_release(r);
 	free(r);
 }
