@@ -20,6 +20,8 @@ void kb_cli_usage(FILE *out)
 	      "  config [--config F]... [--set k=v]... [--format yaml|json|markdown]\n"
 	      "                           print the effective configuration (loads back with\n"
 	      "                           --config); markdown: the reference table\n"
+	      "  keygen --out FILE        write the run's CURVE keys (mode 0600, never\n"
+	      "                           overwrites); pass them with `run --keys FILE`\n"
 	      "  --version                release and build commit\n"
 	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
 	      "                           --window START:END, --arrows, --format svg)\n"
@@ -65,6 +67,8 @@ void kb_cli_run_usage(FILE *out)
 	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
 	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
+	      "  --keys FILE              CURVE keys from `kernbench keygen` (tcp/ipc);\n"
+	      "                           required when run.bind_host is not loopback\n"
 	      "\n"
 	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
 	      "An --arg the kernel never asks for, or one whose value the kernel or the\n"
@@ -144,7 +148,7 @@ enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
 	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
-	OPT_HELP,
+	OPT_KEYS, OPT_HELP,
 };
 
 /* --inputs names a folder that exists: a typo is one line before any
@@ -182,6 +186,7 @@ static const struct option run_options[] = {
 	{ "trace-flows", required_argument, NULL, OPT_TRACE_FLOWS },
 	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "keys", required_argument, NULL, OPT_KEYS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -222,6 +227,7 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 	case OPT_TRANSPORT: return rt_transport_parse(val, &job->transport);
 	case OPT_COLOCATE: return rt_colocate_parse(val, &job->colocate);
 	case OPT_MODE: return parse_mode(val, &job->mode);
+	case OPT_KEYS: return rt_keys_load(val, &job->keys);
 	case OPT_RANKS: return parse_u32("--ranks", val, &m->ranks);
 	case OPT_PES: return parse_u32("--pes", val, &m->pes);
 	case OPT_SEED: return parse_number("--seed", val, 0, UINT64_MAX, &job->seed);

@@ -203,11 +203,12 @@ static enum rt_err make_endpoint(struct launch *l)
 		return RT_EOK;
 	case RT_TRANSPORT_TCP:
 		/* loopback unless the config names an interface */
-		if (!is_loopback(l->job->config.bind_host))
-			fprintf(stderr, "kernbench: warning: run.bind_host=%s accepts connections from "
-				"other hosts and the coordinator has no authentication (no CURVE keys); "
-				"use 127.0.0.1 unless the network is trusted\n",
-				l->job->config.bind_host);
+		/* off loopback only CURVE keeps strangers out; refused before any
+		 * bind or spawn */
+		if (!is_loopback(l->job->config.bind_host) && !l->job->keys.on)
+			return rt_fail(RT_EINVAL, "run.bind_host=%s is not loopback: run "
+				       "`kernbench keygen --out FILE` and pass --keys FILE",
+				       l->job->config.bind_host);
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:

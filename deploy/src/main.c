@@ -11,6 +11,7 @@
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
+#include "rt/keys.h"
 #include "version.h" /* generated: KB_BUILD_COMMIT from `git describe` */
 #include "workloads.h"
 
@@ -125,6 +126,27 @@ static int cmd_plot(int argc, char **argv)
 	return 1;
 }
 
+/* `kernbench keygen --out FILE`: the run's CURVE keys, never overwritten */
+static int cmd_keygen(int argc, char **argv)
+{
+	struct rt_keys k;
+	enum rt_err err;
+
+	if (argc != 3 || strcmp(argv[1], "--out")) {
+		fprintf(stderr, "kernbench: error: usage: kernbench keygen --out FILE\n");
+		return 2;
+	}
+	err = rt_keys_generate(&k);
+	if (!err)
+		err = rt_keys_write(&k, argv[2]);
+	memset(&k, 0, sizeof(k));
+	if (err) {
+		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	kb_check_stack(argv);
@@ -146,6 +168,8 @@ int main(int argc, char **argv)
 		kb_workload_list(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "keygen"))
+		return cmd_keygen(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "config"))
 		return cmd_config(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "plot"))

@@ -36,6 +36,7 @@ struct rt_coord {
 	void *zctx;
 	bool own_zctx;
 	void *sock;
+	struct rt_zap *zap; /* --keys: the handler admitting the run's client key */
 	char endpoint[256];
 	struct peer *peers;
 	uint32_t n_peers;
@@ -150,6 +151,13 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 	zmq_setsockopt(c->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	zmq_setsockopt(c->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof(zero));
+	if (job->keys.on && job->transport != RT_TRANSPORT_INPROC &&
+	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
+		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
+
+		rt_coord_destroy(&c);
+		return err;
+	}
 	if (zmq_bind(c->sock, endpoint) < 0) {
 		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
 					  zmq_strerror(errno));
@@ -205,6 +213,7 @@ void rt_coord_destroy(struct rt_coord **cp)
 	free(c->peers);
 	if (c->sock)
 		zmq_close(c->sock);
+	rt_zap_destroy(&c->zap);
 	if (c->own_zctx && c->zctx)
 		zmq_ctx_term(c->zctx);
 	rt_buf_release(&c->frame);

@@ -522,6 +522,10 @@ static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts 
 	zmq_setsockopt(d->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_setsockopt(d->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	zmq_setsockopt(d->sock, ZMQ_RCVTIMEO, &(int){ 1000 }, sizeof(int));
+	/* --keys: CURVE client; the keys came in the sealed job memfd */
+	if (o->job->keys.on && o->job->transport != RT_TRANSPORT_INPROC &&
+	    rt_keys_client(&o->job->keys, d->sock))
+		return RT_ETRANSPORT;
 	if (zmq_connect(d->sock, o->endpoint) < 0)
 		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot connect to %s: %s", d->label,
 			       o->endpoint, zmq_strerror(errno));

@@ -241,18 +241,4 @@ Test(hostile_strangers, frame_claiming_a_gibibyte_drops_the_connection, .timeout
 
 /* ---------------------------------------------------------------- item 17 */
 
-Test(hostile_strangers, binding_beyond_loopback_prints_a_warning, .timeout = 60)
-{
-	char dir[256];
-	struct kb_result r;
-
-	kb_tmpdir(dir, sizeof(dir), "bind");
-	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--transport", "tcp", "--set",
-	       "run.bind_host=0.0.0.0", "--arg", "messages=100", NULL);
-	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect(strstr(r.err, "warning") && strstr(r.err, "0.0.0.0"), "no warning: '%s'", r.err);
-	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--transport", "tcp", "--arg",
-	       "messages=100", NULL);
-	cr_expect_eq(r.status, 0, "%s", r.err);
-	cr_expect_null(strstr(r.err, "warning"), "loopback needs no warning: '%s'", r.err);
-}
+/* binding beyond loopback: see test_curve.c (refused without --keys) */

@@ -13,6 +13,7 @@
 
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/keys.h"
 #include "rt/topology.h"
 #include "rt/trace.h"
 
@@ -45,6 +46,7 @@ struct rt_job {
 	bool trace_off;               /* --trace off: no trace.json */
 	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
+	struct rt_keys keys;          /* --keys: CURVE on the coordinator socket */
 	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
 };
