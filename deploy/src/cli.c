@@ -1,8 +1,10 @@
 /* cli.c — command-line parsing shared by the launcher and its daemons. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "launcher.h"
 #include "rt/config.h"
@@ -50,21 +52,24 @@ void kb_cli_run_usage(FILE *out)
 	      "  --set key=value          configuration override (repeatable; `kernbench config`)\n"
 	      "  --config FILE.yaml       configuration file (repeatable, later files override\n"
 	      "                           earlier ones; deploy/configs/default.yaml)\n"
-	      "  --inputs DIR             input tensors (.npy) for kernels that take them\n"
+	      "  --inputs DIR             input tensors (.npy) for kernels that take them; an\n"
+	      "                           existing folder, and a usage error for a kernel\n"
+	      "                           that reads none\n"
 	      "  --trace on|off           write trace.json (default on)\n"
 	      "  --trace-windows          add lockstep window counters to trace.json (their\n"
 	      "                           timing depends on --colocate, so off by default)\n"
 	      "  --trace-window START:END only events in [START, END] simulated us (END may\n"
 	      "                           be empty: to the end)\n"
-	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3\n"
+	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3 (each must be in the run)\n"
 	      "  --trace-flows on|off     message slices and arrows (default on)\n"
 	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
 	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
 	      "\n"
 	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
-	      "An --arg the kernel never asks for is a usage error (the line lists the ones\n"
-	      "it asks for).\n"
+	      "An --arg the kernel never asks for, or one whose value the kernel or the\n"
+	      "workload refuses (out of range, not a number), is a usage error (exit 2; the\n"
+	      "line lists the names it asks for or the range).\n"
 	      "\n"
 	      "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
 	      "2 usage error, 130 interrupted.\n",
@@ -142,6 +147,22 @@ enum opt_id {
 	OPT_HELP,
 };
 
+/* --inputs names a folder that exists: a typo is one line before any
+ * daemon starts, not a missing-file error from every kernel host. */
+static enum rt_err parse_inputs(const char *val, struct rt_job *job)
+{
+	struct stat st;
+	enum rt_err err = parse_path("--inputs", val, job->inputs_dir, RT_PATH_MAX - 64);
+
+	if (err)
+		return err;
+	if (stat(val, &st) != 0)
+		return rt_fail(RT_EINVAL, "--inputs %.200s: %s", val, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return rt_fail(RT_EINVAL, "--inputs %.200s: not a directory", val);
+	return RT_EOK;
+}
+
 static const struct option run_options[] = {
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "transport", required_argument, NULL, OPT_TRANSPORT },
@@ -207,7 +228,7 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 	case OPT_ARG: return parse_arg(job, val);
 	case OPT_SET: return add_set(m, val);
 	case OPT_CONFIG: return add_config(m, val);
-	case OPT_INPUTS: return parse_path("--inputs", val, job->inputs_dir, RT_PATH_MAX - 64);
+	case OPT_INPUTS: return parse_inputs(val, job);
 	case OPT_TRACE:
 		if (strcmp(val, "on") && strcmp(val, "off"))
 			return rt_fail(RT_EINVAL, "--trace '%s': expected on or off", val);
@@ -273,6 +294,20 @@ static enum rt_err check_workload(const char *name)
 		       near ? near : "", near ? "'?)" : "");
 }
 
+/* --trace-ranks naming a rank the run does not have would filter the trace
+ * to nothing without a word: a usage error naming the first such rank. */
+static enum rt_err check_trace_ranks(const struct rt_job *job)
+{
+	uint32_t ranks = job->config.ranks;
+
+	for (unsigned r = ranks; r < 64; r++)
+		if (job->trace.ranks >> r & 1)
+			return rt_fail(RT_EINVAL, "--trace-ranks: rank %u is outside this run, "
+				       "which has %u rank%s (0-%u)", r, ranks, ranks == 1 ? "" : "s",
+				       ranks - 1);
+	return RT_EOK;
+}
+
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 {
 	struct machine_flags m = { 0 };
@@ -307,7 +342,9 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
 	if (!err)
 		err = check_workload(job->workload);
-	return err ? err : build_config(&job->config, &m);
+	if (!err)
+		err = build_config(&job->config, &m);
+	return err ? err : check_trace_ranks(job);
 }
 
 static const struct option config_options[] = {

@@ -813,7 +813,8 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
 		if (l.signal_seen)
 			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
-		return usage ? 2 : 1;
+		/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
+		return usage || err == RT_EUSAGE ? 2 : 1;
 	}
 	teardown(&l, false);
 	facts.wall_s = wall_now() - start;

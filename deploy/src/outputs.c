@@ -619,6 +619,28 @@ static enum rt_err check_args_read(const struct rt_job *job, const struct rt_top
 	return err;
 }
 
+/* An --inputs no kernel host asked for (its "inputs.R.P" marker part) was
+ * silently ignored: a usage error like an --arg no kernel read. */
+static enum rt_err check_inputs_read(const struct rt_job *job, const struct rt_topology *topo)
+{
+	char name[32], path[RT_PATH_MAX + 64];
+
+	if (!job->inputs_dir[0])
+		return RT_EOK;
+	for (uint32_t id = 0; id < topo->n_components; id++) {
+		const struct rt_component_desc *c = &topo->components[id];
+
+		if (strcmp(c->ops->name, "host"))
+			continue;
+		snprintf(name, sizeof(name), "inputs.%u.%u", c->rank, c->pe);
+		part_path(job, name, path, sizeof(path));
+		if (!access(path, F_OK))
+			return RT_EOK;
+	}
+	return rt_fail(RT_EINVAL, "--inputs %.200s: workload %s reads no input files", job->inputs_dir,
+		       job->workload);
+}
+
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
@@ -632,6 +654,8 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = gather_args(job, topo, &args);
 	if (!err)
 		err = check_args_read(job, topo, &args);
+	if (!err)
+		err = check_inputs_read(job, topo);
 	f.args = args.data ? args.data : "";
 	if (!err)
 		err = write_oplog(job, topo);

@@ -23,7 +23,7 @@ uint64_t tl_seed(const struct tl *tl);
 
 /* The run's --inputs directory into `out` ("" when absent); false if it
  * does not fit. */
-bool tl_inputs_dir(const struct tl *tl, char *out, size_t cap);
+bool tl_inputs_dir(struct tl *tl, char *out, size_t cap);
 
 /* Full path of `file` in the run's output directory; false when the run
  * has none (unit-test ports). */

@@ -1,7 +1,8 @@
 /* kernel_find.c — resolving a workload name to a kernel: a built-in from
  * the registry table, or "path/lib.so:NAME" through dlopen + dlsym (the
  * executable is linked -rdynamic, so the object resolves tl_* from it).
- * Only daemons load objects; the launcher merely checks the name. */
+ * Only daemons load objects; the launcher checks the name against the
+ * object's ELF dynamic symbols (runtime/src/elf_syms.c) without loading it. */
 #include "tl_host.h"
 
 #include <dlfcn.h>
@@ -10,6 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "rt/config.h"
+#include "rt/elf_syms.h"
+#include "rt/infile.h"
 
 #include "../kernels/registry.h"
 
@@ -79,6 +84,49 @@ enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out)
 		       workload);
 }
 
+/* The exported function `want`, or the one closest to it (two edits). */
+struct sym_search {
+	const char *want;
+	bool found;
+	size_t best;
+	char near[128];
+};
+
+static void sym_seen(void *ctx, const char *name)
+{
+	struct sym_search *s = ctx;
+	size_t d;
+
+	if (!strcmp(name, s->want)) {
+		s->found = true;
+		return;
+	}
+	if (strlen(name) >= sizeof(s->near) || (d = rt_edit_distance(s->want, name)) >= s->best)
+		return;
+	s->best = d;
+	snprintf(s->near, sizeof(s->near), "%s", name);
+}
+
+/* A misspelt kernel in a user's object is a usage error before any daemon
+ * starts, found in the file's ELF symbol table: the launcher never loads
+ * the object (its constructors must not run here). */
+static enum rt_err check_symbol(const char *path, const char *name)
+{
+	struct sym_search s = { .want = name, .best = 3 };
+	struct rt_buf file;
+	enum rt_err err;
+
+	rt_buf_init(&file);
+	err = rt_infile_read(path, "kernel object", (size_t)1 << 30, false, &file);
+	if (!err && (err = rt_elf_functions(file.data, file.len, sym_seen, &s)) != RT_EOK)
+		err = rt_fail(RT_ENOTFOUND, "kernel object %s: %s", path, rt_last_error());
+	rt_buf_release(&file);
+	if (err || s.found)
+		return err;
+	return rt_fail(RT_ENOTFOUND, "kernel '%s' not found in %s%s%s%s", name, path,
+		       s.near[0] ? "; did you mean '" : "", s.near, s.near[0] ? "'?" : "");
+}
+
 enum rt_err tl_kernel_check(const char *workload)
 {
 	const char *colon = strrchr(workload, ':');
@@ -102,7 +150,7 @@ enum rt_err tl_kernel_check(const char *workload)
 			       strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return rt_fail(RT_ENOTFOUND, "kernel '%s': %s is not a regular file", workload, path);
-	return RT_EOK;
+	return check_symbol(path, colon + 1);
 }
 
 void tl_kernel_ref_release(struct tl_kernel_ref *ref)

@@ -147,6 +147,14 @@ static void report_args(struct tl *tl)
 		return;
 	fwrite(tl->args_log.data ? tl->args_log.data : "", 1, tl->args_log.len, f);
 	fclose(f);
+	/* an empty marker: this kernel asked for its --inputs folder */
+	snprintf(file, sizeof(file), "%s/inputs.%u.%u", RT_PARTS_DIR, tl->s.rank, tl->s.pe);
+	if (tl->inputs_asked &&
+	    tl->s.port->output_path(tl->s.port_ctx, file, path, sizeof(path)) == RT_EOK) {
+		f = fopen(path, "wx");
+		if (f)
+			fclose(f);
+	}
 }
 
 static void report_end(struct tl *tl)
@@ -611,7 +619,7 @@ static uint64_t arg_number(const struct tl_args *args, const char *name,
 	uint64_t x = def;
 
 	if (v && rt_parse_u64(v, min, max, &x) != RT_PARSE_OK)
-		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EUSAGE,
 			 "--arg %s=%.40s%s: expected a decimal whole number "
 			 "from %llu to %llu", name, v,
 			 strlen(v) > 40 ? "..." : "",

@@ -30,9 +30,13 @@ uint64_t tl_seed(const struct tl *tl)
 	return tl->s.seed;
 }
 
-bool tl_inputs_dir(const struct tl *tl, char *out, size_t cap)
+/* Asking counts as reading --inputs: the launcher rejects an --inputs no
+ * kernel asked for, as it rejects an --arg no kernel read. */
+bool tl_inputs_dir(struct tl *tl, char *out, size_t cap)
 {
 	const char *dir = tl->s.inputs_dir ? tl->s.inputs_dir : "";
+
+	tl->inputs_asked = true;
 
 	if (strlen(dir) + 1 > cap)
 		return false;

@@ -116,6 +116,7 @@ struct tl {
 	struct tl_setup s;
 	struct tl_args args;
 	struct rt_buf args_log; /* "name\tgiven|default\tvalue\n" per name asked */
+	bool inputs_asked;      /* the kernel called tl_inputs_dir */
 	uint64_t cycle_ps;
 	enum tl_state state;
 	enum rt_err err;      /* the error that ended the kernel */

@@ -432,9 +432,11 @@ static enum rt_err peer_error(const Kb__Error *e, const char *fallback)
 {
 	char line[1200];
 
+	enum rt_err code = e->usage ? RT_EUSAGE : RT_EPEER;
+
 	if (!e->message || !e->message[0])
-		return rt_fail(RT_EPEER, "%s", fallback);
-	return rt_fail(RT_EPEER, "%s", escape_bytes(e->message, strlen(e->message), 600, line,
+		return rt_fail(code, "%s", fallback);
+	return rt_fail(code, "%s", escape_bytes(e->message, strlen(e->message), 600, line,
 						    sizeof(line)));
 }
 

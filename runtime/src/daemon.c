@@ -307,6 +307,7 @@ static void send_error(struct rt_daemon *d, enum rt_err code)
 	error.daemon = d->index;
 	error.component = (char *)d->label;
 	error.message = line;
+	error.usage = code == RT_EUSAGE;
 	sync.body_case = KB__SYNC__BODY_ERROR;
 	sync.error = &error;
 	if (send_frame(d, &sync) == RT_EOK) {

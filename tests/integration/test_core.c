@@ -321,7 +321,7 @@ Test(core_config, malformed_kernel_argument_is_one_clear_line, .timeout = 60)
 	kb_tmpdir(dir, sizeof(dir), "badarg");
 	kb_run(&r, "run", "gqa_decode_opt2", "--quiet", "--out", dir, "--colocate", "all", "--arg",
 	       "seq_kv=8k", NULL);
-	cr_expect_eq(r.status, 1);
+	cr_expect_eq(r.status, 2, "a bad --arg value is a usage error: %s", r.err);
 	cr_expect(strstr(r.err, "seq_kv=8k") && strstr(r.err, "decimal whole number"), "%s", r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
 }

@@ -155,7 +155,7 @@ Test(files_values, kernel_arguments_are_decimal_and_in_range, .timeout = 60)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", bad[i],
 		       NULL);
-		cr_expect_eq(r.status, 1, "%s ran: %s", bad[i], r.err);
+		cr_expect_eq(r.status, 2, "%s ran: %s", bad[i], r.err); /* usage error */
 		cr_expect(strstr(r.err, bad[i]) && strstr(r.err, "1 to 65536"), "%s: %s", bad[i],
 			  r.err);
 	}
@@ -359,7 +359,7 @@ Test(files_outputs, failed_run_leaves_no_results, .timeout = 60)
 	/* fails inside the kernel, after the daemons started */
 	kb_run(&r, "run", "gemm", "--pes", "1", "--mode", "data", "--quiet", "--out", dir, "--arg",
 	       "m=0", NULL);
-	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert_eq(r.status, 2, "%s", r.err); /* the kernel refused it: a usage error */
 	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
 		cr_expect(!exists(dir, results[i]), "%s left after a failed run", results[i]);
 	cr_expect(!exists(dir, ".kernbench-staging"), "staging folder left behind");
@@ -394,7 +394,7 @@ Test(files_outputs, files_kernbench_did_not_write_are_kept, .timeout = 60)
 	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", "m=0", NULL);
-	cr_assert_eq(r.status, 1, "%s", r.err);
+	cr_assert_eq(r.status, 2, "%s", r.err);
 	cr_expect(!exists(dir, "summary.json"), "the failed run left the previous summary");
 	cr_expect(exists(dir, "notes.txt"), "a file kernbench did not write was deleted");
 }

@@ -26,7 +26,8 @@
 	X(KERNEL, "kernel error")                                  \
 	X(NOTFOUND, "not found")                                   \
 	X(UNFINISHED, "the run ended with unfinished work")        \
-	X(INTERRUPTED, "interrupted")
+	X(INTERRUPTED, "interrupted")                              \
+	X(USAGE, "bad command-line value")
 
 enum rt_err {
 #define RT_ERR_ENUM(name, msg) RT_E##name,
