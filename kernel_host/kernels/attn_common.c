@@ -22,6 +22,15 @@ static uint32_t default_qblock(const struct attn *a, uint64_t span,
 {
 	if (decode)
 		return a->g * a->sq;
+	/* zigzag: a rank's two query chunks of S/2R rows would each end in a
+	 * ragged block (150 rows: 128 + 22, twice), so the chunks are cut in
+	 * floor(span/tile) even blocks instead (one of 150): the block count
+	 * no longer grows with the raggedness; a tile multiple keeps tile */
+	if (a->zigzag && !a->pass_q && span > a->tile) {
+		uint64_t n = span / a->tile;
+
+		return (uint32_t)((span + n - 1) / n);
+	}
 	if (span >= a->tile || span != a->sq)
 		return span < a->tile ? (uint32_t)(span ? span : 1) : a->tile;
 	for (uint32_t k = a->g; k > 1; k--) /* short queries: whole heads */

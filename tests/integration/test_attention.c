@@ -590,6 +590,34 @@ Test(attention, zigzag_causal_ring_r8_is_at_most_0_7_of_contiguous, .timeout = 1
 	cr_assert_eq(kb_summary_u64(a, "tiles"), kb_summary_u64(b, "tiles"));
 }
 
+/* Issue 12 F1: where half of a rank's seq_kv is not a tile multiple each
+ * zigzag chunk ended in a ragged query block (300: 150 = 128 + 22 per
+ * chunk, 0.76x of contiguous); the chunks are now cut in even blocks. */
+Test(attention, zigzag_r8_stays_at_most_0_7_when_chunks_are_ragged, .timeout = 120)
+{
+	static const char *const lens[] = { "seq_kv=300", "seq_kv=330" };
+	char a[256], b[256];
+
+	for (int i = 0; i < 2; i++) {
+		kb_tmpdir(a, sizeof(a), "attn-zzr-c");
+		kb_tmpdir(b, sizeof(b), "attn-zzr-z");
+		RUN_OK(a, "ring_attention", "--ranks", "8", "--pes", "1", "--colocate", "all",
+		       "heads_q=8", "heads_kv=1", lens[i], "pass=kv");
+		RUN_OK(b, "ring_attention", "--ranks", "8", "--pes", "1", "--colocate", "all",
+		       "heads_q=8", "heads_kv=1", lens[i], "pass=kv", "layout=zigzag");
+		double la = (double)kb_summary_u64(a, "latency_ps");
+		double lb = (double)kb_summary_u64(b, "latency_ps");
+
+		cr_assert_leq(lb, 0.7 * la, "%s: zigzag %.0f vs contiguous %.0f ps", lens[i],
+			      lb, la);
+	}
+	/* the even blocks (chunks of 37-38 rows, tile 32: one block each) are
+	 * exact */
+	CHECK_FP64("kv R=2 zigzag ragged chunks", true, "ring_attention", "--ranks", "2",
+		   "--pes", "1", "--colocate", "all", SMALL, "pass=kv", "layout=zigzag",
+		   "seq_kv=75");
+}
+
 /* pass=q: the tree merge reaches rank 0 in ceil((R-1)/2) hops each way;
  * the chain in R-1. At R=8 that is 4 hops against 7, each a partial's
  * transfer plus a merge. */
