@@ -489,8 +489,22 @@ Test(files_links, socket_sweep_never_follows_a_link, .timeout = 60)
 	int status;
 
 	if (pid == 0) {
-		if (!unshare(CLONE_NEWNS) && !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-			mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+		size_t len = 0;
+		char *bin = kb_slurp(kb_bin(), &len);
+
+		/* a private, empty /tmp also hides a checkout that lives under
+		 * /tmp: carry the binary into the new /tmp and run it from there */
+		if (bin && !unshare(CLONE_NEWNS) &&
+		    !mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) &&
+		    !mount("tmpfs", "/tmp", "tmpfs", 0, NULL)) {
+			const char *copy = "/tmp/kbtest-kernbench";
+			int fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+			if (fd < 0 || write(fd, bin, len) != (ssize_t)len || close(fd))
+				_exit(3);
+			setenv("KB_BIN", copy, 1);
+		}
+		free(bin);
 		_exit(sweep_through_link());
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
