@@ -207,3 +207,43 @@ Test(pe_model, missing_model_plugin_is_one_clear_line, .timeout = 60)
 	cr_expect(strstr(r.err, "/nonexistent/m.so") && strstr(r.err, "gemm"), "%s", r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
 }
+
+/* A 2-rank x 2-PE ring workload in data mode over one transport and
+ * grouping, into `dir`. */
+static void run_ring(const char *dir, const char *transport, const char *colocate)
+{
+	struct kb_result r;
+
+	kb_run(&r, "run", "ring_attention", "--quiet", "--mode", "data", "--out", dir, "--ranks",
+	       "2", "--pes", "2", "--transport", transport, "--colocate", colocate, "--seed", "7",
+	       "--arg", "heads_q=4", "--arg", "heads_kv=2", "--arg", "head_dim=32", "--arg",
+	       "tile=16", "--arg", "seq_kv=40", "--arg", "pass=kv", NULL);
+	cr_assert_eq(r.status, 0, "ring over %s, --colocate %s failed: %s", transport, colocate,
+		     r.err);
+}
+
+/* PE and ring workloads give the same bytes over tcp and inproc and with
+ * --colocate rank and pe as over ipc with a daemon per component. */
+Test(pe_model, ring_workload_is_identical_over_every_transport_and_grouping, .timeout = 240)
+{
+	static const char *const ways[][2] = { { "tcp", "none" }, { "ipc", "rank" },
+					       { "tcp", "pe" }, { "inproc", "all" } };
+	static const char *const files[] = { "op_log.jsonl", "trace.json", "o.npy", "q.npy" };
+	char base[256], ref[600], dir[600], fa[700], fb[700];
+
+	kb_tmpdir(base, sizeof(base), "pe-ways");
+	snprintf(ref, sizeof(ref), "%s/ipc-none", base);
+	run_ring(ref, "ipc", "none");
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		snprintf(dir, sizeof(dir), "%s/%s-%s", base, ways[w][0], ways[w][1]);
+		run_ring(dir, ways[w][0], ways[w][1]);
+		cr_expect_eq(kb_summary_u64(dir, "latency_ps"), kb_summary_u64(ref, "latency_ps"),
+			     "latency differs over %s --colocate %s", ways[w][0], ways[w][1]);
+		for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+			snprintf(fa, sizeof(fa), "%s/%s", ref, files[f]);
+			snprintf(fb, sizeof(fb), "%s/%s", dir, files[f]);
+			cr_expect(kb_same_file(fa, fb), "%s differs over %s --colocate %s", files[f],
+				  ways[w][0], ways[w][1]);
+		}
+	}
+}
