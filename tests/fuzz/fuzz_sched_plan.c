@@ -7,9 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "fuzz_decode.h"
 #include "rt/buf.h"
-#include "rt/config.h"
-#include "rt/wire.h"
 #include "sched.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,29 +30,21 @@ static void check_plan(const struct sched_plan *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct rt_arena arena;
-	static struct rt_config cfg;
+	const struct rt_config *cfg = fuzz_config();
+	Kb__Payload *msg = fuzz_decode(data, size);
 	struct sched_hazard_set hz;
 	struct sched_plan plan;
 	struct rt_buf dump;
-	Kb__Payload *msg = NULL;
 
-	if (!arena.base) {
-		if (rt_arena_init(&arena, 1 << 20) != RT_EOK)
-			abort();
-		rt_config_defaults(&cfg);
-	}
-	rt_arena_reset(&arena);
-	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK ||
-	    msg->body_case != KB__PAYLOAD__BODY_COMMAND)
+	if (!msg || msg->body_case != KB__PAYLOAD__BODY_COMMAND)
 		return 0;
 	(void)rt_command_logical_bytes(msg->command);
 	sched_plan_init(&plan);
-	if (sched_plan_build(msg->command, &cfg, cfg.tcm_scratch_bytes,
+	if (sched_plan_build(msg->command, cfg, cfg->tcm_scratch_bytes,
 			     &plan) == RT_EOK) {
 		check_plan(&plan);
-		sched_plan_rebase(&plan, cfg.tcm_scratch_bytes +
-					 cfg.tcm_staging_bytes / 2);
+		sched_plan_rebase(&plan, cfg->tcm_scratch_bytes +
+					 cfg->tcm_staging_bytes / 2);
 		rt_buf_init(&dump);
 		(void)sched_plan_dump(&plan, &dump);
 		rt_buf_release(&dump);

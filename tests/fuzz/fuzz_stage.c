@@ -8,8 +8,7 @@
 #include <stdlib.h>
 
 #include "eng.h"
-#include "rt/config.h"
-#include "rt/wire.h"
+#include "fuzz_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,21 +52,12 @@ static enum rt_err run_stage(const Kb__Stage *s, enum eng_class cls,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct rt_arena arena;
-	static struct rt_config cfg;
 	static uint8_t hbm[MEM_BYTES], tcm[MEM_BYTES];
 	const struct eng_memory timing = { NULL, MEM_BYTES, NULL, MEM_BYTES };
 	const struct eng_memory mem = { hbm, MEM_BYTES, tcm, MEM_BYTES };
-	Kb__Payload *msg = NULL;
+	Kb__Payload *msg = fuzz_decode(data, size);
 
-	if (!arena.base) {
-		if (rt_arena_init(&arena, 1 << 20) != RT_EOK)
-			abort();
-		rt_config_defaults(&cfg);
-	}
-	rt_arena_reset(&arena);
-	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK ||
-	    msg->body_case != KB__PAYLOAD__BODY_STAGE)
+	if (!msg || msg->body_case != KB__PAYLOAD__BODY_STAGE)
 		return 0;
 	for (int c = ENG_DMA; c <= ENG_MATH; c++) {
 		enum eng_class cls = (enum eng_class)c;
@@ -76,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		(void)eng_stage_bytes(msg->stage);
 		(void)eng_stage_elements(msg->stage);
-		time_stage(msg->stage, cls, &cfg);
+		time_stage(msg->stage, cls, fuzz_config());
 		/* a stage that passed the check must run */
 		if (run_stage(msg->stage, cls, &mem) != RT_EOK)
 			abort();
