@@ -52,6 +52,8 @@ struct channel {
 	uint64_t retired;    /* stages popped so far (HbmRequest ids) */
 	uint64_t free_ps;    /* when the last started stage ends (wire end) */
 	uint64_t busy_end_ps;/* end of the busy time counted so far */
+	/* its statistics' names, made once: a stage must not format them */
+	char stat_count[32], stat_busy[32], stat_bytes[32];
 };
 
 struct engine {
@@ -163,6 +165,13 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 	e->n_channels = cls == ENG_DMA ? 2 : 1;
 	e->ch[0].name = cls == ENG_DMA ? "dma_read" : eng_class_name(cls);
 	e->ch[1].name = "dma_write";
+	for (unsigned i = 0; i < MAX_CHANNELS; i++) {
+		struct channel *ch = &e->ch[i];
+
+		snprintf(ch->stat_count, sizeof(ch->stat_count), "%s_count", ch->name);
+		snprintf(ch->stat_busy, sizeof(ch->stat_busy), "%s_busy_ps", ch->name);
+		snprintf(ch->stat_bytes, sizeof(ch->stat_bytes), "%s_bytes", ch->name);
+	}
 	for (unsigned i = 0; i < MAX_CHANNELS; i++)
 		e->ch[i].limit = cls == ENG_DMA && cfg->dma_outstanding ? cfg->dma_outstanding : 1;
 	if (cls == ENG_DMA) {
@@ -361,7 +370,6 @@ static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned chann
 		.command = s->command,
 		.stage = s->index,
 	};
-	char stat[48];
 	enum rt_err err = rt_oplog(ctx, &rec);
 
 	if (q->end_ps > ch->busy_end_ps)
@@ -371,12 +379,9 @@ static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned chann
 	rt_stat_add(ctx, "busy_ps", busy);
 	rt_stat_add(ctx, "stages", 1);
 	rt_stat_add(ctx, "bytes", rec.bytes);
-	snprintf(stat, sizeof(stat), "%s_count", ch->name);
-	rt_stat_add(ctx, stat, 1);
-	snprintf(stat, sizeof(stat), "%s_busy_ps", ch->name);
-	rt_stat_add(ctx, stat, busy);
-	snprintf(stat, sizeof(stat), "%s_bytes", ch->name);
-	rt_stat_add(ctx, stat, rec.bytes);
+	rt_stat_add(ctx, ch->stat_count, 1);
+	rt_stat_add(ctx, ch->stat_busy, busy);
+	rt_stat_add(ctx, ch->stat_bytes, rec.bytes);
 	return err;
 }
 

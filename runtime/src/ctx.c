@@ -103,9 +103,7 @@ static const char *payload_kind(const Kb__Payload *msg)
 /* Wanted by --trace-window? (rank and on/off were decided at init) */
 bool rt_tracing(const struct rt_ctx *c, uint64_t from, uint64_t to)
 {
-	const struct rt_trace_opts *o = &c->daemon->job->trace;
-
-	return c->tracing && to >= o->from_ps && (!o->to_ps || from <= o->to_ps);
+	return c->tracing && rt_trace_wanted(&c->daemon->job->trace, c->desc->rank, from, to);
 }
 
 static enum rt_err trace_put(struct rt_ctx *c, const struct rt_trace_rec *r)
@@ -447,9 +445,9 @@ const char *rt_stat_name_check(const char *name)
 
 	if (!name || !*name)
 		return "statistic name is empty";
-	printable_name(name, shown, sizeof(shown));
 	/* the runtime reports these itself, for every component */
 	if (!strcmp(name, "delivered") || !strcmp(name, "last_ps")) {
+		printable_name(name, shown, sizeof(shown));
 		snprintf(why, sizeof(why), "statistic name \"%s\" is reserved (the runtime counts it)",
 			 shown);
 		return why;
@@ -458,11 +456,13 @@ const char *rt_stat_name_check(const char *name)
 		unsigned char c = (unsigned char)name[len];
 
 		if (c < 0x20 || c > 0x7e) {
+			printable_name(name, shown, sizeof(shown));
 			snprintf(why, sizeof(why), "statistic name \"%s\" has a non-printable byte 0x%02x "
 				 "(printable ASCII only)", shown, c);
 			return why;
 		}
 		if (len == RT_STAT_NAME_MAX) {
+			printable_name(name, shown, sizeof(shown));
 			snprintf(why, sizeof(why), "statistic name \"%s\" is longer than %d bytes", shown,
 				 RT_STAT_NAME_MAX);
 			return why;
@@ -481,16 +481,15 @@ static void stat_fail(struct rt_ctx *ctx, enum rt_err code, const char *line)
 	snprintf(ctx->stat_err_line, sizeof(ctx->stat_err_line), "%s", line);
 }
 
+/* The statistic `name`, made on first use. Only a new name is checked:
+ * every stored one passed the check, so the per-stage calls of a known
+ * statistic cost one lookup. */
 static struct rt_stat *find_stat(struct rt_ctx *ctx, const char *name, bool is_max)
 {
-	const char *why = rt_stat_name_check(name);
+	const char *why;
 	struct rt_stat *s;
 
-	if (why) {
-		stat_fail(ctx, RT_EINVAL, why);
-		return NULL;
-	}
-	for (size_t i = 0; i < ctx->n_stats; i++) {
+	for (size_t i = 0; name && i < ctx->n_stats; i++) {
 		if (strcmp(ctx->stats[i].name, name))
 			continue;
 		if (ctx->stats[i].is_max != is_max) {
@@ -501,6 +500,10 @@ static struct rt_stat *find_stat(struct rt_ctx *ctx, const char *name, bool is_m
 			return NULL;
 		}
 		return &ctx->stats[i];
+	}
+	if ((why = rt_stat_name_check(name))) {
+		stat_fail(ctx, RT_EINVAL, why);
+		return NULL;
 	}
 	if (ctx->n_stats == ctx->cap_stats) {
 		size_t cap = ctx->cap_stats ? ctx->cap_stats * 2 : 8;
