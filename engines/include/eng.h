@@ -184,6 +184,10 @@ struct eng_model {
 	void *pub_state;                    /* what its create returned */
 };
 
+/* True when a model name is a path to a plug-in (has a '/' or ends in
+ * ".so"), not a built-in's name: the engines and the rank memory agree. */
+bool eng_is_plugin_path(const char *name);
+
 /* Finds, allocates and initialises the model. On failure *m is empty. */
 enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const char *name_or_path,

@@ -16,7 +16,7 @@ static const struct eng_model_ops *const builtins[] = {
 
 #define N_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
 
-static bool is_plugin_path(const char *s)
+bool eng_is_plugin_path(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -121,7 +121,7 @@ enum rt_err eng_model_find(enum eng_class cls, const char *name_or_path,
 			   const struct eng_model_ops **out, void **dl)
 {
 	*dl = NULL;
-	if (is_plugin_path(name_or_path))
+	if (eng_is_plugin_path(name_or_path))
 		return load_plugin(cls, name_or_path, out, dl);
 	return find_builtin(cls, name_or_path, out);
 }

@@ -69,7 +69,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	Kb__IpcqData data = KB__IPCQ_DATA__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	struct tl_ipcq_dir *q;
-	uint64_t bytes = tl_rec_bytes(r), bpc, ser, start;
+	uint64_t bytes = tl_rec_bytes(r), ser, start;
 	enum rt_err rc;
 
 	if (dir != TL_LEFT && dir != TL_RIGHT)
@@ -88,8 +88,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 		start = tl->clock_ps; /* the rank's link component serialises */
 		ser = 0;
 	} else {
-		bpc = tl->s.cfg->ipcq_bytes_per_cycle ? tl->s.cfg->ipcq_bytes_per_cycle : 1;
-		ser = (bytes + bpc - 1) / bpc * tl->cycle_ps;
+		ser = pe_ipcq_cycles(tl->s.cfg->ipcq_bytes_per_cycle, bytes) * tl->cycle_ps;
 		start = tl->clock_ps > q->link_free_ps ? tl->clock_ps : q->link_free_ps;
 		q->link_free_ps = start + ser;
 		data.link_start_ps = start;

@@ -28,7 +28,7 @@ static enum rt_err link_init(struct rt_ctx *ctx, void *state)
 	struct link *l = state;
 
 	l->cycle_ps = rt_config_cycle_ps(cfg);
-	l->bytes_per_cycle = cfg->ipcq_bytes_per_cycle ? cfg->ipcq_bytes_per_cycle : 1;
+	l->bytes_per_cycle = cfg->ipcq_bytes_per_cycle;
 	l->rank = rt_self_desc(ctx)->rank;
 	l->ranks = cfg->ranks;
 	l->pes = cfg->pes;
@@ -51,7 +51,7 @@ static enum rt_err link_handle(struct rt_ctx *ctx, void *state, const struct rt_
 	m = *d->msg->ipcq;
 	pe = (d->src / PE_UNITS) % l->pes;
 	start = m.ready_ps > l->free_ps[m.dir] ? m.ready_ps : l->free_ps[m.dir];
-	end = start + (m.nbytes + l->bytes_per_cycle - 1) / l->bytes_per_cycle * l->cycle_ps;
+	end = start + pe_ipcq_cycles(l->bytes_per_cycle, m.nbytes) * l->cycle_ps;
 	l->free_ps[m.dir] = end;
 	m.link_start_ps = start;
 	m.link_end_ps = end;

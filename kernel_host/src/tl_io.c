@@ -11,6 +11,7 @@
 #include "rt/component.h"
 #include "rt/half.h"
 #include "rt/npy.h"
+#include "rt/pe.h"
 #include "tl_private.h"
 
 _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
@@ -81,9 +82,9 @@ void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t
 uint64_t tl_ipcq_transfer_ps(const struct tl *tl, uint64_t bytes)
 {
 	const struct rt_config *cfg = tl->s.cfg;
-	uint64_t bpc = cfg->ipcq_bytes_per_cycle ? cfg->ipcq_bytes_per_cycle : 1;
 
-	return (cfg->link_ipcq_cycles + (bytes + bpc - 1) / bpc) * tl->cycle_ps;
+	return (cfg->link_ipcq_cycles + pe_ipcq_cycles(cfg->ipcq_bytes_per_cycle, bytes)) *
+	       tl->cycle_ps;
 }
 
 /* ------------------------------------------------------------ .npy files */

@@ -68,9 +68,7 @@ static enum rt_err hbm_load_plugin(const char *path, struct hbm *h)
 
 static enum rt_err hbm_find(const char *name, struct hbm *h)
 {
-	size_t n = strlen(name);
-
-	if (strchr(name, '/') || (n >= 3 && strcmp(name + n - 3, ".so") == 0))
+	if (eng_is_plugin_path(name))
 		return hbm_load_plugin(name, h);
 	if (strcmp(name, eng_hbm_shared_model.name) == 0) {
 		h->ops = &eng_hbm_shared_model;

@@ -35,6 +35,16 @@ static inline uint32_t pe_component_id(uint32_t pes, uint32_t rank,
 
 #include <stdbool.h>
 
+/* Cycles `bytes` occupy an IPCQ link of `bytes_per_cycle`
+ * (links.ipcq_bytes_per_cycle): the one serialisation rule for the rank's
+ * link component and a host that serialises its own sends. */
+static inline uint64_t pe_ipcq_cycles(uint64_t bytes_per_cycle, uint64_t bytes)
+{
+	uint64_t bpc = bytes_per_cycle ? bytes_per_cycle : 1;
+
+	return (bytes + bpc - 1) / bpc;
+}
+
 static inline bool pe_shared_links(uint32_t ranks, uint32_t pes)
 {
 	return ranks > 1 && pes > 1;
