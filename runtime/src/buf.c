@@ -86,12 +86,6 @@ enum rt_err rt_buf_json_str(struct rt_buf *b, const char *s)
 	return rt_json_escape(b, s); /* one escaper for every JSON text */
 }
 
-enum rt_err rt_buf_ps_as_us(struct rt_buf *b, uint64_t ps)
-{
-	return rt_buf_printf(b, "%llu.%06llu", (unsigned long long)(ps / 1000000),
-			     (unsigned long long)(ps % 1000000));
-}
-
 enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path)
 {
 	FILE *f = fopen(path, "rb");

@@ -849,7 +849,7 @@ static enum rt_err index_reports(struct rt_coord *c, uint32_t i, const Kb__Bye *
 {
 	const struct rt_topology *t = c->topo;
 	char name[128];
-	uint32_t hosted = 0;
+	uint32_t hosted = t->daemons[i].n_hosted;
 
 	for (size_t k = 0; k < bye->n_reports; k++) {
 		uint32_t id = bye->reports[k]->component;
@@ -861,8 +861,6 @@ static enum rt_err index_reports(struct rt_coord *c, uint32_t i, const Kb__Bye *
 				       peer_name(c, i, name, sizeof(name)), id);
 		c->reports.by_id[id] = bye->reports[k];
 	}
-	for (uint32_t id = 0; id < t->n_components; id++)
-		hosted += t->components[id].daemon == i;
 	if (hosted != bye->n_reports)
 		return rt_fail(RT_EPROTOCOL, "daemon %s reported on %zu components, it hosts %u",
 			       peer_name(c, i, name, sizeof(name)), bye->n_reports, hosted);

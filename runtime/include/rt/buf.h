@@ -26,9 +26,6 @@ enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Appends `s` as a quoted, escaped JSON string. */
 enum rt_err rt_buf_json_str(struct rt_buf *b, const char *s);
-/* Appends picoseconds as microseconds with six decimals ("12.000345"):
- * exact, integer-formatted, so the text never depends on float rounding. */
-enum rt_err rt_buf_ps_as_us(struct rt_buf *b, uint64_t ps);
 
 /* Reads a whole file into `b` (NUL-terminated). */
 enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path);
