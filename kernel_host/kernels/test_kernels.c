@@ -269,10 +269,10 @@ int test_ipcq(struct tl *tl, const struct tl_args *args)
  * (or tl_max with max=1) along axis=0|1; x.npy and y.npy (f32). */
 int test_reduce(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 1);
-	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 5);
-	int axis = (int)tl_arg_u64(args, "axis", 0);
-	bool max = tl_arg_u64(args, "max", 0);
+	uint32_t rows = tl_arg_u32(args, "rows", 1, 1, 65536);
+	uint32_t cols = tl_arg_u32(args, "cols", 5, 1, 65536);
+	int axis = (int)tl_arg_u32(args, "axis", 0, 0, 1);
+	bool max = tl_arg_u32(args, "max", 0, 0, 1);
 
 	if (!first_program(tl))
 		return 0;
@@ -290,9 +290,9 @@ int test_reduce(struct tl *tl, const struct tl_args *args)
  * else; the kernel ends when the last lands. */
 int test_dma_sweep(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 16);
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 32);
-	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 64);
+	uint32_t n = tl_arg_u32(args, "n", 16, 1, 65536);
+	uint32_t rows = tl_arg_u32(args, "rows", 32, 1, 65536);
+	uint32_t cols = tl_arg_u32(args, "cols", 64, 1, 65536);
 
 	if (!first_program(tl))
 		return 0;

@@ -17,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (err != RT_EOK && err != RT_ECONFIG)
 		abort();
 	if (err == RT_EOK && (!k.on || strlen(k.server_public) != 40 ||
+			      strlen(k.server_secret) != 40 || strlen(k.client_public) != 40 ||
 			      strlen(k.client_secret) != 40))
 		abort();
 	if (err != RT_EOK && k.on)

@@ -24,14 +24,20 @@ static void part(const uint8_t *data, size_t size)
 	size -= 2;
 	if (n_recs > size)
 		n_recs = size;
-	if (rt_trace_part_parse(data, n_recs, data + n_recs, size - n_recs, "fuzz", &p) == RT_EOK)
-		for (size_t i = 0; i < p.n; i++) {
-			/* accepted: every string id must resolve */
-			if (!rt_trace_part_str(&p, p.recs[i].name) ||
+	if (rt_trace_part_parse(data, n_recs, data + n_recs, size - n_recs, "fuzz", &p) == RT_EOK) {
+		/* accepted: every string id, of tracks and records, names a string */
+#define RESOLVES(id) ((id) == RT_TRACE_NONE || (id) < p.n_names)
+		for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
+			if (!RESOLVES(p.track_name[t]))
+				abort();
+		for (size_t i = 0; i < p.n; i++)
+			if (!RESOLVES(p.recs[i].name) || !RESOLVES(p.recs[i].cat) ||
+			    !RESOLVES(p.recs[i].site) || !rt_trace_part_str(&p, p.recs[i].name) ||
 			    !rt_trace_part_str(&p, p.recs[i].cat) ||
 			    !rt_trace_part_str(&p, p.recs[i].site))
 				abort();
-		}
+#undef RESOLVES
+	}
 	rt_trace_part_release(&p);
 }
 
