@@ -49,6 +49,7 @@ struct attn {
 	bool zigzag;          /* ring: rank i holds chunks i and 2R-1-i */
 	bool merge_chain;     /* ring pass=q: the serial chain (else tree) */
 	bool vstream;         /* sweep: V streamed by the fold (else loaded ahead) */
+	bool sweeps;          /* the kernel folds with attn_sweep (reads its knobs) */
 	enum attn_opt opt;
 	double scale;         /* 1 / sqrt(d) */
 	uint64_t p0;          /* absolute position of query 0 */
@@ -58,6 +59,20 @@ struct attn {
 	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 
+/* Tiles of a sweep issued across a group boundary: the first tiles of the
+ * next group are issued before this group's scope ends, into buffers of
+ * the block, so the read channel keeps streaming while the scope end waits
+ * for this group's last folds (without them every group boundary drained
+ * the DMA queue: at 32K, 15 drains, all PEs of a rank at once). */
+#define ATTN_CROSS_MAX 3
+
+/* Cross-group buffers (n = 0: none). */
+struct attn_cross {
+	uint32_t n;
+	tl_tensor s[ATTN_CROSS_MAX]; /* scores [rows, tile] f32 */
+	tl_tensor v[ATTN_CROSS_MAX]; /* V [tile, d] f16 (not with vstream) */
+};
+
 /* A query block: rows [row0, row0+rows) of KV head `head`'s group matrix. */
 struct attn_block {
 	uint32_t head, row0, rows;
@@ -65,6 +80,7 @@ struct attn_block {
 	uint64_t o_hbm;       /* where its output rows go */
 	tl_tensor q, m, l, o; /* q f16 [rows, d]; m, l [rows, 1]; o [rows, d] */
 	tl_tensor rel;        /* [rows, 1] f32 query position - p0 (causal) */
+	struct attn_cross x;  /* sweeps of more than one group */
 };
 
 /* Keys a sweep reads: `len` keys from absolute position kpos0, in tiles of
