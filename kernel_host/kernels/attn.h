@@ -129,14 +129,19 @@ uint32_t attn_tiles(const struct attn *a, uint64_t len);
 /* Keys in tile j of `len` keys. */
 uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j);
 
-/* Sets up a block: loads its q (or takes `q` when given) and allocates
- * its running state in the current scope. */
+/* Sets up a block: allocates its running state (and cross-group buffers)
+ * in the current scope, then loads its q above them. */
 void attn_block_begin(struct tl *tl, const struct attn *a,
 		      struct attn_block *b, uint32_t head, uint32_t row0,
 		      uint32_t rows);
-void attn_block_with_q(struct tl *tl, const struct attn *a,
-		       struct attn_block *b, uint32_t head, uint32_t row0,
-		       uint32_t rows, tl_tensor q);
+/* The same in two steps, for a q that comes from elsewhere (received,
+ * loaded from a table): open allocates the state; take_q sets q — which
+ * must be allocated after open, above the state (attn_common.c says why)
+ * — and loads the causal row positions. */
+void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
+		     uint32_t head, uint32_t row0, uint32_t rows);
+void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
+		       tl_tensor q);
 /* Rows of the block starting at group row `row0` (qblock, or what is left
  * of the group). */
 uint32_t attn_block_rows(const struct attn *a, uint32_t row0);

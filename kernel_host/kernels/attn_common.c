@@ -477,24 +477,29 @@ static void block_rel(struct tl *tl, const struct attn *a,
  * between would make each fold or cross-group load wait for the Q·Kᵀs and
  * folds in flight. Cross score buffers go downwards in issue order so the
  * Q·Kᵀ into s[1] is not inside the span of the one into s[0]. */
+void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
+		     uint32_t head, uint32_t row0, uint32_t rows)
+{
+	block_place(a, b, head, row0, rows);
+	block_state(tl, a, b);
+	b->q = TL_NONE;
+	b->rel = TL_NONE;
+}
+
+void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
+		       tl_tensor q)
+{
+	b->q = q;
+	block_rel(tl, a, b);
+}
+
 void attn_block_begin(struct tl *tl, const struct attn *a,
 		      struct attn_block *b, uint32_t head, uint32_t row0,
 		      uint32_t rows)
 {
-	block_place(a, b, head, row0, rows);
-	block_state(tl, a, b);
-	b->q = tl_load(tl, attn_q_addr(a, head, row0), rows, a->d, TL_F16);
-	block_rel(tl, a, b);
-}
-
-void attn_block_with_q(struct tl *tl, const struct attn *a,
-		       struct attn_block *b, uint32_t head, uint32_t row0,
-		       uint32_t rows, tl_tensor q)
-{
-	block_place(a, b, head, row0, rows);
-	b->q = q;
-	block_rel(tl, a, b);
-	block_state(tl, a, b);
+	attn_block_open(tl, a, b, head, row0, rows);
+	attn_block_take_q(tl, a, b,
+			  tl_load(tl, attn_q_addr(a, head, row0), rows, a->d, TL_F16));
 }
 
 uint32_t attn_visible_tiles(const struct attn *a, const struct attn_block *b,
