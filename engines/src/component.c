@@ -105,7 +105,7 @@ static struct queued *channel_at(const struct channel *ch, size_t i)
 
 static void channel_pop(struct channel *ch)
 {
-	kb__stage__free_unpacked(ch->ring[ch->head].s, NULL);
+	rt_msg_free(ch->ring[ch->head].s);
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->len--;
 	ch->retired++;
@@ -310,7 +310,7 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
 	err = channel_push(&e->ch[channel_of(s)], copy);
 	if (err) {
-		kb__stage__free_unpacked(copy, NULL);
+		rt_msg_free(copy);
 		return err;
 	}
 	return channel_fill(ctx, e, channel_of(s));

@@ -132,6 +132,17 @@ uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src, uint32_t
 	}
 	lo = t->link_start[src];
 	hi = t->link_start[src + 1];
+	if (lo < hi && dst >= t->links[lo].dst) {
+		/* a source linked to a dense range of destinations (all but
+		 * itself, as in traffic) finds dst where it would be, or one
+		 * before: no search */
+		size_t guess = lo + (dst - t->links[lo].dst);
+
+		if (guess < hi && t->links[guess].dst == dst)
+			return t->links[guess].latency_ps;
+		if (guess > lo && guess - 1 < hi && t->links[guess - 1].dst == dst)
+			return t->links[guess - 1].latency_ps;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
