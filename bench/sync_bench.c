@@ -343,9 +343,14 @@ static int embedded_vs_systemc(int n, long messages, int runs)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const int sizes[] = { 5, 10, 40 };
+	/* `sync_bench systemc`: only the embedded-vs-SystemC comparison */
+	bool only_systemc = argc > 1 && !strcmp(argv[1], "systemc");
+
+	if (only_systemc)
+		return embedded_vs_systemc(16, 2000000, 5);
 
 	printf("window cost over ipc (kernbench traffic vs a bare ZeroMQ lockstep round)\n");
 	printf("  %4s  %14s  %18s  %8s  %s\n", "N", "bare us/round", "kernbench us/window", "ratio",
