@@ -266,6 +266,19 @@ static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uin
 	return err;
 }
 
+void *rt_keep(struct rt_ctx *ctx, const ProtobufCMessage *msg)
+{
+	struct rt_daemon *d = ctx->daemon;
+	const struct rt_event *ev = d->delivering;
+
+	/* the delivered in-process copy itself, handed over once */
+	if (ev && ev->is_local && !d->kept && rt_msg_in_block(rt_msg_block(ev->msg), msg)) {
+		d->kept = true;
+		return (void *)msg;
+	}
+	return rt_msg_dup(msg);
+}
+
 void rt_ctx_free_outbound(struct rt_daemon *d)
 {
 	for (size_t i = 0; i < d->n_out; i++)

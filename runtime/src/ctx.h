@@ -67,6 +67,8 @@ struct rt_daemon {
 	size_t cap_out;
 	struct rt_arena arena;   /* payload decoding */
 	struct rt_msg_pool pool; /* blocks of in-flight local messages */
+	struct rt_event *delivering; /* the event whose handler runs, or NULL */
+	bool kept;               /* its local message's block was rt_keep'd */
 	struct rt_buf frame;     /* sync frame encoding */
 	void *zctx;
 	void *sock;

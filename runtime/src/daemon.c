@@ -126,9 +126,13 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 	}
 	c->last_ps = d->now;
 	c->clock_ps = 0;
+	d->delivering = ev;
+	d->kept = false;
 	err = c->desc->ops->handle(c, c->state, &del);
-	if (ev->is_local) {
-		rt_msg_pool_put(&d->pool, ev->msg);
+	d->delivering = NULL;
+	if (ev->is_local) { /* back to the pool, unless rt_keep handed it over */
+		if (!d->kept)
+			rt_msg_pool_put(&d->pool, rt_msg_block(ev->msg));
 		ev->msg = NULL;
 	}
 	if (!err)

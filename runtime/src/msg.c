@@ -228,7 +228,13 @@ static void walk_unknown(struct walk *w, const ProtobufCMessage *src, ProtobufCM
 static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 {
 	const ProtobufCMessageDescriptor *desc = src->descriptor;
-	ProtobufCMessage *dst = take(w, desc->sizeof_message);
+	/* each message is preceded by a pointer to its block, so any of them
+	 * (a kept sub-message) finds what to free */
+	void **at = take(w, sizeof(void *) + desc->sizeof_message);
+	ProtobufCMessage *dst = at ? (ProtobufCMessage *)(at + 1) : NULL;
+
+	if (at)
+		*at = w->base;
 
 	if (dst)
 		desc->message_init(dst); /* absent fields: what unpack leaves */
@@ -317,10 +323,23 @@ ProtobufCMessage *rt_msg_dup(const ProtobufCMessage *m)
 	return block ? rt_msg_copy(m, block, size, &need, &digest) : NULL;
 }
 
+void *rt_msg_block(const void *copy)
+{
+	return ((void *const *)copy)[-1];
+}
+
+bool rt_msg_in_block(const void *block, const void *msg)
+{
+	const struct blk *b = (const struct blk *)block - 1;
+	uintptr_t at = (uintptr_t)msg, start = (uintptr_t)block;
+
+	return at >= start + sizeof(void *) && at < start + b->cap;
+}
+
 void rt_msg_free(void *copy)
 {
 	if (copy)
-		free((struct blk *)copy - 1);
+		free((struct blk *)rt_msg_block(copy) - 1);
 }
 
 void *rt_msg_pool_get(struct rt_msg_pool *p, size_t size)

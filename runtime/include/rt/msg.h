@@ -15,6 +15,7 @@
 #ifndef RT_MSG_H
 #define RT_MSG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,8 @@
 size_t rt_msg_size(const ProtobufCMessage *m);
 
 /* Copies `m` into `block` (`cap` bytes, 8-aligned) as unpack(pack(m))
- * would give it and returns the copy, which starts at `block` and points
- * only into it. Sets *need to the bytes the copy takes and *digest to
+ * would give it and returns the copy, which lies in `block` and points
+ * only into it (every message in it is preceded by a pointer to `block`). Sets *need to the bytes the copy takes and *digest to
  * rt_msg_digest(m). If `cap` is too small, returns NULL (nothing usable was
  * written): call again with a block of *need bytes. */
 ProtobufCMessage *rt_msg_copy(const ProtobufCMessage *m, void *block, size_t cap, size_t *need,
@@ -38,8 +39,13 @@ uint64_t rt_msg_digest(const ProtobufCMessage *m);
 /* A copy of `m` in one heap block of its own (rt_msg_size + a header);
  * NULL when out of memory. Free it with rt_msg_free. */
 ProtobufCMessage *rt_msg_dup(const ProtobufCMessage *m);
-/* Frees what rt_msg_dup or rt_msg_pool_get returned (NULL is fine). */
+/* Frees the block a copy (rt_msg_dup, or from a pool block), or any
+ * message inside it, lies in (NULL is fine). */
 void rt_msg_free(void *copy);
+/* The block a copy (or a message inside it) lies in. */
+void *rt_msg_block(const void *copy);
+/* Is `msg` inside the pool block `block`? */
+bool rt_msg_in_block(const void *block, const void *msg);
 
 /* Recycled blocks for in-flight local messages: a daemon sends and
  * delivers millions of small messages, and reusing their blocks spares the
@@ -52,7 +58,8 @@ struct rt_msg_pool {
 /* A block for at least `size` bytes (at least RT_MSG_SMALL, 8-aligned);
  * NULL when out of memory. */
 void *rt_msg_pool_get(struct rt_msg_pool *p, size_t size);
-/* Gives a block back (kept for reuse, or freed). NULL is fine. */
+/* Gives a block back (kept for reuse, or freed). NULL is fine. Blocks
+ * from the pool and from rt_msg_dup alike. */
 void rt_msg_pool_put(struct rt_msg_pool *p, void *block);
 void rt_msg_pool_release(struct rt_msg_pool *p);
 
