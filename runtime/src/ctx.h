@@ -66,6 +66,7 @@ struct rt_daemon {
 	size_t n_out;
 	size_t cap_out;
 	struct rt_arena arena;   /* payload decoding */
+	Kb__Payload *heap_msg;   /* a payload too big for the arena, on the heap */
 	struct rt_msg_pool pool; /* blocks of in-flight local messages */
 	struct rt_event *delivering; /* the event whose handler runs, or NULL */
 	bool kept;               /* its local message's block was rt_keep'd */

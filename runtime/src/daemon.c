@@ -91,6 +91,15 @@ static enum rt_err event_message(struct rt_daemon *d, const struct rt_event *ev,
 	}
 	rt_arena_reset(&d->arena);
 	err = rt_wire_decode_payload(rt_event_bytes(ev), ev->len, &d->arena, msg);
+	if (err && !*msg) {
+		/* too big for the arena, or not a payload: an in-process copy has
+		 * no size limit, so neither may a decoded message */
+		d->heap_msg = kb__payload__unpack(NULL, ev->len, rt_event_bytes(ev));
+		if (d->heap_msg) {
+			*msg = d->heap_msg;
+			err = rt_wire_check_payload(*msg);
+		}
+	}
 	if (!err)
 		*content = rt_msg_digest(&(*msg)->base);
 	return err;
@@ -118,6 +127,10 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 	d->events++;
 	if (!ev->is_timer) {
 		err = event_message(d, ev, &msg, &content);
+		if (err && d->heap_msg) {
+			kb__payload__free_unpacked(d->heap_msg, NULL);
+			d->heap_msg = NULL;
+		}
 		if (err)
 			return rt_fail(err, "%s: message from %s: %s", c->desc->name,
 				       d->topo->components[ev->key.src].name, rt_last_error());
@@ -130,6 +143,10 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 	d->kept = false;
 	err = c->desc->ops->handle(c, c->state, &del);
 	d->delivering = NULL;
+	if (d->heap_msg) {
+		kb__payload__free_unpacked(d->heap_msg, NULL);
+		d->heap_msg = NULL;
+	}
 	if (ev->is_local) { /* back to the pool, unless rt_keep handed it over */
 		if (!d->kept)
 			rt_msg_pool_put(&d->pool, rt_msg_block(ev->msg));

@@ -139,3 +139,28 @@ Test(colocate, pipelined_gemm_data_mode_identical_in_every_grouping, .timeout = 
 	/* c.npy, op_log.jsonl, trace.json and the inputs */
 	check_all_placements("coloc-gemm-pp", args, 4);
 }
+
+/* A message bigger than the daemon's 8 MiB decoding arena (a 12 MiB IPCQ
+ * tile): an in-process copy has no size limit, so a decoded one must not
+ * either, or a daemon per component would fail where one daemon succeeds. */
+Test(colocate, message_bigger_than_the_decode_arena_in_every_grouping, .timeout = 240)
+{
+	const char *plugins = getenv("KB_PLUGINS");
+	char so[600];
+	const char *args[] = { so, "--mode", "data", "--ranks", "2", "--pes", "1", "--set",
+			       "memory.tcm_scratch_bytes=33554432", "--arg", "rows=2048", "--arg",
+			       "cols=3072", NULL };
+	static const char *const colocations[] = { "none", "rank", "all" };
+	char base[256], dir[400], ref[400];
+
+	cr_assert(plugins, "KB_PLUGINS unset: run through `make integration`");
+	snprintf(so, sizeof(so), "%s/ipcq_probe.so:ipcq_probe", plugins);
+	kb_tmpdir(base, sizeof(base), "coloc-big");
+	snprintf(ref, sizeof(ref), "%s/ref", base);
+	run_placed(ref, args, "all", "inproc");
+	for (size_t c = 0; c < sizeof(colocations) / sizeof(colocations[0]); c++) {
+		snprintf(dir, sizeof(dir), "%s/%s", base, colocations[c]);
+		run_placed(dir, args, colocations[c], "ipc");
+		compare_outputs(ref, dir, colocations[c]);
+	}
+}
