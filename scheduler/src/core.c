@@ -50,7 +50,7 @@ static void cmd_destroy(struct sched_cmd **cmd_p)
 	sched_plan_release(&cmd->plan);
 	sched_hazard_release(&cmd->hazards);
 	if (cmd->msg)
-		kb__command__free_unpacked(cmd->msg, NULL);
+		rt_msg_free(cmd->msg);
 	free(cmd->pending);
 	free(cmd->done);
 	free(cmd->dep_start);
