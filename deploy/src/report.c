@@ -7,12 +7,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "report.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/config_doc.h"
 #include "rt/json.h"
+
+/* The launcher's own peak resident memory so far (outputs merged by now);
+ * daemons in processes of their own are not counted, embedded ones are. */
+static uint64_t launcher_max_rss_kb(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss;
+}
 
 static int stat_cmp(const void *a, const void *b)
 {
@@ -237,6 +247,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_u64(&j, "routed_messages", f->coord.routed);
 	rt_json_fixed(&j, "windows_wall_s", f->coord.windows_wall_s, 6);
 	rt_json_fixed(&j, "wall_s", f->wall_s, 3);
+	rt_json_u64(&j, "launcher_max_rss_kb", launcher_max_rss_kb());
 	rt_json_close(&j);
 	rt_buf_append(b, "\n", 1);
 	return rt_json_finish(&j);

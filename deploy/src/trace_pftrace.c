@@ -18,12 +18,18 @@
 #define UUID_THREAD 0x100000000ull
 #define UUID_COUNTER 0x200000000ull
 
-/* A begin or end of a slice, or one whole instant or counter. */
-struct pf_item {
-	uint64_t ts_ps;
-	uint64_t key;    /* tie-break: see item_cmp */
-	uint32_t ev;     /* index into kb_trace.ev */
-	uint8_t end;     /* 1: slice end */
+/* A slice whose end is still ahead, with its place in the merged order. */
+struct pf_end {
+	uint64_t ts_ps; /* when it ends */
+	uint64_t key;   /* position of its begin in the merged order */
+	struct kb_trace_ev e;
+};
+
+/* Open slices, the next to end on top: at one instant the slice that
+ * began last ends first, so slices close in nesting order. */
+struct pf_ends {
+	struct pf_end *items;
+	size_t n, cap;
 };
 
 struct pf_out {
@@ -33,19 +39,41 @@ struct pf_out {
 	bool failed;
 };
 
-/* At one instant, ends come before begins; among ends the slice that began
- * last ends first; begins keep the sorted trace's order (outer first). */
-static int item_cmp(const void *pa, const void *pb)
+static bool end_before(const struct pf_end *a, const struct pf_end *b)
 {
-	const struct pf_item *a = pa, *b = pb;
+	return a->ts_ps != b->ts_ps ? a->ts_ps < b->ts_ps : a->key > b->key;
+}
 
-	if (a->ts_ps != b->ts_ps)
-		return a->ts_ps < b->ts_ps ? -1 : 1;
-	if (a->end != b->end)
-		return a->end ? -1 : 1;
-	if (a->end)
-		return a->key > b->key ? -1 : a->key < b->key;
-	return a->key < b->key ? -1 : a->key > b->key;
+static bool ends_push(struct pf_ends *h, const struct pf_end *x)
+{
+	struct pf_end *grown;
+	size_t i;
+
+	grown = kb_grow(h->items, &h->cap, h->n, sizeof(*h->items), 256);
+	if (!grown)
+		return false;
+	h->items = grown;
+	for (i = h->n++; i && end_before(x, &h->items[(i - 1) / 2]); i = (i - 1) / 2)
+		h->items[i] = h->items[(i - 1) / 2];
+	h->items[i] = *x;
+	return true;
+}
+
+static void ends_pop(struct pf_ends *h)
+{
+	struct pf_end last = h->items[--h->n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < h->n) {
+		if (c + 1 < h->n && end_before(&h->items[c + 1], &h->items[c]))
+			c++;
+		if (!end_before(&h->items[c], &last))
+			break;
+		h->items[i] = h->items[c];
+		i = c;
+	}
+	if (h->n)
+		h->items[i] = last;
 }
 
 static void put_varint(struct pf_out *o, uint64_t v)
@@ -147,7 +175,7 @@ static void put_tracks(struct pf_out *o, const struct kb_trace *t, const struct 
 		const struct rt_component_desc *c = &topo->components[id];
 		const struct rt_trace_part *p = &t->parts[id];
 
-		if (!p->n)
+		if (!t->part_recs[id])
 			continue;
 		if (c->rank != last_rank)
 			put_process(o, c->rank);
@@ -181,9 +209,9 @@ static void put_counter_track(struct pf_out *o, const struct kb_trace *t,
 	put_track(o, &td);
 }
 
-static void put_event(struct pf_out *o, const struct kb_trace *t, const struct pf_item *it)
+static void put_event(struct pf_out *o, const struct kb_trace *t, const struct kb_trace_ev *e,
+		      bool end)
 {
-	const struct kb_trace_ev *e = &t->ev[it->ev];
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__DebugAnnotation da[2] = { PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
@@ -194,7 +222,7 @@ static void put_event(struct pf_out *o, const struct kb_trace *t, const struct p
 	uint64_t flow = e->flow;
 
 	p.has_timestamp = 1;
-	p.timestamp = it->ts_ps / 1000;
+	p.timestamp = (end ? e->r.ts_ps + e->r.val : e->r.ts_ps) / 1000;
 	p.track_event = &te;
 	te.has_type = te.has_track_uuid = 1;
 	te.track_uuid = UUID_THREAD + kb_trace_tid(e);
@@ -205,17 +233,17 @@ static void put_event(struct pf_out *o, const struct kb_trace *t, const struct p
 	}
 	switch (e->r.kind) {
 	case RT_TRACE_SLICE:
-		te.type = it->end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+		te.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
 				  : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-		if (it->end)
+		if (end)
 			te.name = NULL;
-		if (!it->end && (e->r.flags & RT_TRACE_F_COMMAND)) {
+		if (!end && (e->r.flags & RT_TRACE_F_COMMAND)) {
 			da[0].name = (char *)"command";
 			da[0].has_uint_value = 1;
 			da[0].uint_value = e->r.seq;
 			te.n_debug_annotations = 1;
 		}
-		if (!it->end && e->r.site != RT_TRACE_NONE) {
+		if (!end && e->r.site != RT_TRACE_NONE) {
 			da[te.n_debug_annotations].name = (char *)"site";
 			da[te.n_debug_annotations].string_value =
 				(char *)kb_trace_str(t, e, e->r.site);
@@ -246,89 +274,66 @@ static void put_event(struct pf_out *o, const struct kb_trace *t, const struct p
 	put_packet(o, &p);
 }
 
-/* Slices split into begin and end items, sorted so ends close in order. */
-static struct pf_item *build_items(const struct kb_trace *t, size_t *n)
-{
-	struct pf_item *items = malloc((2 * t->n + 1) * sizeof(*items));
-	size_t k = 0;
-
-	if (!items)
-		return NULL;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct kb_trace_ev *e = &t->ev[i];
-
-		items[k++] = (struct pf_item){ e->r.ts_ps, i, (uint32_t)i, 0 };
-		if (e->r.kind == RT_TRACE_SLICE)
-			items[k++] = (struct pf_item){ e->r.ts_ps + e->r.val, i, (uint32_t)i, 1 };
-	}
-	qsort(items, k, sizeof(*items), item_cmp);
-	*n = k;
-	return items;
-}
-
-/* Counter tracks are few (one per counter per component): a list will do. */
+/* Counter tracks in the order their first records come. */
 static void put_counter_tracks(struct pf_out *o, const struct kb_trace *t,
 			       const struct rt_topology *topo)
 {
-	uint64_t *seen = NULL;
-	size_t n_seen = 0, cap = 0;
-
-	for (size_t i = 0; i < t->n && !o->failed; i++) {
-		const struct kb_trace_ev *e = &t->ev[i];
-		uint64_t uuid = counter_uuid(e);
-		size_t k;
-
-		if (e->r.kind != RT_TRACE_COUNTER)
-			continue;
-		for (k = 0; k < n_seen && seen[k] != uuid; k++)
-			;
-		if (k < n_seen)
-			continue;
-		if (n_seen == cap) {
-			uint64_t *grown = realloc(seen, (cap ? cap * 2 : 16) * sizeof(*seen));
-
-			if (!grown) {
-				o->failed = true;
-				break;
-			}
-			seen = grown;
-			cap = cap ? cap * 2 : 16;
-		}
-		seen[n_seen++] = uuid;
-		put_counter_track(o, t, topo, e);
-	}
-	free(seen);
+	for (size_t i = 0; i < t->n_counters; i++)
+		put_counter_track(o, t, topo, &t->counters[i]);
 }
 
-enum rt_err kb_trace_write_perfetto(const struct kb_trace *t, const struct rt_topology *topo,
+/* Every record as it comes out of the merge; a slice's end is held until
+ * the first record at or after it (ends come before begins at one instant;
+ * a zero-length slice ends right after it begins). */
+static enum rt_err put_events(struct pf_out *o, struct kb_trace *t)
+{
+	struct pf_ends ends = { 0 };
+	struct kb_trace_ev e;
+	uint64_t key = 0;
+	enum rt_err err = RT_EOK;
+
+	while (!o->failed && kb_trace_next(t, &e, &err)) {
+		while (ends.n && ends.items[0].ts_ps <= e.r.ts_ps) {
+			put_event(o, t, &ends.items[0].e, true);
+			ends_pop(&ends);
+		}
+		put_event(o, t, &e, false);
+		if (e.r.kind == RT_TRACE_SLICE && !e.r.val)
+			put_event(o, t, &e, true);
+		else if (e.r.kind == RT_TRACE_SLICE &&
+			 !ends_push(&ends, &(struct pf_end){ e.r.ts_ps + e.r.val, key, e }))
+			err = rt_fail(RT_ENOMEM, "no memory for the trace's open slices");
+		key++;
+		if (err)
+			break;
+	}
+	for (; !err && ends.n && !o->failed; ends_pop(&ends))
+		put_event(o, t, &ends.items[0].e, true);
+	free(ends.items);
+	return err;
+}
+
+enum rt_err kb_trace_write_perfetto(struct kb_trace *t, const struct rt_topology *topo,
 				    const char *path)
 {
 	struct pf_out o = { 0 };
 	char tmp[RT_PATH_MAX + 48];
-	struct pf_item *items;
-	size_t n = 0;
+	enum rt_err err;
 	bool ok;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	items = build_items(t, &n);
-	if (!items)
-		return rt_fail(RT_ENOMEM, "no memory to order %zu trace events", t->n);
 	o.f = fopen(tmp, "wb");
-	if (!o.f) {
-		free(items);
+	if (!o.f)
 		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	}
 	setvbuf(o.f, NULL, _IOFBF, 1 << 20); /* many small writes per packet */
 	put_tracks(&o, t, topo);
 	put_counter_tracks(&o, t, topo);
-	for (size_t i = 0; i < n && !o.failed; i++)
-		put_event(&o, t, &items[i]);
+	err = put_events(&o, t);
 	ok = !fclose(o.f) && !o.failed;
-	free(items);
 	free(o.buf);
-	if (!ok || rename(tmp, path)) {
+	if (err || !ok || rename(tmp, path)) {
 		unlink(tmp);
-		return rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+		return err ? err : rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
 	}
 	return RT_EOK;
 }

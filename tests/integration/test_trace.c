@@ -191,24 +191,6 @@ static void expect_well_formed(const struct facts *f, const char *what)
 	cr_expect_eq(f->starts, f->ends, "%s: %zu flow starts, %zu ends", what, f->starts, f->ends);
 }
 
-static void run_ok(const char *dir, const char *const extra[])
-{
-	char *argv[40];
-	struct kb_result r;
-	int n = 0;
-
-	argv[n++] = (char *)"kernbench";
-	argv[n++] = (char *)"run";
-	for (int i = 0; extra[i]; i++)
-		argv[n++] = (char *)extra[i];
-	argv[n++] = (char *)"--quiet";
-	argv[n++] = (char *)"--out";
-	argv[n++] = (char *)dir;
-	argv[n] = NULL;
-	kb_runv(&r, argv);
-	cr_assert_eq(r.status, 0, "kernbench %s: %s", extra[0], r.err);
-}
-
 /* ---------------------------------------------------------------- C reader */
 
 Test(trace, pipelined_gemm_nests_pairs_and_sorts, .timeout = 120)
@@ -217,7 +199,7 @@ Test(trace, pipelined_gemm_nests_pairs_and_sorts, .timeout = 120)
 	struct facts f;
 
 	kb_tmpdir(dir, sizeof(dir), "trace-gemm");
-	run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
+	kb_run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
 				NULL });
 	check_json(dir, &f);
 	expect_well_formed(&f, "gemm");
@@ -235,7 +217,7 @@ Test(trace, every_message_is_one_flow, .timeout = 120)
 	struct facts f;
 
 	kb_tmpdir(dir, sizeof(dir), "trace-traffic");
-	run_ok(dir, (const char *const[]){ "traffic", "--arg", "components=4", "--arg", "messages=300",
+	kb_run_ok(dir, (const char *const[]){ "traffic", "--arg", "components=4", "--arg", "messages=300",
 				NULL });
 	check_json(dir, &f);
 	expect_well_formed(&f, "traffic");
@@ -256,10 +238,10 @@ Test(trace, window_ranks_and_flows_filter, .timeout = 120)
 	kb_tmpdir(ranks, sizeof(ranks), "trace-ranks");
 	kb_tmpdir(noflow, sizeof(noflow), "trace-noflow");
 #define RING "ring_attention", "--ranks", "2", "--arg", "seq_q=128", "--arg", "seq_kv=256"
-	run_ok(all, (const char *const[]){ RING, NULL });
-	run_ok(win, (const char *const[]){ RING, "--trace-window", "2:3.5", NULL });
-	run_ok(ranks, (const char *const[]){ RING, "--trace-ranks", "1", NULL });
-	run_ok(noflow, (const char *const[]){ RING, "--trace-flows", "off", NULL });
+	kb_run_ok(all, (const char *const[]){ RING, NULL });
+	kb_run_ok(win, (const char *const[]){ RING, "--trace-window", "2:3.5", NULL });
+	kb_run_ok(ranks, (const char *const[]){ RING, "--trace-ranks", "1", NULL });
+	kb_run_ok(noflow, (const char *const[]){ RING, "--trace-flows", "off", NULL });
 	check_json(all, &fa);
 	check_json(win, &fw);
 	check_json(ranks, &fr);
@@ -288,8 +270,8 @@ Test(trace, gzip_is_the_json_compressed, .timeout = 120)
 
 	kb_tmpdir(a, sizeof(a), "trace-json");
 	kb_tmpdir(b, sizeof(b), "trace-gz");
-	run_ok(a, (const char *const[]){ "gemm", NULL });
-	run_ok(b, (const char *const[]){ "gemm", "--trace-format", "json.gz", NULL });
+	kb_run_ok(a, (const char *const[]){ "gemm", NULL });
+	kb_run_ok(b, (const char *const[]){ "gemm", "--trace-format", "json.gz", NULL });
 	snprintf(path, sizeof(path), "%s/trace.json", a);
 	json = kb_slurp(path, &len);
 	cr_assert(json);
@@ -409,8 +391,8 @@ Test(trace, perfetto_protobuf_has_tracks_slices_and_flows, .timeout = 120)
 
 	kb_tmpdir(a, sizeof(a), "trace-pf-json");
 	kb_tmpdir(b, sizeof(b), "trace-pf");
-	run_ok(a, (const char *const[]){ "gemm", "--arg", "m=256", NULL });
-	run_ok(b, (const char *const[]){ "gemm", "--arg", "m=256", "--trace-format", "perfetto", NULL });
+	kb_run_ok(a, (const char *const[]){ "gemm", "--arg", "m=256", NULL });
+	kb_run_ok(b, (const char *const[]){ "gemm", "--arg", "m=256", "--trace-format", "perfetto", NULL });
 	check_json(a, &jf);
 	snprintf(path, sizeof(path), "%s/trace.pftrace", b);
 	bytes = (uint8_t *)kb_slurp(path, &len);
@@ -462,7 +444,7 @@ Test(trace_importer, chrome_trace_engine_resolves_every_flow, .timeout = 300)
 
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		kb_tmpdir(dir, sizeof(dir), "trace-importer");
-		run_ok(dir, runs[i]);
+		kb_run_ok(dir, runs[i]);
 		snprintf(path, sizeof(path), "%s/trace.json%s", dir, i == 2 ? ".gz" : "");
 		importer_check(path);
 	}
