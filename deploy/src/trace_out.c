@@ -562,22 +562,6 @@ static void put_u64(struct sink *s, uint64_t v)
 		*at++ = tmp[--n], s->b.len++;
 }
 
-/* Picoseconds as microseconds with six decimals: exact, no float. */
-static void put_us(struct sink *s, uint64_t ps)
-{
-	char *at;
-	uint64_t frac = ps % 1000000;
-
-	put_u64(s, ps / 1000000);
-	at = sink_room(s, 8);
-	if (!at)
-		return;
-	at[0] = '.';
-	for (int i = 6; i >= 1; i--, frac /= 10)
-		at[i] = (char)('0' + frac % 10);
-	s->b.len += 7;
-}
-
 static void put_str(struct sink *s, const char *str)
 {
 	if (s->b.len + 2 * strlen(str) + 8 > SINK_FLUSH)
@@ -588,38 +572,49 @@ static void put_str(struct sink *s, const char *str)
 
 /* ---------------------------------------------------------------- JSON */
 
-/* Each part's strings, quoted for JSON once (per event only copied):
- * q[i] the name, m[2i] "send name", m[2i+1] "recv name", c[i] "<component>
- * name" for counters. */
-struct quoted {
-	char **q, **m, **c;
-	uint32_t n;
+/* A string quoted for JSON once, with its length. */
+struct qstr {
+	char *s;
+	uint32_t len;
 };
 
-static char *quote(const char *a, const char *b)
+/* Each part's strings, quoted for JSON once (per event only copied):
+ * q[i] the name, m[2i] "send name", m[2i+1] "recv name", c[i] "<component>
+ * name" for counters; where[k] is `,"pid":P,"tid":T,"ts":` of track k. */
+struct quoted {
+	struct qstr *q, *m, *c;
+	uint32_t n;
+	struct qstr where[RT_TRACE_TRACKS];
+};
+
+static bool quote(struct qstr *out, const char *a, const char *b)
 {
 	struct rt_buf tmp, both;
-	char *out = NULL;
 
 	rt_buf_init(&tmp);
 	rt_buf_init(&both);
+	out->s = NULL;
 	if (!rt_buf_printf(&both, "%s%s%s", a, *a && *b ? " " : "", b) &&
-	    !rt_buf_json_str(&tmp, both.data ? both.data : ""))
-		out = strdup(tmp.data);
+	    !rt_buf_json_str(&tmp, both.data ? both.data : "")) {
+		out->s = strdup(tmp.data);
+		out->len = (uint32_t)tmp.len;
+	}
 	rt_buf_release(&tmp);
 	rt_buf_release(&both);
-	return out;
+	return out->s != NULL;
 }
 
 static void quoted_release(struct quoted *qs, uint32_t n_parts)
 {
 	for (uint32_t p = 0; qs && p < n_parts; p++) {
 		for (uint32_t i = 0; i < qs[p].n; i++) {
-			free(qs[p].q[i]);
-			free(qs[p].c[i]);
-			free(qs[p].m[2 * i]);
-			free(qs[p].m[2 * i + 1]);
+			free(qs[p].q[i].s);
+			free(qs[p].c[i].s);
+			free(qs[p].m[2 * i].s);
+			free(qs[p].m[2 * i + 1].s);
 		}
+		for (unsigned k = 0; k < RT_TRACE_TRACKS; k++)
+			free(qs[p].where[k].s);
 		free(qs[p].q);
 		free(qs[p].m);
 		free(qs[p].c);
@@ -627,26 +622,57 @@ static void quoted_release(struct quoted *qs, uint32_t n_parts)
 	free(qs);
 }
 
-static struct quoted *quoted_new(const struct kb_trace *t, const struct rt_topology *topo)
+/* `,"pid":P,"tid":T,"ts":` of every track of part `p`. */
+static bool quote_where(struct quoted *q, uint32_t p, const struct rt_topology *topo)
+{
+	uint32_t pid = p < topo->n_components ? topo->components[p].rank : 0;
+	char text[64];
+
+	for (unsigned k = 0; k < RT_TRACE_TRACKS; k++) {
+		int n = snprintf(text, sizeof(text), ",\"pid\":%u,\"tid\":%u,\"ts\":", pid,
+				 p * RT_TRACE_TRACKS + k);
+
+		q->where[k].s = strdup(text);
+		q->where[k].len = (uint32_t)n;
+		if (!q->where[k].s)
+			return false;
+	}
+	return true;
+}
+
+static uint32_t longest(const struct qstr *q, uint32_t n, uint32_t max)
+{
+	for (uint32_t i = 0; i < n; i++)
+		max = q[i].len > max ? q[i].len : max;
+	return max;
+}
+
+/* Quotes every part's strings; *max_len is the longest quoted string. */
+static struct quoted *quoted_new(const struct kb_trace *t, const struct rt_topology *topo,
+				 uint32_t *max_len)
 {
 	struct quoted *qs = calloc(t->n_parts, sizeof(*qs));
 	bool ok = qs != NULL;
 
+	*max_len = 0;
 	for (uint32_t p = 0; ok && p < t->n_parts; p++) {
 		const struct rt_trace_part *part = &t->parts[p];
 		const char *comp = p < topo->n_components ? topo->components[p].name : "";
 		uint32_t n = part->n_names;
 
-		qs[p].q = calloc(n + 1, sizeof(char *));
-		qs[p].c = calloc(n + 1, sizeof(char *));
-		qs[p].m = calloc(2 * n + 1, sizeof(char *));
-		ok = qs[p].q && qs[p].c && qs[p].m;
-		for (uint32_t i = 0; ok && i < n; i++, qs[p].n++) {
-			qs[p].q[i] = quote("", part->names[i]);
-			qs[p].c[i] = quote(comp, part->names[i]);
-			qs[p].m[2 * i] = quote("send", part->names[i]);
-			qs[p].m[2 * i + 1] = quote("recv", part->names[i]);
-			ok = qs[p].q[i] && qs[p].c[i] && qs[p].m[2 * i] && qs[p].m[2 * i + 1];
+		qs[p].q = calloc(n + 1, sizeof(*qs[p].q));
+		qs[p].c = calloc(n + 1, sizeof(*qs[p].c));
+		qs[p].m = calloc(2 * n + 1, sizeof(*qs[p].m));
+		ok = qs[p].q && qs[p].c && qs[p].m && quote_where(&qs[p], p, topo);
+		for (uint32_t i = 0; ok && i < n; i++, qs[p].n++)
+			ok = quote(&qs[p].q[i], "", part->names[i]) &
+			     quote(&qs[p].c[i], comp, part->names[i]) &
+			     quote(&qs[p].m[2 * i], "send", part->names[i]) &
+			     quote(&qs[p].m[2 * i + 1], "recv", part->names[i]);
+		if (ok) {
+			*max_len = longest(qs[p].q, n, *max_len);
+			*max_len = longest(qs[p].c, n, *max_len);
+			*max_len = longest(qs[p].m, 2 * n, *max_len);
 		}
 	}
 	if (!ok) {
@@ -661,101 +687,134 @@ struct json_out {
 	const struct kb_trace *t;
 	const struct rt_topology *topo;
 	struct quoted *qs;
+	size_t event_max; /* bytes one event can take */
 };
 
-static const char *qname(const struct json_out *o, const struct kb_trace_ev *e, uint16_t id)
+/* Writers into room made once per event (no check per piece). */
+static char *w_lit(char *w, const char *s, size_t n)
 {
-	return id == RT_TRACE_NONE ? "\"\"" : o->qs[e->part].q[id];
+	memcpy(w, s, n);
+	return w + n;
+}
+#define W(w, lit) w_lit((w), (lit), sizeof(lit) - 1)
+
+static char *w_q(char *w, const struct qstr *q)
+{
+	return w_lit(w, q->s, q->len);
 }
 
-static void put_q(struct sink *s, const char *quoted)
+static char *w_u64(char *w, uint64_t v)
 {
-	put_lit(s, quoted, strlen(quoted));
+	char tmp[24], *p = tmp + sizeof(tmp);
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return w_lit(w, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
-static void put_head(struct sink *s, const char *ph, const char *qname_, const char *qcat,
-		     uint32_t pid, uint32_t tid, uint64_t ts_ps)
+/* Picoseconds as microseconds with six decimals: exact, no float. */
+static char *w_us(char *w, uint64_t ps)
 {
-	PUT(s, "{\"ph\":\"");
-	put_lit(s, ph, 1);
-	PUT(s, "\",\"name\":");
-	put_q(s, qname_);
-	PUT(s, ",\"cat\":");
-	put_q(s, qcat);
-	PUT(s, ",\"pid\":");
-	put_u64(s, pid);
-	PUT(s, ",\"tid\":");
-	put_u64(s, tid);
-	PUT(s, ",\"ts\":");
-	put_us(s, ts_ps);
+	uint64_t frac = ps % 1000000;
+
+	w = w_u64(w, ps / 1000000);
+	*w = '.';
+	for (int i = 6; i >= 1; i--, frac /= 10)
+		w[i] = (char)('0' + frac % 10);
+	return w + 7;
 }
 
-static void put_slice(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
+static const struct qstr Q_EMPTY = { (char *)"\"\"", 2 };
+static const struct qstr Q_MESSAGE = { (char *)"\"message\"", 9 };
+static const struct qstr Q_COUNTER = { (char *)"\"counter\"", 9 };
+
+static const struct qstr *qname(const struct json_out *o, const struct kb_trace_ev *e,
+				uint16_t id)
 {
-	struct sink *s = &o->s;
+	return id == RT_TRACE_NONE ? &Q_EMPTY : &o->qs[e->part].q[id];
+}
+
+static char *w_slice(const struct json_out *o, char *w, const struct kb_trace_ev *e)
+{
 	const struct rt_trace_rec *r = &e->r;
-	const char *sep = "";
+	bool sep = false;
 
-	put_head(s, "X", qname(o, e, r->name), qname(o, e, r->cat), pid, kb_trace_tid(e),
-		 r->ts_ps);
-	PUT(s, ",\"dur\":");
-	put_us(s, r->val);
-	if (!(r->flags & (RT_TRACE_F_COMMAND | RT_TRACE_F_STAGE)) && r->site == RT_TRACE_NONE) {
-		PUT(s, "},\n");
-		return;
-	}
-	PUT(s, ",\"args\":{");
+	w = W(w, "{\"ph\":\"X\",\"name\":");
+	w = w_q(w, qname(o, e, r->name));
+	w = W(w, ",\"cat\":");
+	w = w_q(w, qname(o, e, r->cat));
+	w = w_q(w, &o->qs[e->part].where[r->track]);
+	w = w_us(w, r->ts_ps);
+	w = W(w, ",\"dur\":");
+	w = w_us(w, r->val);
+	if (!(r->flags & (RT_TRACE_F_COMMAND | RT_TRACE_F_STAGE)) && r->site == RT_TRACE_NONE)
+		return W(w, "},\n");
+	w = W(w, ",\"args\":{");
 	if (r->flags & RT_TRACE_F_COMMAND) {
-		PUT(s, "\"command\":");
-		put_u64(s, r->seq);
-		sep = ",";
+		w = w_u64(W(w, "\"command\":"), r->seq);
+		sep = true;
 	}
 	if (r->flags & RT_TRACE_F_STAGE) {
-		put_lit(s, sep, strlen(sep));
-		PUT(s, "\"stage\":");
-		put_u64(s, r->src);
-		sep = ",";
+		w = w_u64(sep ? W(w, ",\"stage\":") : W(w, "\"stage\":"), r->src);
+		sep = true;
 	}
-	if (r->site != RT_TRACE_NONE) {
-		put_lit(s, sep, strlen(sep));
-		PUT(s, "\"site\":");
-		put_q(s, qname(o, e, r->site));
-	}
-	PUT(s, "}},\n");
+	if (r->site != RT_TRACE_NONE)
+		w = w_q(sep ? W(w, ",\"site\":") : W(w, "\"site\":"), qname(o, e, r->site));
+	return W(w, "}},\n");
 }
 
 /* A message end: a zero-length slice, then (when paired) the flow event
  * bound to it by (ts, pid, tid, cat). */
-static void put_message(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
+static char *w_message(const struct json_out *o, char *w, const struct kb_trace_ev *e)
 {
-	struct sink *s = &o->s;
 	bool send = e->r.kind == RT_TRACE_SEND;
-	const char *name = e->r.name == RT_TRACE_NONE ? "\"message\""
-			 : o->qs[e->part].m[2 * e->r.name + !send];
+	const struct qstr *where = &o->qs[e->part].where[e->r.track];
+	char *ts;
+	size_t ts_len;
 
-	put_head(s, "X", name, "\"msg\"", pid, kb_trace_tid(e), e->r.ts_ps);
-	PUT(s, ",\"dur\":0},\n");
+	w = W(w, "{\"ph\":\"X\",\"name\":");
+	w = w_q(w, e->r.name == RT_TRACE_NONE ? &Q_MESSAGE
+					      : &o->qs[e->part].m[2 * e->r.name + !send]);
+	w = w_q(W(w, ",\"cat\":\"msg\""), where);
+	ts = w;
+	w = w_us(w, e->r.ts_ps);
+	ts_len = (size_t)(w - ts);
+	w = W(w, ",\"dur\":0},\n");
 	if (!e->flow)
-		return;
-	put_head(s, send ? "s" : "f", "\"message\"", "\"msg\"", pid, kb_trace_tid(e), e->r.ts_ps);
-	PUT(s, ",\"id\":");
-	put_u64(s, e->flow);
-	if (send)
-		PUT(s, "},\n");
-	else
-		PUT(s, ",\"bp\":\"e\"},\n");
+		return w;
+	w = send ? W(w, "{\"ph\":\"s\"") : W(w, "{\"ph\":\"f\"");
+	w = w_q(W(w, ",\"name\":\"message\",\"cat\":\"msg\""), where);
+	w = w_lit(w, ts, ts_len);
+	w = w_u64(W(w, ",\"id\":"), e->flow);
+	return send ? W(w, "},\n") : W(w, ",\"bp\":\"e\"},\n");
 }
 
 /* Counters are per process in the JSON format: named per component. */
-static void put_counter(struct json_out *o, const struct kb_trace_ev *e, uint32_t pid)
+static char *w_counter(const struct json_out *o, char *w, const struct kb_trace_ev *e)
 {
-	struct sink *s = &o->s;
-	const char *name = e->r.name == RT_TRACE_NONE ? "\"counter\"" : o->qs[e->part].c[e->r.name];
+	w = W(w, "{\"ph\":\"C\",\"name\":");
+	w = w_q(w, e->r.name == RT_TRACE_NONE ? &Q_COUNTER : &o->qs[e->part].c[e->r.name]);
+	w = w_q(W(w, ",\"cat\":\"counter\""), &o->qs[e->part].where[e->r.track]);
+	w = w_us(w, e->r.ts_ps);
+	w = w_u64(W(w, ",\"args\":{\"value\":"), e->r.val);
+	return W(w, "}},\n");
+}
 
-	put_head(s, "C", name, "\"counter\"", pid, kb_trace_tid(e), e->r.ts_ps);
-	PUT(s, ",\"args\":{\"value\":");
-	put_u64(s, e->r.val);
-	PUT(s, "}},\n");
+static void put_event(struct json_out *o, const struct kb_trace_ev *e)
+{
+	char *w = sink_room(&o->s, o->event_max);
+
+	if (!w)
+		return;
+	if (e->r.kind == RT_TRACE_SLICE)
+		w = w_slice(o, w, e);
+	else if (e->r.kind == RT_TRACE_COUNTER)
+		w = w_counter(o, w, e);
+	else
+		w = w_message(o, w, e);
+	o->s.b.len = (size_t)(w - o->s.b.data);
 }
 
 static void put_meta(struct sink *s, const char *what, uint32_t pid, uint32_t tid,
@@ -817,9 +876,12 @@ static enum rt_err write_json(struct kb_trace *t, const struct rt_topology *topo
 {
 	struct json_out o = { .t = t, .topo = topo };
 	struct kb_trace_ev ev;
+	uint32_t max_q = 0;
 	enum rt_err err = sink_open(&o.s, path, gz);
 
-	o.qs = err ? NULL : quoted_new(t, topo);
+	o.qs = err ? NULL : quoted_new(t, topo, &max_q);
+	/* fixed text, four numbers, three quoted strings and a track's ids */
+	o.event_max = 512 + 3 * (size_t)max_q;
 	if (!err && !o.qs)
 		err = rt_fail(RT_ENOMEM, "no memory for the trace's names");
 	if (err) {
@@ -829,17 +891,8 @@ static enum rt_err write_json(struct kb_trace *t, const struct rt_topology *topo
 	}
 	PUT(&o.s, "{\"traceEvents\":[\n");
 	put_metadata(&o.s, t, topo, job);
-	while (!o.s.err && kb_trace_next(t, &ev, &err)) {
-		const struct kb_trace_ev *e = &ev;
-		uint32_t pid = e->part < topo->n_components ? topo->components[e->part].rank : 0;
-
-		if (e->r.kind == RT_TRACE_SLICE)
-			put_slice(&o, e, pid);
-		else if (e->r.kind == RT_TRACE_COUNTER)
-			put_counter(&o, e, pid);
-		else
-			put_message(&o, e, pid);
-	}
+	while (!o.s.err && kb_trace_next(t, &ev, &err))
+		put_event(&o, &ev);
 	/* a last event without a trailing comma keeps the JSON valid */
 	PUT(&o.s, "{\"ph\":\"M\",\"name\":\"trace_source\",\"pid\":0,\"tid\":0,"
 		  "\"args\":{\"name\":\"kernbench\"}}\n]}\n");
