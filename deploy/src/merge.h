@@ -19,6 +19,10 @@
 #include "rt/err.h"
 #include "rt/job.h"
 
+/* Sorted chunks a merge may keep in memory instead of a run file, in
+ * chunks: a trace of up to this many chunks is never written twice. */
+#define KB_MERGE_IN_MEMORY 8
+
 /* Total bytes of source buffers while merging (split over the runs). */
 #define KB_MERGE_BUDGET (24u << 20)
 

@@ -37,6 +37,8 @@ struct kb_trace_run {
 	uint64_t off, end;
 	uint32_t order0;
 	bool in_place;
+	struct kb_trace_ev *mem; /* a sorted chunk kept in memory, else NULL */
+	size_t mem_n, mem_at;
 	struct kb_src src;
 	struct kb_trace_ev head;
 };
@@ -255,15 +257,37 @@ static enum rt_err scan_chunk(struct kb_trace *t, const struct kb_trace_ev *ev, 
 	return err;
 }
 
-/* Cuts part `part` into runs, `cap` records at a time: a chunk in order
+/* Keeps the sorted chunk *ev (n records) as a run in memory; *ev gets a
+ * fresh buffer of `cap` records for the next chunk. */
+static enum rt_err keep_in_memory(struct kb_trace *t, uint32_t part, struct kb_trace_ev **ev,
+				  size_t n, size_t cap)
+{
+	struct kb_trace_ev *mem = realloc(*ev, n * sizeof(*mem)), *next;
+
+	if (!mem)
+		return rt_fail(RT_ENOMEM, "no memory to merge the trace");
+	*ev = NULL;
+	next = malloc(cap * sizeof(*next));
+	if (!next) {
+		free(mem);
+		return rt_fail(RT_ENOMEM, "no memory to merge the trace");
+	}
+	*ev = next;
+	t->mem_left -= n * sizeof(*mem);
+	return add_run(t, &(struct kb_trace_run){ .part = part, .mem = mem, .mem_n = n });
+}
+
+/* Cuts part `part` into runs, `cap` records at a time: while the memory
+ * budget lasts a chunk stays in memory (sorted); then a chunk in order
  * stays in the part file (joined to the run before it when that continues
  * it), another is sorted and appended to the run file. */
-static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_ev *ev,
+static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_ev **evp,
 			    struct rt_trace_rec *recs, size_t cap, struct kb_runs_file *rf)
 {
+	struct kb_trace_ev *ev = *evp;
 	const char *path = t->paths[part];
 	FILE *f = t->part_recs[part] ? fopen(path, "rb") : NULL;
-	struct kb_trace_ev last = { 0 };
+	struct kb_trace_ev last;
 	uint32_t order = 0;
 	enum rt_err err = RT_EOK;
 	size_t got;
@@ -282,8 +306,14 @@ static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_e
 		err = scan_chunk(t, ev, got, path, &sorted);
 		if (err)
 			break;
-		if (sorted && order && prev && prev->in_place && prev->part == part &&
-		    kb_trace_ev_cmp(&last, &ev[0]) < 0) {
+		if (!sorted)
+			qsort(ev, got, sizeof(*ev), kb_trace_ev_cmp);
+		last = ev[got - 1];
+		if (got * sizeof(*ev) <= t->mem_left) {
+			err = keep_in_memory(t, part, evp, got, cap);
+			ev = *evp;
+		} else if (sorted && order && prev && prev->in_place && prev->part == part &&
+			   kb_trace_ev_cmp(&t->last_cut, &ev[0]) < 0) {
 			prev->end = off + got * sizeof(*recs);
 		} else if (sorted) {
 			err = add_run(t, &(struct kb_trace_run){ .file = part, .part = part, .off = off,
@@ -292,13 +322,12 @@ static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_e
 		} else {
 			uint64_t at = rf->size;
 
-			qsort(ev, got, sizeof(*ev), kb_trace_ev_cmp);
 			err = kb_runs_file_write(rf, ev, got * sizeof(*ev));
 			if (!err)
 				err = add_run(t, &(struct kb_trace_run){ .file = t->n_parts, .part = part,
 									 .off = at, .end = rf->size });
 		}
-		last = ev[got - 1];
+		t->last_cut = last;
 		order += (uint32_t)got;
 	}
 	if (!err && ferror(f))
@@ -312,6 +341,18 @@ static bool run_next(struct kb_trace_run *r, enum rt_err *err)
 {
 	const void *item;
 
+	*err = RT_EOK;
+	if (r->mem) {
+		if (r->mem_at == r->mem_n) {
+			free(r->mem); /* done: give its memory back */
+			r->mem = NULL;
+			return false;
+		}
+		r->head = r->mem[r->mem_at++];
+		return true;
+	}
+	if (r->mem_n)
+		return false; /* a memory run already finished */
 	*err = kb_src_fixed(&r->src, r->in_place ? sizeof(struct rt_trace_rec)
 						 : sizeof(struct kb_trace_ev), &item);
 	if (*err || !item)
@@ -428,8 +469,9 @@ enum rt_err kb_trace_open(const struct rt_job *job, const struct rt_topology *to
 		if (!ev || !recs)
 			err = rt_fail(RT_ENOMEM, "no memory to sort %zu trace records", chunk);
 	}
+	t->mem_left = KB_MERGE_IN_MEMORY * chunk * sizeof(*ev);
 	for (uint32_t p = 0; !err && p < t->n_parts; p++)
-		err = cut_part(t, p, ev, recs, chunk ? chunk : 1, &rf);
+		err = cut_part(t, p, &ev, recs, chunk ? chunk : 1, &rf);
 	free(ev);
 	free(recs);
 	if (!err)
@@ -447,8 +489,10 @@ void kb_trace_release(struct kb_trace *t)
 		rt_trace_part_release(&t->parts[p]);
 	for (uint32_t p = 0; t->paths && p <= t->n_parts; p++)
 		free(t->paths[p]);
-	for (uint32_t i = 0; i < t->n_runs; i++)
+	for (uint32_t i = 0; i < t->n_runs; i++) {
 		kb_src_release(&t->runs[i].src);
+		free(t->runs[i].mem);
+	}
 	for (uint32_t c = 0; t->delivered && c <= t->n_components; c++)
 		free(t->delivered[c]);
 	kb_heap_release(&t->heap);

@@ -43,6 +43,8 @@ struct kb_trace {
 	size_t cap_runs;
 	uint32_t n_runs;
 	struct kb_heap heap;
+	size_t mem_left;             /* bytes sorted chunks may still keep in memory */
+	struct kb_trace_ev last_cut; /* the last record of the chunk cut before */
 	/* pairing: delivered[src] has bit seq set if (src, seq) was delivered */
 	uint64_t **delivered;
 	uint64_t *delivered_words;
