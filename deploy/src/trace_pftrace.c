@@ -209,69 +209,148 @@ static void put_counter_track(struct pf_out *o, const struct kb_trace *t,
 	put_track(o, &td);
 }
 
+/* Events are the bulk of the file, so they are encoded by hand (the same
+ * bytes protobuf-c writes: fields in number order, proto2, unpacked) into
+ * one buffer and written with one call; descriptors go through protobuf-c. */
+static uint8_t *pb_varint(uint8_t *w, uint64_t v)
+{
+	while (v >= 0x80) {
+		*w++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*w++ = (uint8_t)v;
+	return w;
+}
+
+static uint8_t *pb_key(uint8_t *w, unsigned field, unsigned wire_type)
+{
+	return pb_varint(w, (uint64_t)field << 3 | wire_type);
+}
+
+static uint8_t *pb_u64(uint8_t *w, unsigned field, uint64_t v)
+{
+	return pb_varint(pb_key(w, field, 0), v);
+}
+
+static uint8_t *pb_str(uint8_t *w, unsigned field, const char *s, size_t n)
+{
+	w = pb_varint(pb_key(w, field, 2), n);
+	memcpy(w, s, n);
+	return w + n;
+}
+
+static uint8_t *pb_fixed64(uint8_t *w, unsigned field, uint64_t v)
+{
+	w = pb_key(w, field, 1);
+	for (int i = 0; i < 8; i++)
+		*w++ = (uint8_t)(v >> (8 * i));
+	return w;
+}
+
+/* DebugAnnotation {uint_value = 3 | string_value = 6, name = 10} as field 4
+ * of a TrackEvent. */
+static uint8_t *pb_annotation(uint8_t *w, const char *name, const char *str, uint64_t v)
+{
+	uint8_t body[16 + 2 * RT_PATH_MAX], *b = body;
+	size_t n = strlen(str ? str : "");
+
+	if (n > RT_PATH_MAX)
+		n = RT_PATH_MAX; /* a call site: "file:line" of a kernel */
+	b = str ? pb_str(b, 6, str, n) : pb_u64(b, 3, v);
+	b = pb_str(b, 10, name, strlen(name));
+	return pb_str(w, 4, (const char *)body, (size_t)(b - body));
+}
+
+/* "send NAME" / "recv NAME" as a message end is called (at most 95 bytes). */
+static size_t message_name(char *out, const struct kb_trace *t, const struct kb_trace_ev *e)
+{
+	int n = snprintf(out, 96, "%s %s", e->r.kind == RT_TRACE_SEND ? "send" : "recv",
+			 kb_trace_str(t, e, e->r.name));
+
+	return n < 96 ? (size_t)n : 95;
+}
+
+/* The TrackEvent of a record (or of a slice's end) at w. */
+static uint8_t *pb_track_event(uint8_t *w, const struct kb_trace *t, const struct kb_trace_ev *e,
+			       bool end)
+{
+	const char *name = kb_trace_str(t, e, e->r.name), *cat = kb_trace_str(t, e, e->r.cat);
+	bool slice = e->r.kind == RT_TRACE_SLICE, counter = e->r.kind == RT_TRACE_COUNTER;
+	char msg[96];
+	size_t name_len = strlen(name);
+	unsigned type = slice ? (end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+				     : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+			: counter ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER
+				  : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+
+	if (slice && !end && (e->r.flags & RT_TRACE_F_COMMAND))
+		w = pb_annotation(w, "command", NULL, e->r.seq);
+	if (slice && !end && e->r.site != RT_TRACE_NONE)
+		w = pb_annotation(w, "site", kb_trace_str(t, e, e->r.site), 0);
+	w = pb_u64(w, 9, type);
+	w = pb_u64(w, 11, counter ? counter_uuid(e) : UUID_THREAD + kb_trace_tid(e));
+	if (e->r.cat != RT_TRACE_NONE)
+		w = pb_str(w, 22, cat, strlen(cat));
+	if (!slice && !counter) {
+		name_len = message_name(msg, t, e);
+		name = msg;
+	}
+	if (!(slice && end) && !counter)
+		w = pb_str(w, 23, name, name_len);
+	if (counter)
+		w = pb_u64(w, 30, e->r.val); /* int64: the same varint for values < 2^63 */
+	if (e->flow && e->r.kind == RT_TRACE_SEND)
+		w = pb_fixed64(w, 47, e->flow);
+	else if (e->flow && e->r.kind == RT_TRACE_RECV)
+		w = pb_fixed64(w, 48, e->flow);
+	return w;
+}
+
+/* Room for one event: fixed fields plus its strings. */
+static bool event_room(struct pf_out *o, const struct kb_trace *t, const struct kb_trace_ev *e)
+{
+	size_t need = 256 + 2 * RT_PATH_MAX + strlen(kb_trace_str(t, e, e->r.name)) +
+		      strlen(kb_trace_str(t, e, e->r.cat));
+	uint8_t *grown;
+
+	if (need <= o->cap)
+		return true;
+	grown = realloc(o->buf, 2 * need);
+	if (!grown)
+		return false;
+	o->buf = grown;
+	o->cap = 2 * need;
+	return true;
+}
+
+#define PF_HEAD 40 /* room before the TrackEvent for the packet's own fields */
+
 static void put_event(struct pf_out *o, const struct kb_trace *t, const struct kb_trace_ev *e,
 		      bool end)
 {
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	Perfetto__Protos__DebugAnnotation da[2] = { PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-						    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT };
-	Perfetto__Protos__DebugAnnotation *dap[2] = { &da[0], &da[1] };
-	char *cat = (char *)kb_trace_str(t, e, e->r.cat);
-	char name[96];
-	uint64_t flow = e->flow;
+	uint8_t head[PF_HEAD], *h = head, *body, *body_end;
+	uint64_t ts = (end ? e->r.ts_ps + e->r.val : e->r.ts_ps) / 1000;
+	size_t te_len, packet_len, head_len;
 
-	p.has_timestamp = 1;
-	p.timestamp = (end ? e->r.ts_ps + e->r.val : e->r.ts_ps) / 1000;
-	p.track_event = &te;
-	te.has_type = te.has_track_uuid = 1;
-	te.track_uuid = UUID_THREAD + kb_trace_tid(e);
-	te.name = (char *)kb_trace_str(t, e, e->r.name);
-	if (e->r.cat != RT_TRACE_NONE) {
-		te.n_categories = 1;
-		te.categories = &cat;
+	if (!event_room(o, t, e)) {
+		o->failed = true;
+		return;
 	}
-	switch (e->r.kind) {
-	case RT_TRACE_SLICE:
-		te.type = end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
-				  : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-		if (end)
-			te.name = NULL;
-		if (!end && (e->r.flags & RT_TRACE_F_COMMAND)) {
-			da[0].name = (char *)"command";
-			da[0].has_uint_value = 1;
-			da[0].uint_value = e->r.seq;
-			te.n_debug_annotations = 1;
-		}
-		if (!end && e->r.site != RT_TRACE_NONE) {
-			da[te.n_debug_annotations].name = (char *)"site";
-			da[te.n_debug_annotations].string_value =
-				(char *)kb_trace_str(t, e, e->r.site);
-			te.n_debug_annotations++;
-		}
-		te.debug_annotations = dap;
-		break;
-	case RT_TRACE_COUNTER:
-		te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-		te.track_uuid = counter_uuid(e);
-		te.name = NULL;
-		te.has_counter_value = 1;
-		te.counter_value = (int64_t)e->r.val;
-		break;
-	default:
-		snprintf(name, sizeof(name), "%s %s", e->r.kind == RT_TRACE_SEND ? "send" : "recv",
-			 te.name);
-		te.name = name;
-		te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-		if (flow && e->r.kind == RT_TRACE_SEND) {
-			te.n_flow_ids = 1;
-			te.flow_ids = &flow;
-		} else if (flow) {
-			te.n_terminating_flow_ids = 1;
-			te.terminating_flow_ids = &flow;
-		}
-	}
-	put_packet(o, &p);
+	body = o->buf + PF_HEAD;
+	body_end = pb_track_event(body, t, e, end);
+	te_len = (size_t)(body_end - body);
+	/* TracePacket {timestamp = 8, trusted_packet_sequence_id = 10,
+	 * track_event = 11}, framed as Trace.packet (field 1) */
+	h = pb_u64(h, 8, ts);
+	h = pb_u64(h, 10, SEQ_ID);
+	h = pb_varint(pb_key(h, 11, 2), te_len);
+	packet_len = (size_t)(h - head) + te_len;
+	head_len = (size_t)(pb_varint(pb_key(o->buf, 1, 2), packet_len) - o->buf);
+	memmove(o->buf + PF_HEAD - (size_t)(h - head), head, (size_t)(h - head));
+	memmove(o->buf + PF_HEAD - (size_t)(h - head) - head_len, o->buf, head_len);
+	body = o->buf + PF_HEAD - (size_t)(h - head) - head_len;
+	if (fwrite(body, 1, (size_t)(body_end - body), o->f) != (size_t)(body_end - body))
+		o->failed = true;
 }
 
 /* Counter tracks in the order their first records come. */
