@@ -257,6 +257,30 @@ static enum rt_err scan_chunk(struct kb_trace *t, const struct kb_trace_ev *ev, 
 	return err;
 }
 
+/* A component writes its records almost in time order (a slice when it
+ * ends, a send ahead of now): insertion sort moves each a few places. If
+ * the moves grow beyond a few per record, qsort finishes the job. */
+static void sort_nearly_sorted(struct kb_trace_ev *ev, size_t n)
+{
+	size_t moves = 0, budget = 16 * n;
+
+	for (size_t i = 1; i < n; i++) {
+		struct kb_trace_ev x = ev[i];
+		size_t j = i;
+
+		while (j > 0 && kb_trace_ev_cmp(&ev[j - 1], &x) > 0 && moves < budget) {
+			ev[j] = ev[j - 1];
+			j--;
+			moves++;
+		}
+		ev[j] = x;
+		if (moves >= budget) {
+			qsort(ev, n, sizeof(*ev), kb_trace_ev_cmp);
+			return;
+		}
+	}
+}
+
 /* Keeps the sorted chunk *ev (n records) as a run in memory; *ev gets a
  * fresh buffer of `cap` records for the next chunk. */
 static enum rt_err keep_in_memory(struct kb_trace *t, uint32_t part, struct kb_trace_ev **ev,
@@ -307,7 +331,7 @@ static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_e
 		if (err)
 			break;
 		if (!sorted)
-			qsort(ev, got, sizeof(*ev), kb_trace_ev_cmp);
+			sort_nearly_sorted(ev, got);
 		last = ev[got - 1];
 		if (got * sizeof(*ev) <= t->mem_left) {
 			err = keep_in_memory(t, part, evp, got, cap);
