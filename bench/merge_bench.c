@@ -2,8 +2,8 @@
  *
  * Runs the issue's big case (ring_attention, 64 ranks x 8 PEs, a daemon per
  * rank, pass=q, 16K keys per rank) traced and untraced, and prints the
- * output size, the launcher's own peak RSS (launcher_max_rss_kb in
- * summary.json), the largest peak RSS of any process of the run (launcher
+ * output size, the launcher's own peak RSS (the line KB_REPORT_RSS=1 makes
+ * it print), the largest peak RSS of any process of the run (launcher
  * or daemon, from wait4) and launcher RSS / output size. Target (issue):
  * launcher peak < 256 MB; before the merge streamed it was ~0.7 x the
  * output (720 MB for 1.2 GB). Figures are printed, never asserted. Needs
@@ -48,20 +48,18 @@ static unsigned long long dir_bytes(const char *dir)
 	return total;
 }
 
-/* launcher_max_rss_kb from DIR/summary.json, 0 if absent. */
-static unsigned long long launcher_kb(const char *dir)
+/* The launcher's peak RSS in KB from its stderr (in `path`), 0 if absent. */
+static unsigned long long launcher_kb(const char *path)
 {
-	char path[1024], line[512];
+	char line[512];
 	unsigned long long v = 0;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		const char *k = strstr(line, "\"launcher_max_rss_kb\":");
+		const char *k = strstr(line, "launcher peak RSS ");
 
 		if (k)
-			v = strtoull(k + 22, NULL, 10);
+			v = strtoull(k + 18, NULL, 10);
 	}
 	if (f)
 		fclose(f);
@@ -69,7 +67,8 @@ static unsigned long long launcher_kb(const char *dir)
 }
 
 /* Runs kernbench; the largest peak RSS of its processes into *max_kb. */
-static int run(const char *bin, char *const argv[], long *max_kb, double *wall)
+static int run(const char *bin, char *const argv[], const char *err_path, long *max_kb,
+	       double *wall)
 {
 	struct rusage ru;
 	double t0 = now_s();
@@ -77,6 +76,9 @@ static int run(const char *bin, char *const argv[], long *max_kb, double *wall)
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		if (!freopen(err_path, "w", stderr))
+			_exit(126);
+		setenv("KB_REPORT_RSS", "1", 1);
 		execv(bin, argv);
 		_exit(127);
 	}
@@ -90,7 +92,7 @@ static int run(const char *bin, char *const argv[], long *max_kb, double *wall)
 int main(void)
 {
 	const char *bin = getenv("KB_BIN");
-	char out[] = "/tmp/kb-merge-bench-XXXXXX", rm[64];
+	char out[] = "/tmp/kb-merge-bench-XXXXXX", rm[64], err_path[64];
 	static const char *const traces[] = { "off", "on" };
 	int failed = 0;
 
@@ -102,6 +104,7 @@ int main(void)
 		perror("merge_bench: mkdtemp");
 		return 1;
 	}
+	snprintf(err_path, sizeof(err_path), "%s.stderr", out);
 	printf("launcher memory, ring_attention 64 ranks x 8 PEs, --colocate rank, pass=q, "
 	       "seq_kv=16384 (target: launcher < 256 MB)\n");
 	for (int t = 0; t < 2; t++) {
@@ -121,7 +124,7 @@ int main(void)
 		argv[n++] = (char *)"--out";
 		argv[n++] = out;
 		argv[n] = NULL;
-		rc = run(bin, argv, &max_kb, &wall);
+		rc = run(bin, argv, err_path, &max_kb, &wall);
 
 		if (rc) {
 			fprintf(stderr, "merge_bench: run with --trace %s failed (status %d)\n",
@@ -130,13 +133,14 @@ int main(void)
 			continue;
 		}
 		bytes = dir_bytes(out);
-		lkb = launcher_kb(out);
+		lkb = launcher_kb(err_path);
 		printf("  --trace %-3s output %7.1f MB, launcher peak %6.1f MB (%.3fx the output), "
 		       "largest process %6.1f MB, wall %.1f s\n",
 		       traces[t], (double)bytes / 1e6, (double)lkb / 1024.0,
 		       bytes ? (double)lkb * 1024.0 / (double)bytes : 0.0, (double)max_kb / 1024.0,
 		       wall);
 	}
+	unlink(err_path);
 	snprintf(rm, sizeof(rm), "rm -rf %s", out);
 	if (system(rm) != 0)
 		fprintf(stderr, "merge_bench: could not remove %s\n", out);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -862,6 +863,20 @@ static enum rt_err check_inputs_read(const struct rt_job *job, const struct rt_t
 		       job->workload);
 }
 
+/* With KB_REPORT_RSS=1 in the environment, one stderr line gives the
+ * launcher's own peak resident memory once the outputs are merged (daemons
+ * in processes of their own are not counted, embedded ones are): what the
+ * tests and bench/merge_bench check the streaming merge with. It is not in
+ * summary.json, whose bytes must not depend on the run. */
+static void report_peak_rss(void)
+{
+	const char *env = getenv("KB_REPORT_RSS");
+	struct rusage ru;
+
+	if (env && !strcmp(env, "1") && !getrusage(RUSAGE_SELF, &ru))
+		fprintf(stderr, "kernbench: launcher peak RSS %ld KB\n", ru.ru_maxrss);
+}
+
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
@@ -885,6 +900,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);
+	report_peak_rss();
 	rt_buf_release(&args);
 	kb_agg_release(&agg);
 	return err;

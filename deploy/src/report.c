@@ -7,22 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "report.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/config_doc.h"
 #include "rt/json.h"
-
-/* The launcher's own peak resident memory so far (outputs merged by now);
- * daemons in processes of their own are not counted, embedded ones are. */
-static uint64_t launcher_max_rss_kb(void)
-{
-	struct rusage ru;
-
-	return getrusage(RUSAGE_SELF, &ru) ? 0 : (uint64_t)ru.ru_maxrss;
-}
 
 static int stat_cmp(const void *a, const void *b)
 {
@@ -109,11 +99,12 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		{ "dma", "dma_read_busy_ps" }, { "dma", "dma_write_busy_ps" },
 		{ "gemm", "busy_ps" },     { "math", "busy_ps" },
 	};
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host"), *dma = kb_agg_kind(agg, "dma");
 	uint64_t cycle = rt_config_cycle_ps(cfg);
 
 	memset(m, 0, sizeof(*m));
-	m->latency_ps = kb_stat_get(kb_agg_kind(agg, "host"), "kernel_end_ps");
-	m->present = agg->n_kinds && kb_agg_kind(agg, "host")->n;
+	m->latency_ps = kb_stat_get(host, "kernel_end_ps");
+	m->present = agg->n_kinds && host->n;
 	if (!m->present || !m->latency_ps)
 		return;
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
@@ -133,8 +124,8 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	 * DMA bytes in the PE workloads, so the mean rank stands in. */
 	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
 	if (!kb_agg_kind(agg, "hbm")->n)
-		m->hbm_read_bytes = (kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_bytes") +
-				     kb_stat_get(kb_agg_kind(agg, "dma"), "dma_write_bytes")) /
+		m->hbm_read_bytes = (kb_stat_get(dma, "dma_read_bytes") +
+				     kb_stat_get(dma, "dma_write_bytes")) /
 				    (cfg->ranks ? cfg->ranks : 1);
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
 			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
@@ -247,7 +238,6 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_u64(&j, "routed_messages", f->coord.routed);
 	rt_json_fixed(&j, "windows_wall_s", f->coord.windows_wall_s, 6);
 	rt_json_fixed(&j, "wall_s", f->wall_s, 3);
-	rt_json_u64(&j, "launcher_max_rss_kb", launcher_max_rss_kb());
 	rt_json_close(&j);
 	rt_buf_append(b, "\n", 1);
 	return rt_json_finish(&j);
