@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "launcher.h"
+#include "merge.h"
 #include "report.h"
 #include "trace_out.h"
 #include "rt/buf.h"
@@ -52,64 +54,284 @@ static void out_path(const struct rt_job *job, const char *name, char *path, siz
 
 /* ---------------------------------------------------------------- op log */
 
-static int line_cmp(const void *a, const void *b)
+/* The op log is merged as a stream: each part is cut into sorted runs (a
+ * part already in key order is its own run; a chunk that is not is sorted
+ * and appended to a run file), then the runs are merged through a heap.
+ * The launcher holds one chunk and the merge buffers, never the whole log. */
+
+struct line {
+	const char *p;
+	size_t len;
+};
+
+/* Byte order of whole lines (strcmp's order for lines without NUL). */
+static int line_order(const char *a, size_t alen, const char *b, size_t blen)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
 }
 
-static enum rt_err gather_oplog(const struct rt_job *job, const struct rt_topology *topo,
-				struct rt_buf *all)
+static int line_cmp(const void *pa, const void *pb)
 {
-	struct rt_buf part;
-	char name[32];
+	const struct line *a = pa, *b = pb;
+
+	return line_order(a->p, a->len, b->p, b->len);
+}
+
+/* A run: [off, end) of a part file (file = part index) or of the run file
+ * (file = n_parts); head is its current line while merging. */
+struct oplog_run {
+	uint32_t file;
+	uint64_t off, end;
+	struct kb_src src;
+	struct line head;
+};
+
+struct oplog_merge {
+	char **paths;        /* part paths, then the run file's */
+	uint32_t n_paths;
+	struct oplog_run *runs;
+	size_t cap_runs;
+	uint32_t n_runs;
+	struct kb_runs_file rf;
+	struct rt_buf chunk; /* the part bytes being cut */
+	struct line *lines;
+	size_t cap_lines;
+	struct rt_buf last;  /* the last line of the part's previous chunk */
+	size_t chunk_bytes;  /* part bytes sorted at a time */
+};
+
+static enum rt_err add_run(struct oplog_merge *m, uint32_t file, uint64_t off, uint64_t end)
+{
+	struct oplog_run *grown;
+
+	grown = kb_grow(m->runs, &m->cap_runs, m->n_runs, sizeof(*m->runs), 64);
+	if (!grown)
+		return rt_fail(RT_ENOMEM, "no memory to merge the op log");
+	m->runs = grown;
+	m->runs[m->n_runs++] = (struct oplog_run){ .file = file, .off = off, .end = end };
+	return RT_EOK;
+}
+
+/* Splits chunk bytes [0, len) into lines, checking each has its key. */
+static enum rt_err chunk_lines(struct oplog_merge *m, size_t len, const char *path, size_t *n_out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(m->chunk.data + i, '\n', len - i);
+		size_t ll = (size_t)(nl - (m->chunk.data + i));
+		struct line *grown;
+
+		grown = kb_grow(m->lines, &m->cap_lines, n, sizeof(*m->lines), 4096);
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "no memory to sort the op log");
+		m->lines = grown;
+		if (ll <= OPLOG_KEY_LEN || memchr(m->chunk.data + i, '\0', ll))
+			return rt_fail(RT_EIO, "corrupt op log part line in %s: %.60s", path,
+				       m->chunk.data + i);
+		m->lines[n++] = (struct line){ m->chunk.data + i, ll };
+		i += ll + 1;
+	}
+	*n_out = n;
+	return RT_EOK;
+}
+
+static bool lines_sorted(const struct oplog_merge *m, size_t n)
+{
+	for (size_t k = 1; k < n; k++)
+		if (line_cmp(&m->lines[k - 1], &m->lines[k]) > 0)
+			return false;
+	return true;
+}
+
+/* Makes chunk [0, len) at `off` of part `file` a run: in place when it is
+ * in order (joined to the part's previous run when that one continues it),
+ * else sorted into the run file. */
+static enum rt_err cut_chunk(struct oplog_merge *m, uint32_t file, uint64_t off, size_t len,
+			     bool first)
+{
+	size_t n = 0;
+	enum rt_err err = chunk_lines(m, len, m->paths[file], &n);
+	struct oplog_run *prev = m->n_runs ? &m->runs[m->n_runs - 1] : NULL;
+	uint64_t at;
+
+	if (err || !n)
+		return err;
+	if (lines_sorted(m, n)) {
+		if (!first && prev && prev->file == file && prev->end == off &&
+		    line_order(m->last.data, m->last.len, m->lines[0].p, m->lines[0].len) <= 0)
+			prev->end = off + len;
+		else
+			err = add_run(m, file, off, off + len);
+	} else {
+		qsort(m->lines, n, sizeof(*m->lines), line_cmp);
+		at = m->rf.size;
+		for (size_t k = 0; !err && k < n; k++)
+			err = kb_runs_file_write(&m->rf, m->lines[k].p, m->lines[k].len + 1);
+		if (!err)
+			err = add_run(m, m->n_paths - 1, at, m->rf.size);
+	}
+	rt_buf_reset(&m->last);
+	return err ? err : rt_buf_append(&m->last, m->lines[n - 1].p, m->lines[n - 1].len);
+}
+
+/* Cuts one part file into runs, a chunk at a time. */
+static enum rt_err cut_part(struct oplog_merge *m, uint32_t file)
+{
+	const char *path = m->paths[file];
+	FILE *f = fopen(path, "rb");
+	uint64_t off = 0;
+	size_t have = 0, got;
+	bool first = true;
 	enum rt_err err = RT_EOK;
 
-	rt_buf_init(&part);
-	for (uint32_t id = 0; !err && id < topo->n_components; id++) {
-		snprintf(name, sizeof(name), "%u.oplog", id);
-		err = read_part(job, name, &part);
-		if (!err && part.len)
-			err = rt_buf_append(all, part.data, part.len);
-	}
-	rt_buf_release(&part);
+	if (!f)
+		return errno == ENOENT ? RT_EOK /* a component that logged nothing */
+				       : rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
+	do {
+		char *nl;
+		size_t used;
+
+		if (m->chunk.cap < have + m->chunk_bytes + 1)
+			err = rt_buf_reserve(&m->chunk, have + m->chunk_bytes - m->chunk.len);
+		if (err)
+			break;
+		got = fread(m->chunk.data + have, 1, m->chunk_bytes, f);
+		have += got;
+		m->chunk.len = have;
+		nl = have ? memrchr(m->chunk.data, '\n', have) : NULL;
+		if (!nl) {
+			if (!got && have)
+				err = rt_fail(RT_EIO, "corrupt op log part %s: last line has no end",
+					      path);
+			continue; /* a line longer than a chunk: read on */
+		}
+		used = (size_t)(nl - m->chunk.data) + 1;
+		err = cut_chunk(m, file, off, used, first);
+		first = false;
+		off += used;
+		memmove(m->chunk.data, m->chunk.data + used, have - used);
+		have -= used;
+		m->chunk.len = have;
+	} while (!err && (got || have));
+	if (!err && ferror(f))
+		err = rt_fail(RT_EIO, "cannot read %s", path);
+	fclose(f);
 	return err;
 }
 
+static int run_cmp(const void *ctx, uint32_t a, uint32_t b)
+{
+	const struct oplog_run *runs = ctx;
+
+	return line_order(runs[a].head.p, runs[a].head.len, runs[b].head.p, runs[b].head.len);
+}
+
+static enum rt_err run_next(struct oplog_merge *m, uint32_t i)
+{
+	struct oplog_run *r = &m->runs[i];
+
+	return kb_src_line(&r->src, &r->head.p, &r->head.len);
+}
+
+/* Merges the runs into `out`, without the sort keys. */
+static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path)
+{
+	struct kb_heap heap;
+	size_t cap = kb_merge_buf_size(m->n_runs);
+	enum rt_err err = kb_heap_init(&heap, m->n_runs, run_cmp, m->runs);
+
+	for (uint32_t i = 0; !err && i < m->n_runs; i++) {
+		struct oplog_run *r = &m->runs[i];
+
+		kb_src_init(&r->src, m->paths[r->file], r->off, r->end, cap);
+		err = run_next(m, i);
+		if (!err && r->head.p)
+			kb_heap_push(&heap, i);
+	}
+	while (!err && heap.n) {
+		uint32_t top = heap.ids[0];
+		const struct line *h = &m->runs[top].head;
+
+		if (fwrite(h->p + OPLOG_KEY_LEN, 1, h->len - OPLOG_KEY_LEN, out) !=
+			    h->len - OPLOG_KEY_LEN || putc('\n', out) == EOF)
+			err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+		if (!err)
+			err = run_next(m, top);
+		if (!err)
+			kb_heap_fix_top(&heap, !m->runs[top].head.p);
+	}
+	for (uint32_t i = 0; i < m->n_runs; i++)
+		kb_src_release(&m->runs[i].src);
+	kb_heap_release(&heap);
+	return err;
+}
+
+static void oplog_merge_release(struct oplog_merge *m)
+{
+	for (uint32_t i = 0; m->paths && i < m->n_paths; i++)
+		free(m->paths[i]);
+	free(m->paths);
+	free(m->runs);
+	free(m->lines);
+	kb_runs_file_close(&m->rf);
+	rt_buf_release(&m->chunk);
+	rt_buf_release(&m->last);
+}
+
+static enum rt_err oplog_merge_init(struct oplog_merge *m, const struct rt_job *job,
+				    uint32_t n_parts)
+{
+	char dir[RT_PATH_MAX + 16], name[32];
+
+	memset(m, 0, sizeof(*m));
+	rt_buf_init(&m->chunk);
+	rt_buf_init(&m->last);
+	m->chunk_bytes = kb_merge_chunk_bytes();
+	snprintf(dir, sizeof(dir), "%s/%s", job->out_dir, RT_PARTS_DIR);
+	kb_runs_file_open(&m->rf, dir, "oplog.runs");
+	m->paths = calloc(n_parts + 1, sizeof(*m->paths));
+	if (!m->paths)
+		return rt_fail(RT_ENOMEM, "no memory to merge the op log");
+	m->n_paths = n_parts + 1;
+	for (uint32_t id = 0; id < n_parts; id++) {
+		snprintf(name, sizeof(name), "%u.oplog", id);
+		m->paths[id] = malloc(RT_PATH_MAX + 64);
+		if (!m->paths[id])
+			return rt_fail(RT_ENOMEM, "no memory to merge the op log");
+		part_path(job, name, m->paths[id], RT_PATH_MAX + 64);
+	}
+	m->paths[n_parts] = strdup(m->rf.path);
+	return m->paths[n_parts] ? RT_EOK : rt_fail(RT_ENOMEM, "no memory to merge the op log");
+}
+
+/* op_log.jsonl: every part's records in (start, end, component, seq) order. */
 static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topology *topo)
 {
-	struct rt_buf all, out;
-	char **lines = NULL, path[RT_PATH_MAX + 32];
-	size_t n = 0;
-	enum rt_err err;
+	struct oplog_merge m;
+	char path[RT_PATH_MAX + 32];
+	FILE *out = NULL;
+	enum rt_err err = oplog_merge_init(&m, job, topo->n_components);
 
-	rt_buf_init(&all);
-	rt_buf_init(&out);
-	err = gather_oplog(job, topo, &all);
-	for (size_t i = 0; !err && i < all.len; i++)
-		n += all.data[i] == '\n';
-	lines = calloc(n ? n : 1, sizeof(*lines));
-	if (!err && !lines)
-		err = rt_fail(RT_ENOMEM, "cannot sort %zu op log records", n);
-	for (size_t i = 0, k = 0; !err && k < n; k++) {
-		char *nl = strchr(all.data + i, '\n');
-
-		lines[k] = all.data + i;
-		*nl = '\0';
-		i = (size_t)(nl - all.data) + 1;
-	}
+	for (uint32_t id = 0; !err && id < topo->n_components; id++)
+		err = cut_part(&m, id);
 	if (!err)
-		qsort(lines, n, sizeof(*lines), line_cmp);
-	for (size_t k = 0; !err && k < n; k++) {
-		err = strlen(lines[k]) > OPLOG_KEY_LEN
-			      ? rt_buf_printf(&out, "%s\n", lines[k] + OPLOG_KEY_LEN)
-			      : rt_fail(RT_EIO, "corrupt op log part line: %.60s", lines[k]);
-	}
+		err = kb_runs_file_close(&m.rf);
+	rt_buf_release(&m.chunk); /* the merge needs only its buffers */
+	free(m.lines);
+	m.lines = NULL;
 	out_path(job, "op_log.jsonl", path, sizeof(path));
+	if (!err && !(out = fopen(path, "wb")))
+		err = rt_fail(RT_EIO, "cannot create %s: %s", path, strerror(errno));
+	if (out)
+		setvbuf(out, NULL, _IOFBF, 1 << 20);
 	if (!err)
-		err = rt_buf_write_file(&out, path);
-	free(lines);
-	rt_buf_release(&all);
-	rt_buf_release(&out);
+		err = merge_runs(&m, out, path);
+	if (out && fclose(out) && !err)
+		err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+	oplog_merge_release(&m);
 	return err;
 }
 
@@ -569,7 +791,7 @@ static enum rt_err gather_args(const struct rt_job *job, const struct rt_topolog
 		all.data[i - 1] = '\0';
 	}
 	if (!err && n)
-		qsort(lines, n, sizeof(*lines), line_cmp);
+		qsort(lines, n, sizeof(*lines), name_cmp);
 	/* every host saw the same --arg list, so equal names carry equal lines */
 	for (size_t k = 0; !err && k < n; k++)
 		if (!k || strcmp(lines[k - 1], lines[k]))
@@ -641,6 +863,20 @@ static enum rt_err check_inputs_read(const struct rt_job *job, const struct rt_t
 		       job->workload);
 }
 
+/* With KB_REPORT_RSS=1 in the environment, one stderr line gives the
+ * launcher's own peak resident memory once the outputs are merged (daemons
+ * in processes of their own are not counted, embedded ones are): what the
+ * tests and bench/merge_bench check the streaming merge with. It is not in
+ * summary.json, whose bytes must not depend on the run. */
+static void report_peak_rss(void)
+{
+	const char *env = getenv("KB_REPORT_RSS");
+	struct rusage ru;
+
+	if (env && !strcmp(env, "1") && !getrusage(RUSAGE_SELF, &ru))
+		fprintf(stderr, "kernbench: launcher peak RSS %ld KB\n", ru.ru_maxrss);
+}
+
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
@@ -664,6 +900,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);
+	report_peak_rss();
 	rt_buf_release(&args);
 	kb_agg_release(&agg);
 	return err;

@@ -99,11 +99,12 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		{ "dma", "dma_read_busy_ps" }, { "dma", "dma_write_busy_ps" },
 		{ "gemm", "busy_ps" },     { "math", "busy_ps" },
 	};
+	const struct kb_stat_set *host = kb_agg_kind(agg, "host"), *dma = kb_agg_kind(agg, "dma");
 	uint64_t cycle = rt_config_cycle_ps(cfg);
 
 	memset(m, 0, sizeof(*m));
-	m->latency_ps = kb_stat_get(kb_agg_kind(agg, "host"), "kernel_end_ps");
-	m->present = agg->n_kinds && kb_agg_kind(agg, "host")->n;
+	m->latency_ps = kb_stat_get(host, "kernel_end_ps");
+	m->present = agg->n_kinds && host->n;
 	if (!m->present || !m->latency_ps)
 		return;
 	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
@@ -123,8 +124,8 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	 * DMA bytes in the PE workloads, so the mean rank stands in. */
 	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
 	if (!kb_agg_kind(agg, "hbm")->n)
-		m->hbm_read_bytes = (kb_stat_get(kb_agg_kind(agg, "dma"), "dma_read_bytes") +
-				     kb_stat_get(kb_agg_kind(agg, "dma"), "dma_write_bytes")) /
+		m->hbm_read_bytes = (kb_stat_get(dma, "dma_read_bytes") +
+				     kb_stat_get(dma, "dma_write_bytes")) /
 				    (cfg->ranks ? cfg->ranks : 1);
 	m->hbm_bw_util = (double)m->hbm_read_bytes /
 			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));

@@ -18,12 +18,18 @@
 #define UUID_THREAD 0x100000000ull
 #define UUID_COUNTER 0x200000000ull
 
-/* A begin or end of a slice, or one whole instant or counter. */
-struct pf_item {
-	uint64_t ts_ps;
-	uint64_t key;    /* tie-break: see item_cmp */
-	uint32_t ev;     /* index into kb_trace.ev */
-	uint8_t end;     /* 1: slice end */
+/* A slice whose end is still ahead, with its place in the merged order. */
+struct pf_end {
+	uint64_t ts_ps; /* when it ends */
+	uint64_t key;   /* position of its begin in the merged order */
+	struct kb_trace_ev e;
+};
+
+/* Open slices, the next to end on top: at one instant the slice that
+ * began last ends first, so slices close in nesting order. */
+struct pf_ends {
+	struct pf_end *items;
+	size_t n, cap;
 };
 
 struct pf_out {
@@ -33,19 +39,41 @@ struct pf_out {
 	bool failed;
 };
 
-/* At one instant, ends come before begins; among ends the slice that began
- * last ends first; begins keep the sorted trace's order (outer first). */
-static int item_cmp(const void *pa, const void *pb)
+static bool end_before(const struct pf_end *a, const struct pf_end *b)
 {
-	const struct pf_item *a = pa, *b = pb;
+	return a->ts_ps != b->ts_ps ? a->ts_ps < b->ts_ps : a->key > b->key;
+}
 
-	if (a->ts_ps != b->ts_ps)
-		return a->ts_ps < b->ts_ps ? -1 : 1;
-	if (a->end != b->end)
-		return a->end ? -1 : 1;
-	if (a->end)
-		return a->key > b->key ? -1 : a->key < b->key;
-	return a->key < b->key ? -1 : a->key > b->key;
+static bool ends_push(struct pf_ends *h, const struct pf_end *x)
+{
+	struct pf_end *grown;
+	size_t i;
+
+	grown = kb_grow(h->items, &h->cap, h->n, sizeof(*h->items), 256);
+	if (!grown)
+		return false;
+	h->items = grown;
+	for (i = h->n++; i && end_before(x, &h->items[(i - 1) / 2]); i = (i - 1) / 2)
+		h->items[i] = h->items[(i - 1) / 2];
+	h->items[i] = *x;
+	return true;
+}
+
+static void ends_pop(struct pf_ends *h)
+{
+	struct pf_end last = h->items[--h->n];
+	size_t i = 0, c;
+
+	while ((c = 2 * i + 1) < h->n) {
+		if (c + 1 < h->n && end_before(&h->items[c + 1], &h->items[c]))
+			c++;
+		if (!end_before(&h->items[c], &last))
+			break;
+		h->items[i] = h->items[c];
+		i = c;
+	}
+	if (h->n)
+		h->items[i] = last;
 }
 
 static void put_varint(struct pf_out *o, uint64_t v)
@@ -147,7 +175,7 @@ static void put_tracks(struct pf_out *o, const struct kb_trace *t, const struct 
 		const struct rt_component_desc *c = &topo->components[id];
 		const struct rt_trace_part *p = &t->parts[id];
 
-		if (!p->n)
+		if (!t->part_recs[id])
 			continue;
 		if (c->rank != last_rank)
 			put_process(o, c->rank);
@@ -181,154 +209,210 @@ static void put_counter_track(struct pf_out *o, const struct kb_trace *t,
 	put_track(o, &td);
 }
 
-static void put_event(struct pf_out *o, const struct kb_trace *t, const struct pf_item *it)
+/* Events are the bulk of the file, so they are encoded by hand (the same
+ * bytes protobuf-c writes: fields in number order, proto2, unpacked) into
+ * one buffer and written with one call; descriptors go through protobuf-c. */
+static uint8_t *pb_varint(uint8_t *w, uint64_t v)
 {
-	const struct kb_trace_ev *e = &t->ev[it->ev];
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	Perfetto__Protos__DebugAnnotation da[2] = { PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT,
-						    PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT };
-	Perfetto__Protos__DebugAnnotation *dap[2] = { &da[0], &da[1] };
-	char *cat = (char *)kb_trace_str(t, e, e->r.cat);
-	char name[96];
-	uint64_t flow = e->flow;
-
-	p.has_timestamp = 1;
-	p.timestamp = it->ts_ps / 1000;
-	p.track_event = &te;
-	te.has_type = te.has_track_uuid = 1;
-	te.track_uuid = UUID_THREAD + kb_trace_tid(e);
-	te.name = (char *)kb_trace_str(t, e, e->r.name);
-	if (e->r.cat != RT_TRACE_NONE) {
-		te.n_categories = 1;
-		te.categories = &cat;
+	while (v >= 0x80) {
+		*w++ = (uint8_t)(v | 0x80);
+		v >>= 7;
 	}
-	switch (e->r.kind) {
-	case RT_TRACE_SLICE:
-		te.type = it->end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
-				  : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-		if (it->end)
-			te.name = NULL;
-		if (!it->end && (e->r.flags & RT_TRACE_F_COMMAND)) {
-			da[0].name = (char *)"command";
-			da[0].has_uint_value = 1;
-			da[0].uint_value = e->r.seq;
-			te.n_debug_annotations = 1;
-		}
-		if (!it->end && e->r.site != RT_TRACE_NONE) {
-			da[te.n_debug_annotations].name = (char *)"site";
-			da[te.n_debug_annotations].string_value =
-				(char *)kb_trace_str(t, e, e->r.site);
-			te.n_debug_annotations++;
-		}
-		te.debug_annotations = dap;
-		break;
-	case RT_TRACE_COUNTER:
-		te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-		te.track_uuid = counter_uuid(e);
-		te.name = NULL;
-		te.has_counter_value = 1;
-		te.counter_value = (int64_t)e->r.val;
-		break;
-	default:
-		snprintf(name, sizeof(name), "%s %s", e->r.kind == RT_TRACE_SEND ? "send" : "recv",
-			 te.name);
-		te.name = name;
-		te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-		if (flow && e->r.kind == RT_TRACE_SEND) {
-			te.n_flow_ids = 1;
-			te.flow_ids = &flow;
-		} else if (flow) {
-			te.n_terminating_flow_ids = 1;
-			te.terminating_flow_ids = &flow;
-		}
-	}
-	put_packet(o, &p);
+	*w++ = (uint8_t)v;
+	return w;
 }
 
-/* Slices split into begin and end items, sorted so ends close in order. */
-static struct pf_item *build_items(const struct kb_trace *t, size_t *n)
+static uint8_t *pb_key(uint8_t *w, unsigned field, unsigned wire_type)
 {
-	struct pf_item *items = malloc((2 * t->n + 1) * sizeof(*items));
-	size_t k = 0;
-
-	if (!items)
-		return NULL;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct kb_trace_ev *e = &t->ev[i];
-
-		items[k++] = (struct pf_item){ e->r.ts_ps, i, (uint32_t)i, 0 };
-		if (e->r.kind == RT_TRACE_SLICE)
-			items[k++] = (struct pf_item){ e->r.ts_ps + e->r.val, i, (uint32_t)i, 1 };
-	}
-	qsort(items, k, sizeof(*items), item_cmp);
-	*n = k;
-	return items;
+	return pb_varint(w, (uint64_t)field << 3 | wire_type);
 }
 
-/* Counter tracks are few (one per counter per component): a list will do. */
+static uint8_t *pb_u64(uint8_t *w, unsigned field, uint64_t v)
+{
+	return pb_varint(pb_key(w, field, 0), v);
+}
+
+static uint8_t *pb_str(uint8_t *w, unsigned field, const char *s, size_t n)
+{
+	w = pb_varint(pb_key(w, field, 2), n);
+	memcpy(w, s, n);
+	return w + n;
+}
+
+static uint8_t *pb_fixed64(uint8_t *w, unsigned field, uint64_t v)
+{
+	w = pb_key(w, field, 1);
+	for (int i = 0; i < 8; i++)
+		*w++ = (uint8_t)(v >> (8 * i));
+	return w;
+}
+
+/* DebugAnnotation {uint_value = 3 | string_value = 6, name = 10} as field 4
+ * of a TrackEvent. */
+static uint8_t *pb_annotation(uint8_t *w, const char *name, const char *str, uint64_t v)
+{
+	uint8_t body[16 + 2 * RT_PATH_MAX], *b = body;
+	size_t n = strlen(str ? str : "");
+
+	if (n > RT_PATH_MAX)
+		n = RT_PATH_MAX; /* a call site: "file:line" of a kernel */
+	b = str ? pb_str(b, 6, str, n) : pb_u64(b, 3, v);
+	b = pb_str(b, 10, name, strlen(name));
+	return pb_str(w, 4, (const char *)body, (size_t)(b - body));
+}
+
+/* "send NAME" / "recv NAME" as a message end is called (at most 95 bytes). */
+static size_t message_name(char *out, const struct kb_trace *t, const struct kb_trace_ev *e)
+{
+	int n = snprintf(out, 96, "%s %s", e->r.kind == RT_TRACE_SEND ? "send" : "recv",
+			 kb_trace_str(t, e, e->r.name));
+
+	return n < 96 ? (size_t)n : 95;
+}
+
+/* The TrackEvent of a record (or of a slice's end) at w. */
+static uint8_t *pb_track_event(uint8_t *w, const struct kb_trace *t, const struct kb_trace_ev *e,
+			       bool end)
+{
+	const char *name = kb_trace_str(t, e, e->r.name), *cat = kb_trace_str(t, e, e->r.cat);
+	bool slice = e->r.kind == RT_TRACE_SLICE, counter = e->r.kind == RT_TRACE_COUNTER;
+	char msg[96];
+	size_t name_len = strlen(name);
+	unsigned type = slice ? (end ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+				     : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+			: counter ? PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER
+				  : PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+
+	if (slice && !end && (e->r.flags & RT_TRACE_F_COMMAND))
+		w = pb_annotation(w, "command", NULL, e->r.seq);
+	if (slice && !end && e->r.site != RT_TRACE_NONE)
+		w = pb_annotation(w, "site", kb_trace_str(t, e, e->r.site), 0);
+	w = pb_u64(w, 9, type);
+	w = pb_u64(w, 11, counter ? counter_uuid(e) : UUID_THREAD + kb_trace_tid(e));
+	if (e->r.cat != RT_TRACE_NONE)
+		w = pb_str(w, 22, cat, strlen(cat));
+	if (!slice && !counter) {
+		name_len = message_name(msg, t, e);
+		name = msg;
+	}
+	if (!(slice && end) && !counter)
+		w = pb_str(w, 23, name, name_len);
+	if (counter)
+		w = pb_u64(w, 30, e->r.val); /* int64: the same varint for values < 2^63 */
+	if (e->flow && e->r.kind == RT_TRACE_SEND)
+		w = pb_fixed64(w, 47, e->flow);
+	else if (e->flow && e->r.kind == RT_TRACE_RECV)
+		w = pb_fixed64(w, 48, e->flow);
+	return w;
+}
+
+/* Room for one event: fixed fields plus its strings. */
+static bool event_room(struct pf_out *o, const struct kb_trace *t, const struct kb_trace_ev *e)
+{
+	size_t need = 256 + 2 * RT_PATH_MAX + strlen(kb_trace_str(t, e, e->r.name)) +
+		      strlen(kb_trace_str(t, e, e->r.cat));
+	uint8_t *grown;
+
+	if (need <= o->cap)
+		return true;
+	grown = realloc(o->buf, 2 * need);
+	if (!grown)
+		return false;
+	o->buf = grown;
+	o->cap = 2 * need;
+	return true;
+}
+
+#define PF_HEAD 40 /* room before the TrackEvent for the packet's own fields */
+
+static void put_event(struct pf_out *o, const struct kb_trace *t, const struct kb_trace_ev *e,
+		      bool end)
+{
+	uint8_t head[PF_HEAD], *h = head, *body, *body_end;
+	uint64_t ts = (end ? e->r.ts_ps + e->r.val : e->r.ts_ps) / 1000;
+	size_t te_len, packet_len, head_len;
+
+	if (!event_room(o, t, e)) {
+		o->failed = true;
+		return;
+	}
+	body = o->buf + PF_HEAD;
+	body_end = pb_track_event(body, t, e, end);
+	te_len = (size_t)(body_end - body);
+	/* TracePacket {timestamp = 8, trusted_packet_sequence_id = 10,
+	 * track_event = 11}, framed as Trace.packet (field 1) */
+	h = pb_u64(h, 8, ts);
+	h = pb_u64(h, 10, SEQ_ID);
+	h = pb_varint(pb_key(h, 11, 2), te_len);
+	packet_len = (size_t)(h - head) + te_len;
+	head_len = (size_t)(pb_varint(pb_key(o->buf, 1, 2), packet_len) - o->buf);
+	memmove(o->buf + PF_HEAD - (size_t)(h - head), head, (size_t)(h - head));
+	memmove(o->buf + PF_HEAD - (size_t)(h - head) - head_len, o->buf, head_len);
+	body = o->buf + PF_HEAD - (size_t)(h - head) - head_len;
+	if (fwrite(body, 1, (size_t)(body_end - body), o->f) != (size_t)(body_end - body))
+		o->failed = true;
+}
+
+/* Counter tracks in the order their first records come. */
 static void put_counter_tracks(struct pf_out *o, const struct kb_trace *t,
 			       const struct rt_topology *topo)
 {
-	uint64_t *seen = NULL;
-	size_t n_seen = 0, cap = 0;
-
-	for (size_t i = 0; i < t->n && !o->failed; i++) {
-		const struct kb_trace_ev *e = &t->ev[i];
-		uint64_t uuid = counter_uuid(e);
-		size_t k;
-
-		if (e->r.kind != RT_TRACE_COUNTER)
-			continue;
-		for (k = 0; k < n_seen && seen[k] != uuid; k++)
-			;
-		if (k < n_seen)
-			continue;
-		if (n_seen == cap) {
-			uint64_t *grown = realloc(seen, (cap ? cap * 2 : 16) * sizeof(*seen));
-
-			if (!grown) {
-				o->failed = true;
-				break;
-			}
-			seen = grown;
-			cap = cap ? cap * 2 : 16;
-		}
-		seen[n_seen++] = uuid;
-		put_counter_track(o, t, topo, e);
-	}
-	free(seen);
+	for (size_t i = 0; i < t->n_counters; i++)
+		put_counter_track(o, t, topo, &t->counters[i]);
 }
 
-enum rt_err kb_trace_write_perfetto(const struct kb_trace *t, const struct rt_topology *topo,
+/* Every record as it comes out of the merge; a slice's end is held until
+ * the first record at or after it (ends come before begins at one instant;
+ * a zero-length slice ends right after it begins). */
+static enum rt_err put_events(struct pf_out *o, struct kb_trace *t)
+{
+	struct pf_ends ends = { 0 };
+	struct kb_trace_ev e;
+	uint64_t key = 0;
+	enum rt_err err = RT_EOK;
+
+	while (!o->failed && kb_trace_next(t, &e, &err)) {
+		while (ends.n && ends.items[0].ts_ps <= e.r.ts_ps) {
+			put_event(o, t, &ends.items[0].e, true);
+			ends_pop(&ends);
+		}
+		put_event(o, t, &e, false);
+		if (e.r.kind == RT_TRACE_SLICE && !e.r.val)
+			put_event(o, t, &e, true);
+		else if (e.r.kind == RT_TRACE_SLICE &&
+			 !ends_push(&ends, &(struct pf_end){ e.r.ts_ps + e.r.val, key, e }))
+			err = rt_fail(RT_ENOMEM, "no memory for the trace's open slices");
+		key++;
+		if (err)
+			break;
+	}
+	for (; !err && ends.n && !o->failed; ends_pop(&ends))
+		put_event(o, t, &ends.items[0].e, true);
+	free(ends.items);
+	return err;
+}
+
+enum rt_err kb_trace_write_perfetto(struct kb_trace *t, const struct rt_topology *topo,
 				    const char *path)
 {
 	struct pf_out o = { 0 };
 	char tmp[RT_PATH_MAX + 48];
-	struct pf_item *items;
-	size_t n = 0;
+	enum rt_err err;
 	bool ok;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	items = build_items(t, &n);
-	if (!items)
-		return rt_fail(RT_ENOMEM, "no memory to order %zu trace events", t->n);
 	o.f = fopen(tmp, "wb");
-	if (!o.f) {
-		free(items);
+	if (!o.f)
 		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	}
 	setvbuf(o.f, NULL, _IOFBF, 1 << 20); /* many small writes per packet */
 	put_tracks(&o, t, topo);
 	put_counter_tracks(&o, t, topo);
-	for (size_t i = 0; i < n && !o.failed; i++)
-		put_event(&o, t, &items[i]);
+	err = put_events(&o, t);
 	ok = !fclose(o.f) && !o.failed;
-	free(items);
 	free(o.buf);
-	if (!ok || rename(tmp, path)) {
+	if (err || !ok || rename(tmp, path)) {
 		unlink(tmp);
-		return rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+		return err ? err : rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
 	}
 	return RT_EOK;
 }

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_PATH 2048
@@ -264,20 +265,29 @@ static bool str_ok(const struct rt_trace_part *p, uint16_t id)
 	return id == RT_TRACE_NONE || id < p->n_names;
 }
 
-static enum rt_err check_part(const struct rt_trace_part *p, const char *path)
+bool rt_trace_rec_ok(const struct rt_trace_part *p, const struct rt_trace_rec *r)
+{
+	return str_ok(p, r->name) && str_ok(p, r->cat) && str_ok(p, r->site) &&
+	       r->kind >= RT_TRACE_SLICE && r->kind <= RT_TRACE_COUNTER &&
+	       r->track < RT_TRACE_TRACKS;
+}
+
+static enum rt_err check_tracks(const struct rt_trace_part *p, const char *path)
 {
 	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
 		if (!str_ok(p, p->track_name[t]))
 			return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: bad track name", path);
-	for (size_t i = 0; i < p->n; i++) {
-		const struct rt_trace_rec *r = &p->recs[i];
-
-		if (!str_ok(p, r->name) || !str_ok(p, r->cat) || !str_ok(p, r->site) ||
-		    r->kind < RT_TRACE_SLICE || r->kind > RT_TRACE_COUNTER ||
-		    r->track >= RT_TRACE_TRACKS)
-			return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: record %zu", path, i);
-	}
 	return RT_EOK;
+}
+
+static enum rt_err check_part(const struct rt_trace_part *p, const char *path)
+{
+	enum rt_err err = check_tracks(p, path);
+
+	for (size_t i = 0; !err && i < p->n; i++)
+		if (!rt_trace_rec_ok(p, &p->recs[i]))
+			return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: record %zu", path, i);
+	return err;
 }
 
 enum rt_err rt_trace_part_parse(const void *recs, size_t len, const void *names,
@@ -323,6 +333,36 @@ enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trac
 	else
 		memset(p, 0, sizeof(*p));
 	rt_buf_release(&recs);
+	rt_buf_release(&names);
+	return err;
+}
+
+enum rt_err rt_trace_part_read_names(const char *dir, const char *stem, struct rt_trace_part *p,
+				     uint64_t *bytes)
+{
+	char path[MAX_PATH];
+	struct rt_buf names;
+	struct stat st;
+	enum rt_err err = RT_EOK;
+
+	memset(p, 0, sizeof(*p));
+	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
+		p->track_name[t] = RT_TRACE_NONE;
+	*bytes = 0;
+	snprintf(path, sizeof(path), "%s/%s.trace", dir, stem);
+	if (stat(path, &st) || !st.st_size)
+		return RT_EOK;
+	*bytes = (uint64_t)st.st_size;
+	if (*bytes % sizeof(struct rt_trace_rec))
+		return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: %llu bytes", path,
+			       (unsigned long long)*bytes);
+	rt_buf_init(&names);
+	snprintf(path, sizeof(path), "%s/%s.tnames", dir, stem);
+	err = read_optional(path, &names);
+	if (!err)
+		err = split_names(p, &names, path);
+	if (!err)
+		err = check_tracks(p, path);
 	rt_buf_release(&names);
 	return err;
 }

@@ -121,15 +121,6 @@ char *kbh_stderr(const char *path)
 	return s ? s : strdup("");
 }
 
-int kbh_lines(const char *text)
-{
-	int n = 0;
-
-	for (const char *p = text; *p; p++)
-		n += *p == '\n';
-	return n;
-}
-
 char *kbh_read_proc(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

@@ -24,7 +24,5 @@ int kbh_wait_children(pid_t pid, int n);
 char *kbh_stderr(const char *path);
 /* Reads a /proc file (their size reads as 0); NULL if missing. */
 char *kbh_read_proc(const char *path, size_t *len);
-/* Number of lines in `text`. */
-int kbh_lines(const char *text);
 
 #endif

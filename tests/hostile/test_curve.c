@@ -154,7 +154,7 @@ Test(hostile_curve, strangers_without_the_keys_cannot_join_or_stall_a_keyed_run,
 	cr_assert_eq(kb_wait(pid), 0, "%s", kbh_stderr(errpath));
 	expect_same_run(plain, keyed);
 	err = kbh_stderr(errpath);
-	cr_expect(strstr(err, "refused a connection") && kbh_lines(err) == 1,
+	cr_expect(strstr(err, "refused a connection") && kb_count_lines(err) == 1,
 		  "the wrong-key stranger's refusal is not logged exactly once: '%s'", err);
 	free(err);
 	cr_expect_eq(kb_leftover_daemons(), 0, "kb- processes left behind");

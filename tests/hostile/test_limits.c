@@ -44,7 +44,7 @@ static void expect_refused(int status, const char *err, pid_t launcher, const ch
 	cr_expect(strstr(err, what), "the line does not name the limit '%s': %s", what, err);
 	cr_expect(strstr(err, how_much), "the line does not say how much ('%s'): %s", how_much,
 		  err);
-	cr_expect_eq(kbh_lines(err), 1, "not one line: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "not one line: %s", err);
 	usleep(200000);
 	cr_expect_eq(kb_leftover_socket_dirs(launcher), 0, "socket directory left behind");
 	cr_expect_eq(kb_leftover_daemons(), 0, "daemons left behind");

@@ -14,7 +14,7 @@
 
 static void expect_one_line(const char *err)
 {
-	cr_expect_eq(kbh_lines(err), 1, "not one line: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "not one line: %s", err);
 }
 
 static void expect_nothing_left(pid_t launcher)

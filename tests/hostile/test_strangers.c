@@ -94,7 +94,7 @@ Test(hostile_strangers, frames_from_a_stranger_are_ignored_and_reported_once_esc
 		  err);
 	cr_expect(strstr(err, "evil\\x1b[31m\\x0aline"), "identity not shown escaped: %s", err);
 	cr_expect_null(strchr(err, '\x1b'), "a raw escape byte reached the terminal: %s", err);
-	cr_expect_eq(kbh_lines(err), 2, "the warning once, then the interrupt line: %s", err);
+	cr_expect_eq(kb_count_lines(err), 2, "the warning once, then the interrupt line: %s", err);
 	free(err);
 }
 

@@ -126,6 +126,24 @@ void kb_runv(struct kb_result *res, char *const argv[])
 	unlink(errpath);
 }
 
+void kb_run_ok(const char *dir, const char *const extra[])
+{
+	char *argv[64];
+	struct kb_result r;
+	int n = 0;
+
+	argv[n++] = (char *)"kernbench";
+	argv[n++] = (char *)"run";
+	for (int i = 0; extra[i] && n < 58; i++)
+		argv[n++] = (char *)extra[i];
+	argv[n++] = (char *)"--quiet";
+	argv[n++] = (char *)"--out";
+	argv[n++] = (char *)dir;
+	argv[n] = NULL;
+	kb_runv(&r, argv);
+	cr_assert_eq(r.status, 0, "kernbench %s: %s", extra[0], r.err);
+}
+
 void kb_run(struct kb_result *res, const char *arg0, ...)
 {
 	char *argv[128];

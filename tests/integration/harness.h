@@ -26,6 +26,9 @@ void kb_track_dir(const char *dir);
 void kb_run(struct kb_result *res, const char *arg0, ...);
 /* Same with an argv array. */
 void kb_runv(struct kb_result *res, char *const argv[]);
+/* Runs `kernbench run EXTRA... --quiet --out DIR`; the test fails unless it
+ * exits 0. */
+void kb_run_ok(const char *dir, const char *const extra[]);
 /* Starts kernbench in the background; returns its pid. */
 pid_t kb_spawn(char *const argv[], const char *stderr_path);
 /* Waits for a spawned run; returns exit code or 128 + signal. */

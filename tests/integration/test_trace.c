@@ -191,24 +191,6 @@ static void expect_well_formed(const struct facts *f, const char *what)
 	cr_expect_eq(f->starts, f->ends, "%s: %zu flow starts, %zu ends", what, f->starts, f->ends);
 }
 
-static void run_ok(const char *dir, const char *const extra[])
-{
-	char *argv[40];
-	struct kb_result r;
-	int n = 0;
-
-	argv[n++] = (char *)"kernbench";
-	argv[n++] = (char *)"run";
-	for (int i = 0; extra[i]; i++)
-		argv[n++] = (char *)extra[i];
-	argv[n++] = (char *)"--quiet";
-	argv[n++] = (char *)"--out";
-	argv[n++] = (char *)dir;
-	argv[n] = NULL;
-	kb_runv(&r, argv);
-	cr_assert_eq(r.status, 0, "kernbench %s: %s", extra[0], r.err);
-}
-
 /* ---------------------------------------------------------------- C reader */
 
 Test(trace, pipelined_gemm_nests_pairs_and_sorts, .timeout = 120)
@@ -217,7 +199,7 @@ Test(trace, pipelined_gemm_nests_pairs_and_sorts, .timeout = 120)
 	struct facts f;
 
 	kb_tmpdir(dir, sizeof(dir), "trace-gemm");
-	run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
+	kb_run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
 				NULL });
 	check_json(dir, &f);
 	expect_well_formed(&f, "gemm");
@@ -235,7 +217,7 @@ Test(trace, every_message_is_one_flow, .timeout = 120)
 	struct facts f;
 
 	kb_tmpdir(dir, sizeof(dir), "trace-traffic");
-	run_ok(dir, (const char *const[]){ "traffic", "--arg", "components=4", "--arg", "messages=300",
+	kb_run_ok(dir, (const char *const[]){ "traffic", "--arg", "components=4", "--arg", "messages=300",
 				NULL });
 	check_json(dir, &f);
 	expect_well_formed(&f, "traffic");
@@ -256,10 +238,10 @@ Test(trace, window_ranks_and_flows_filter, .timeout = 120)
 	kb_tmpdir(ranks, sizeof(ranks), "trace-ranks");
 	kb_tmpdir(noflow, sizeof(noflow), "trace-noflow");
 #define RING "ring_attention", "--ranks", "2", "--arg", "seq_q=128", "--arg", "seq_kv=256"
-	run_ok(all, (const char *const[]){ RING, NULL });
-	run_ok(win, (const char *const[]){ RING, "--trace-window", "2:3.5", NULL });
-	run_ok(ranks, (const char *const[]){ RING, "--trace-ranks", "1", NULL });
-	run_ok(noflow, (const char *const[]){ RING, "--trace-flows", "off", NULL });
+	kb_run_ok(all, (const char *const[]){ RING, NULL });
+	kb_run_ok(win, (const char *const[]){ RING, "--trace-window", "2:3.5", NULL });
+	kb_run_ok(ranks, (const char *const[]){ RING, "--trace-ranks", "1", NULL });
+	kb_run_ok(noflow, (const char *const[]){ RING, "--trace-flows", "off", NULL });
 	check_json(all, &fa);
 	check_json(win, &fw);
 	check_json(ranks, &fr);
@@ -288,8 +270,8 @@ Test(trace, gzip_is_the_json_compressed, .timeout = 120)
 
 	kb_tmpdir(a, sizeof(a), "trace-json");
 	kb_tmpdir(b, sizeof(b), "trace-gz");
-	run_ok(a, (const char *const[]){ "gemm", NULL });
-	run_ok(b, (const char *const[]){ "gemm", "--trace-format", "json.gz", NULL });
+	kb_run_ok(a, (const char *const[]){ "gemm", NULL });
+	kb_run_ok(b, (const char *const[]){ "gemm", "--trace-format", "json.gz", NULL });
 	snprintf(path, sizeof(path), "%s/trace.json", a);
 	json = kb_slurp(path, &len);
 	cr_assert(json);
@@ -333,70 +315,196 @@ Test(trace, bad_trace_options_are_one_line, .timeout = 60)
 
 struct pf_facts {
 	size_t begins, ends, flows_started, flows_ended, counters, tracks, unsorted;
-	uint64_t max_flow;
+	/* what Perfetto's importer needs; each counts offending events */
+	size_t undefined_track;   /* event or parent on a track not described before */
+	size_t wrong_track_kind;  /* counter value on a slice track or the reverse */
+	size_t unbalanced;        /* END with nothing open on its track, or open at the end */
+	size_t end_before_begin;  /* END earlier than the BEGIN it closes */
+	size_t flow_problems;     /* started twice, ended unstarted, never ended */
+	char first_problem[160];
 };
 
-static void pf_event(struct pf_facts *f, const Perfetto__Protos__TrackEvent *te,
-		     unsigned char *flow_state, size_t cap)
+/* A described track: its uuid, whether it counts, and its open slices. */
+struct pf_track {
+	uint64_t uuid;
+	bool counter;
+	uint64_t *open; /* begin timestamps of the open slices, innermost last */
+	size_t n_open, cap_open;
+};
+
+struct pf_state {
+	struct pf_track *tracks;
+	size_t n_tracks, cap_tracks;
+	unsigned char *flows; /* 0 unseen, 1 started, 2 ended */
+	size_t cap_flows;
+	uint64_t last_ts;
+};
+
+static void pf_problem(struct pf_facts *f, size_t *counter, const char *what, uint64_t v)
 {
-	switch (te->type) {
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN: f->begins++; break;
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END: f->ends++; break;
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER: f->counters++; break;
-	default: break;
+	if (!f->first_problem[0])
+		snprintf(f->first_problem, sizeof(f->first_problem), "%s %llu", what,
+			 (unsigned long long)v);
+	(*counter)++;
+}
+
+static struct pf_track *pf_find(struct pf_state *st, uint64_t uuid)
+{
+	for (size_t i = st->n_tracks; i-- > 0;)
+		if (st->tracks[i].uuid == uuid)
+			return &st->tracks[i];
+	return NULL;
+}
+
+static void pf_describe(struct pf_facts *f, struct pf_state *st,
+			const Perfetto__Protos__TrackDescriptor *td)
+{
+	if (td->has_parent_uuid && !pf_find(st, td->parent_uuid))
+		pf_problem(f, &f->undefined_track, "parent track", td->parent_uuid);
+	if (st->n_tracks == st->cap_tracks) {
+		st->cap_tracks = st->cap_tracks ? 2 * st->cap_tracks : 64;
+		st->tracks = realloc(st->tracks, st->cap_tracks * sizeof(*st->tracks));
+		cr_assert(st->tracks);
 	}
-	for (size_t i = 0; i < te->n_flow_ids; i++) {
-		cr_assert_lt(te->flow_ids[i], cap);
-		cr_expect_eq(flow_state[te->flow_ids[i]], 0, "flow %llu started twice",
-			     (unsigned long long)te->flow_ids[i]);
-		flow_state[te->flow_ids[i]] = 1;
-		f->flows_started++;
-	}
-	for (size_t i = 0; i < te->n_terminating_flow_ids; i++) {
-		cr_assert_lt(te->terminating_flow_ids[i], cap);
-		cr_expect_eq(flow_state[te->terminating_flow_ids[i]], 1,
-			     "flow %llu ends before it starts",
-			     (unsigned long long)te->terminating_flow_ids[i]);
-		flow_state[te->terminating_flow_ids[i]] = 2;
-		f->flows_ended++;
+	st->tracks[st->n_tracks++] = (struct pf_track){ .uuid = td->uuid,
+							.counter = td->counter != NULL };
+	f->tracks++;
+}
+
+static void pf_flows(struct pf_facts *f, struct pf_state *st, const uint64_t *ids, size_t n,
+		     bool start)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char want = start ? 0 : 1;
+
+		cr_assert_lt(ids[i], st->cap_flows, "flow id %llu beyond the test's table",
+			     (unsigned long long)ids[i]);
+		if (st->flows[ids[i]] != want)
+			pf_problem(f, &f->flow_problems, start ? "flow started twice" :
+				   "flow ended without an origin", ids[i]);
+		st->flows[ids[i]] = start ? 1 : 2;
+		if (start)
+			f->flows_started++;
+		else
+			f->flows_ended++;
 	}
 }
 
-/* Walks `Trace.packet` fields (tag 0x0a, varint length, TracePacket). */
+static void pf_slice(struct pf_facts *f, struct pf_track *t, uint64_t ts, bool begin)
+{
+	if (begin) {
+		if (t->n_open == t->cap_open) {
+			t->cap_open = t->cap_open ? 2 * t->cap_open : 8;
+			t->open = realloc(t->open, t->cap_open * sizeof(*t->open));
+			cr_assert(t->open);
+		}
+		t->open[t->n_open++] = ts;
+		f->begins++;
+		return;
+	}
+	f->ends++;
+	if (!t->n_open) {
+		pf_problem(f, &f->unbalanced, "END with no open slice on track", t->uuid);
+		return;
+	}
+	if (ts < t->open[--t->n_open])
+		pf_problem(f, &f->end_before_begin, "END before its BEGIN on track", t->uuid);
+}
+
+static void pf_event(struct pf_facts *f, struct pf_state *st, uint64_t ts,
+		     const Perfetto__Protos__TrackEvent *te)
+{
+	struct pf_track *t = te->has_track_uuid ? pf_find(st, te->track_uuid) : NULL;
+	bool counter = te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+
+	if (!t) {
+		pf_problem(f, &f->undefined_track, "event on undescribed track", te->track_uuid);
+		return;
+	}
+	if (t->counter != counter)
+		pf_problem(f, &f->wrong_track_kind, "event of the wrong kind on track", t->uuid);
+	if (counter)
+		f->counters++;
+	if (te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN ||
+	    te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+		pf_slice(f, t, ts, te->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN);
+	pf_flows(f, st, te->flow_ids, te->n_flow_ids, true);
+	pf_flows(f, st, te->terminating_flow_ids, te->n_terminating_flow_ids, false);
+}
+
+/* Reads one `Trace.packet` field at p[*at] (tag 0x0a, varint length):
+ * false unless well formed; its body is p[*at - *n, *at). */
+static bool pf_next(const uint8_t *p, size_t len, size_t *at, size_t *n)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	if (p[(*at)++] != 0x0a)
+		return false;
+	do {
+		if (*at >= len || shift > 63)
+			return false;
+		v |= (uint64_t)(p[*at] & 0x7f) << shift;
+		shift += 7;
+	} while (p[(*at)++] & 0x80);
+	if (v > len - *at)
+		return false;
+	*n = (size_t)v;
+	*at += *n;
+	return true;
+}
+
+/* Decodes every packet with the schema (protobuf-c code generated from
+ * proto/perfetto_trace.proto, whose field numbers are Perfetto's) and
+ * checks what Perfetto's importer relies on: tracks described before use,
+ * counters only on counter tracks, BEGIN/END balanced per track with END
+ * after its BEGIN, every flow started once and terminated once, and
+ * timestamps never going back on the one packet sequence. */
 static void pf_check(const uint8_t *p, size_t len, struct pf_facts *f)
 {
-	unsigned char *flows = calloc(1 << 20, 1);
-	uint64_t last_ts = 0;
-	size_t at = 0;
+	struct pf_state st = { .cap_flows = 1 << 20 };
+	size_t at = 0, n;
 
-	cr_assert(flows);
+	st.flows = calloc(st.cap_flows, 1);
+	cr_assert(st.flows);
 	memset(f, 0, sizeof(*f));
 	while (at < len) {
-		uint64_t n = 0;
-		int shift = 0;
 		Perfetto__Protos__TracePacket *pk;
 
-		cr_assert_eq(p[at++], 0x0a, "not a Trace.packet field at byte %zu", at - 1);
-		do {
-			cr_assert_lt(at, len);
-			n |= (uint64_t)(p[at] & 0x7f) << shift;
-			shift += 7;
-		} while (p[at++] & 0x80);
-		cr_assert_leq(at + n, len);
-		pk = perfetto__protos__trace_packet__unpack(NULL, n, p + at);
-		cr_assert(pk, "undecodable TracePacket at byte %zu", at);
+		cr_assert(pf_next(p, len, &at, &n), "not a Trace.packet field before byte %zu", at);
+		pk = perfetto__protos__trace_packet__unpack(NULL, n, p + at - n);
+		cr_assert(pk, "undecodable TracePacket at byte %zu", at - n);
 		cr_expect(pk->has_trusted_packet_sequence_id);
-		f->tracks += pk->track_descriptor != NULL;
+		if (pk->track_descriptor)
+			pf_describe(f, &st, pk->track_descriptor);
 		if (pk->track_event) {
-			f->unsorted += pk->timestamp < last_ts;
-			last_ts = pk->timestamp;
-			cr_expect(pk->track_event->has_track_uuid);
-			pf_event(f, pk->track_event, flows, 1 << 20);
+			f->unsorted += pk->timestamp < st.last_ts;
+			st.last_ts = pk->timestamp;
+			pf_event(f, &st, pk->timestamp, pk->track_event);
 		}
 		perfetto__protos__trace_packet__free_unpacked(pk, NULL);
-		at += n;
 	}
-	free(flows);
+	for (size_t i = 0; i < st.n_tracks; i++) {
+		if (st.tracks[i].n_open)
+			pf_problem(f, &f->unbalanced, "slice never ended on track", st.tracks[i].uuid);
+		free(st.tracks[i].open);
+	}
+	for (size_t i = 0; i < st.cap_flows; i++)
+		if (st.flows[i] == 1)
+			pf_problem(f, &f->flow_problems, "flow never terminated", i);
+	free(st.tracks);
+	free(st.flows);
+}
+
+static void pf_expect_valid(const struct pf_facts *f, const char *what)
+{
+	cr_expect_eq(f->unsorted, 0, "%s: timestamps go back", what);
+	cr_expect_eq(f->undefined_track + f->wrong_track_kind + f->unbalanced +
+			     f->end_before_begin + f->flow_problems,
+		     0, "%s: %zu undescribed, %zu wrong kind, %zu unbalanced, %zu inverted, "
+			"%zu flow problems; first: %s",
+		     what, f->undefined_track, f->wrong_track_kind, f->unbalanced,
+		     f->end_before_begin, f->flow_problems, f->first_problem);
 }
 
 Test(trace, perfetto_protobuf_has_tracks_slices_and_flows, .timeout = 120)
@@ -409,21 +517,153 @@ Test(trace, perfetto_protobuf_has_tracks_slices_and_flows, .timeout = 120)
 
 	kb_tmpdir(a, sizeof(a), "trace-pf-json");
 	kb_tmpdir(b, sizeof(b), "trace-pf");
-	run_ok(a, (const char *const[]){ "gemm", "--arg", "m=256", NULL });
-	run_ok(b, (const char *const[]){ "gemm", "--arg", "m=256", "--trace-format", "perfetto", NULL });
+	kb_run_ok(a, (const char *const[]){ "gemm", "--arg", "m=256", NULL });
+	kb_run_ok(b, (const char *const[]){ "gemm", "--arg", "m=256", "--trace-format", "perfetto", NULL });
 	check_json(a, &jf);
 	snprintf(path, sizeof(path), "%s/trace.pftrace", b);
 	bytes = (uint8_t *)kb_slurp(path, &len);
 	cr_assert(bytes, "no %s", path);
 	pf_check(bytes, len, &pf);
 	free(bytes);
-	cr_expect_eq(pf.unsorted, 0);
+	pf_expect_valid(&pf, "gemm");
 	cr_expect_eq(pf.begins, pf.ends);
 	cr_expect_eq(pf.begins, jf.slices - 2 * jf.starts, "every stage/kernel slice, once");
 	cr_expect_eq(pf.flows_started, jf.starts);
 	cr_expect_eq(pf.flows_ended, jf.ends);
 	cr_expect_eq(pf.counters, jf.counters);
 	cr_expect_gt(pf.tracks, 4);
+}
+
+/* A cut trace (a window that splits messages and slices, one rank of two)
+ * is still valid for Perfetto: arrows whose other end was cut are gone, not
+ * dangling. */
+Test(trace, perfetto_cut_trace_stays_valid, .timeout = 120)
+{
+	static const char *const cuts[][4] = { { "--trace-window", "2:3.5", NULL },
+					       { "--trace-ranks", "1", NULL },
+					       { "--trace-window", "1:", "--trace-ranks", "0" } };
+	char dir[256], path[600];
+	struct pf_facts f;
+	uint8_t *bytes;
+	size_t len;
+
+	kb_tmpdir(dir, sizeof(dir), "trace-pf-cut");
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		const char *argv[] = { "ring_attention", "--ranks", "2", "--pes", "2", "--arg",
+				       "seq_q=128", "--arg", "seq_kv=256", "--trace-format",
+				       "perfetto", cuts[c][0], cuts[c][1], cuts[c][2], cuts[c][3],
+				       NULL };
+
+		kb_run_ok(dir, argv);
+		snprintf(path, sizeof(path), "%s/trace.pftrace", dir);
+		bytes = (uint8_t *)kb_slurp(path, &len);
+		cr_assert(bytes, "no %s", path);
+		pf_check(bytes, len, &f);
+		free(bytes);
+		pf_expect_valid(&f, cuts[c][0]);
+		cr_expect_gt(f.begins, 0, "%s %s left no slices", cuts[c][0], cuts[c][1]);
+		cr_expect_gt(f.flows_started, 0, "%s %s left no arrows", cuts[c][0], cuts[c][1]);
+	}
+}
+
+/* Where packets of a file start and end, for the mutations below. */
+static size_t pf_packets(const uint8_t *p, size_t len, size_t *start, size_t cap)
+{
+	size_t at = 0, n, k = 0;
+
+	while (at < len && k < cap) {
+		start[k++] = at;
+		cr_assert(pf_next(p, len, &at, &n));
+	}
+	start[k] = at;
+	return k;
+}
+
+/* The packets of `p` in the order `pick` gives (a packet index per slot). */
+static size_t pf_rebuild(const uint8_t *p, const size_t *start, const size_t *pick, size_t n,
+			 uint8_t *out)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy(out + len, p + start[pick[i]], start[pick[i] + 1] - start[pick[i]]);
+		len += start[pick[i] + 1] - start[pick[i]];
+	}
+	return len;
+}
+
+/* The checker finds what breaks Perfetto's import: a file that misses a
+ * track descriptor, a slice end, a flow end, or has two events swapped
+ * is refused, each for its own reason. */
+Test(trace, perfetto_checker_catches_broken_files, .timeout = 120)
+{
+	char dir[256], path[600];
+	size_t len, n, *start, *pick, first_event = 0, last_end = 0, last_flow_end = 0, kept;
+	uint8_t *bytes, *out;
+	struct pf_facts f;
+
+	kb_tmpdir(dir, sizeof(dir), "trace-pf-bad");
+	kb_run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=128", "--trace-format", "perfetto",
+				NULL });
+	snprintf(path, sizeof(path), "%s/trace.pftrace", dir);
+	bytes = (uint8_t *)kb_slurp(path, &len);
+	cr_assert(bytes);
+	start = calloc(len + 1, sizeof(*start));
+	pick = calloc(len + 1, sizeof(*pick));
+	out = malloc(len);
+	cr_assert(start && pick && out);
+	n = pf_packets(bytes, len, start, len);
+	for (size_t i = 0; i < n; i++) {
+		Perfetto__Protos__TracePacket *pk = perfetto__protos__trace_packet__unpack(
+			NULL, start[i + 1] - start[i] - 2, bytes + start[i] + 2);
+
+		if (!pk) /* a packet longer than 127 bytes has a longer header */
+			continue;
+		if (pk->track_event && !first_event)
+			first_event = i;
+		if (pk->track_event &&
+		    pk->track_event->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+			last_end = i;
+		if (pk->track_event && pk->track_event->n_terminating_flow_ids)
+			last_flow_end = i;
+		perfetto__protos__trace_packet__free_unpacked(pk, NULL);
+	}
+	cr_assert(first_event > 1 && last_end && last_flow_end, "file without what is mutated");
+	pf_check(bytes, len, &f);
+	pf_expect_valid(&f, "as written");
+
+	/* the last track descriptor left out */
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (i != first_event - 1)
+			pick[k++] = i;
+	pf_check(out, pf_rebuild(bytes, start, pick, n - 1, out), &f);
+	cr_expect_gt(f.undefined_track, 0, "a missing track descriptor went unnoticed");
+	/* a slice end left out */
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (i != last_end)
+			pick[k++] = i;
+	pf_check(out, pf_rebuild(bytes, start, pick, n - 1, out), &f);
+	cr_expect_gt(f.unbalanced, 0, "a missing slice end went unnoticed");
+	/* a flow's terminating end left out */
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (i != last_flow_end)
+			pick[k++] = i;
+	pf_check(out, pf_rebuild(bytes, start, pick, n - 1, out), &f);
+	cr_expect_gt(f.flow_problems, 0, "an unterminated flow went unnoticed");
+	/* the last packet moved to the first event's place */
+	kept = 0;
+	for (size_t i = 0; i < n - 1; i++) {
+		if (i == first_event)
+			pick[kept++] = n - 1;
+		pick[kept++] = i;
+	}
+	pf_check(out, pf_rebuild(bytes, start, pick, n, out), &f);
+	cr_expect_gt(f.unsorted + f.unbalanced + f.end_before_begin, 0,
+		     "an event out of time order went unnoticed");
+	free(start);
+	free(pick);
+	free(out);
+	free(bytes);
 }
 
 /* ---------------------------------------------------------------- importer */
@@ -462,7 +702,7 @@ Test(trace_importer, chrome_trace_engine_resolves_every_flow, .timeout = 300)
 
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		kb_tmpdir(dir, sizeof(dir), "trace-importer");
-		run_ok(dir, runs[i]);
+		kb_run_ok(dir, runs[i]);
 		snprintf(path, sizeof(path), "%s/trace.json%s", dir, i == 2 ? ".gz" : "");
 		importer_check(path);
 	}

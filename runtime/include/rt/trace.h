@@ -106,6 +106,13 @@ enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trac
 /* The same from bytes in memory (`what` names them in errors). */
 enum rt_err rt_trace_part_parse(const void *recs, size_t len, const void *names,
 				size_t names_len, const char *what, struct rt_trace_part *p);
+/* Only the string table of `<dir>/<stem>.trace` (recs stays NULL) and the
+ * size of its records in `bytes`, for a reader that streams the records
+ * and checks each with rt_trace_rec_ok. */
+enum rt_err rt_trace_part_read_names(const char *dir, const char *stem, struct rt_trace_part *p,
+				     uint64_t *bytes);
+/* Whether a record names only strings of `p` and has a known kind and track. */
+bool rt_trace_rec_ok(const struct rt_trace_part *p, const struct rt_trace_rec *r);
 void rt_trace_part_release(struct rt_trace_part *p);
 /* The string `id` names, "" for RT_TRACE_NONE. */
 const char *rt_trace_part_str(const struct rt_trace_part *p, uint16_t id);
