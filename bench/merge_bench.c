@@ -18,16 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 static char ring[] = "ring_attention --ranks 64 --pes 8 --colocate rank --arg pass=q "
 		    "--arg seq_kv=16384 --quiet --trace";
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Bytes of the regular files in `dir` (the run's outputs). */
 static unsigned long long dir_bytes(const char *dir)
@@ -71,7 +65,7 @@ static int run(const char *bin, char *const argv[], const char *err_path, long *
 	       double *wall)
 {
 	struct rusage ru;
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	int status;
 	pid_t pid = fork();
 
@@ -84,7 +78,7 @@ static int run(const char *bin, char *const argv[], const char *err_path, long *
 	}
 	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid)
 		return -1;
-	*wall = now_s() - t0;
+	*wall = bench_now_s() - t0;
 	*max_kb = ru.ru_maxrss;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }

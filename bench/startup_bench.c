@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 extern char **environ;
 
 struct sample {
@@ -29,23 +31,6 @@ struct sample {
 	double rss_mb;      /* their summed resident memory */
 	double private_mb;  /* ... minus shared (file-backed) pages */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double cpu_children_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_CHILDREN, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 /* Parent pid from /proc/PID/stat (the field after the closing paren). */
 static long parent_of(const char *pid)
@@ -103,7 +88,7 @@ static int measure(int n)
 			       "ipc", "--colocate", "none", "--arg", comps, "--arg", msgs, "--arg",
 			       "tokens=1", "--out", out, NULL };
 	struct sample best = { 0 };
-	double cpu0 = cpu_children_s(), t0 = now_s(), wall;
+	double cpu0 = bench_children_cpu_s(), t0 = bench_now_s(), wall;
 	int status = 0;
 	pid_t pid;
 
@@ -119,14 +104,14 @@ static int measure(int n)
 			best = s;
 		usleep(50000);
 	}
-	wall = now_s() - t0;
+	wall = bench_now_s() - t0;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", out);
 	if (system(cmd) != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !best.alive) {
 		printf("  %4d  kernbench run failed (status %d)\n", n, status);
 		return 1;
 	}
 	printf("  %4d  %8.1f  %14.1f  %12.1f  %14.1f  (%d alive at once)\n", n, wall,
-	       (cpu_children_s() - cpu0) * 1e3 / n, best.rss_mb / best.alive,
+	       (bench_children_cpu_s() - cpu0) * 1e3 / n, best.rss_mb / best.alive,
 	       best.private_mb / best.alive, best.alive);
 	return 0;
 }

@@ -29,14 +29,7 @@
 
 #include "rt/event.h"
 #include "rt/rand.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 /* ---------------------------------------------------------------- bare round */
 
@@ -98,7 +91,7 @@ static double bare_round_us(int n, int rounds)
 		recv_from(router);
 	for (int r = -rounds / 10; r < rounds; r++) {
 		if (r == 0)
-			start = now_s();
+			start = bench_now_s();
 		for (int i = 0; i < n; i++) {
 			snprintf(id, sizeof(id), "p%d", i);
 			zmq_send(router, id, strlen(id), ZMQ_SNDMORE);
@@ -107,7 +100,7 @@ static double bare_round_us(int n, int rounds)
 		for (int i = 0; i < n; i++)
 			recv_from(router);
 	}
-	double us = (now_s() - start) * 1e6 / rounds;
+	double us = (bench_now_s() - start) * 1e6 / rounds;
 
 	for (int i = 0; i < n; i++) {
 		snprintf(id, sizeof(id), "p%d", i);
@@ -224,7 +217,7 @@ static double bare_heap_rate(int n, long messages)
 		lat[i] = 1000 + rt_splitmix64(&rng) % 4001;
 	for (int i = 0; i < n; i++)
 		push(heap, &count, (struct ev){ rt_splitmix64(&rng) % 1000, (uint32_t)i, seq++ });
-	start = now_s();
+	start = bench_now_s();
 	for (long m = 0; m < messages; m++) {
 		struct ev e = pop(heap, &count);
 		uint32_t dst = (uint32_t)(rt_splitmix64(&rng) % (uint64_t)(n - 1));
@@ -234,7 +227,7 @@ static double bare_heap_rate(int n, long messages)
 		push(heap, &count, (struct ev){ e.t + lat[e.dst * (uint32_t)n + dst] + rt_splitmix64(&rng) % 501,
 						dst, seq++ });
 	}
-	double rate = (double)messages / (now_s() - start);
+	double rate = (double)messages / (bench_now_s() - start);
 
 	if (digest == 42)
 		puts("(digest collision)"); /* keeps the digest live */
@@ -261,7 +254,7 @@ static double rt_queue_rate(int n, long messages)
 		ev.dst = (uint32_t)i;
 		rt_queue_push(&q, &ev);
 	}
-	start = now_s();
+	start = bench_now_s();
 	for (long m = 0; m < messages; m++) {
 		struct rt_event e;
 		uint32_t dst = (uint32_t)(rt_splitmix64(&rng) % (uint64_t)(n - 1));
@@ -275,7 +268,7 @@ static double rt_queue_rate(int n, long messages)
 		ev.dst = dst;
 		rt_queue_push(&q, &ev);
 	}
-	double rate = (double)messages / (now_s() - start);
+	double rate = (double)messages / (bench_now_s() - start);
 
 	if (digest == 42)
 		puts("(digest collision)");

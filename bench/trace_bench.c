@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define REPEATS 3
 
 struct bench_case {
@@ -33,23 +35,6 @@ static const struct bench_case cases[] = {
 static const char *const traces[] = { "--trace off", "--trace-format json",
 				      "--trace-format json.gz", "--trace-format perfetto" };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double children_cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_CHILDREN, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
-
 /* Best wall time of REPEATS runs (best CPU time into *cpu), or a negative
  * value if a run failed. */
 static double best_run(const char *bin, const char *args, const char *trace, const char *out,
@@ -61,15 +46,15 @@ static double best_run(const char *bin, const char *args, const char *trace, con
 	*cpu = -1;
 	snprintf(cmd, sizeof(cmd), "%s run %s --quiet --out %s %s", bin, args, out, trace);
 	for (int i = 0; i < REPEATS; i++) {
-		double c0 = children_cpu_s(), t0 = now_s(), dt, dc;
+		double c0 = bench_children_cpu_s(), t0 = bench_now_s(), dt, dc;
 		int rc = system(cmd);
 
 		if (rc != 0) {
 			fprintf(stderr, "trace_bench: `%s` failed (status %d)\n", cmd, rc);
 			return -1;
 		}
-		dt = now_s() - t0;
-		dc = children_cpu_s() - c0;
+		dt = bench_now_s() - t0;
+		dc = bench_children_cpu_s() - c0;
 		if (best < 0 || dt < best)
 			best = dt;
 		if (*cpu < 0 || dc < *cpu)
