@@ -26,6 +26,7 @@ struct peer {
 	bool ready;
 	bool answered;          /* DONE / BYE received this round */
 	bool released;          /* SHUTDOWN sent: it may exit now */
+	bool assigned;          /* agents: an agent was given this host */
 	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
 	uint64_t events;        /* last PROGRESS count */
 	pid_t pid;
@@ -512,6 +513,13 @@ static bool host_of_hello(const struct rt_coord *c, const Kb__Hello *h, uint32_t
 	return index < c->n_peers;
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void reply_to(struct rt_coord *c, const zmq_msg_t *id, Kb__Sync *msg)
 {
 	if (rt_wire_encode_sync(msg, &c->frame))
@@ -541,7 +549,8 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 {
 	Kb__Sync *s = NULL, sync = KB__SYNC__INIT;
 	Kb__Assign assign = KB__ASSIGN__INIT;
-	uint32_t host;
+	uint32_t host, ranks[64];
+	uint64_t seen = 0;
 	char why[256];
 
 	if (rt_wire_decode_sync(zmq_msg_data((zmq_msg_t *)body), zmq_msg_size((zmq_msg_t *)body),
@@ -556,7 +565,7 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 			 "file has %u (indices 0..%u)", s->hello->index, s->hello->world_size,
 			 c->n_peers, c->n_peers - 1);
 		refuse_hello(c, id, why);
-	} else if (c->peers[host].ready || c->peers[host].released) {
+	} else if (c->peers[host].assigned) {
 		snprintf(why, sizeof(why), "%s already has an agent", c->labels ? c->labels[host] : "host");
 		refuse_hello(c, id, why);
 	} else {
@@ -565,9 +574,20 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 		assign.token.len = strlen(c->peers[host].token);
 		assign.job.data = (uint8_t *)c->job_bytes.data;
 		assign.job.len = c->job_bytes.len;
+		assign.ranks = ranks;
+		for (uint32_t id_ = 0; id_ < c->topo->n_components; id_++) {
+			uint32_t r = c->topo->components[id_].rank;
+
+			if (c->peer_of[id_] == host && r < 64 && !(seen >> r & 1)) {
+				seen |= 1ull << r;
+				ranks[assign.n_ranks++] = r;
+			}
+		}
+		qsort(ranks, assign.n_ranks, sizeof(*ranks), u32_cmp);
 		sync.body_case = KB__SYNC__BODY_ASSIGN;
 		sync.assign = &assign;
 		reply_to(c, id, &sync);
+		c->peers[host].assigned = true;
 	}
 	rt_wire_free_sync(s);
 	return true;
@@ -1194,7 +1214,8 @@ static enum rt_err check_unfinished(struct rt_coord *c)
 
 	rt_buf_init(&line);
 	for (uint32_t id = 0; id < c->reports.n_components; id++) {
-		const char *what = c->reports.by_id[id]->unfinished;
+		/* an agent's coordinator has no report of other hosts' components */
+		const char *what = c->reports.by_id[id] ? c->reports.by_id[id]->unfinished : NULL;
 
 		if (!what || !*what)
 			continue;
