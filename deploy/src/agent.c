@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ struct agent {
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
+	bool stopped;             /* the coordinator stopped the run */
 };
 
 static uint64_t now_ms(void)
@@ -242,8 +244,10 @@ static enum rt_err keep_alive(void *arg)
 		err = send_up(a, &sync);
 	}
 	while (!err && !(err = recv_up(a, 0, &got)) && got) {
-		if (got->body_case != KB__SYNC__BODY_PROGRESS)
+		if (got->body_case != KB__SYNC__BODY_PROGRESS) {
+			a->stopped = true;
 			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+		}
 		rt_wire_free_sync(got);
 	}
 	if (!err && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
@@ -493,6 +497,7 @@ static enum rt_err participate(struct agent *a)
 			bool abort_run = s->shutdown->abort;
 
 			rt_wire_free_sync(s);
+			a->stopped = abort_run;
 			return abort_run ? rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run",
 						   a->label)
 					 : finish(a);
@@ -519,7 +524,7 @@ static void report_error(struct agent *a, enum rt_err code)
 	else
 		snprintf(line, sizeof(line), "%s: %s", a->label, what);
 	fprintf(stderr, "kernbench: error: %s\n", line);
-	if (!a->sock || code == RT_EINTERRUPTED)
+	if (!a->sock || a->stopped)
 		return;
 	error.daemon = a->host;
 	error.component = a->label;
@@ -641,6 +646,28 @@ static enum rt_err localise_job(struct agent *a)
 	return make_staging(a);
 }
 
+/* ZeroMQ's threads must not take the signals the agent reads from its
+ * signalfd (a SIGCHLD they took would be lost): they start with them
+ * blocked. */
+static void *start_zmq(void)
+{
+	sigset_t block, old;
+	void *zctx, *sock;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	zctx = zmq_ctx_new();
+	sock = zctx ? zmq_socket(zctx, ZMQ_DEALER) : NULL; /* starts its threads */
+	if (sock)
+		zmq_close(sock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return zctx;
+}
+
 int kb_agent_main(int argc, char **argv)
 {
 	static char *daemon_argv[] = { (char *)"agent", NULL };
@@ -655,7 +682,7 @@ int kb_agent_main(int argc, char **argv)
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
 	a.job = calloc(1, sizeof(*a.job));
-	a.zctx = zmq_ctx_new();
+	a.zctx = start_zmq();
 	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");
 	if (!err)
 		err = hello(&a);

@@ -23,6 +23,7 @@ struct peer {
 	bool gone;              /* said BYE: its connection may close */
 	uint32_t n_hosted;      /* components it hosts */
 	uint64_t heard_ms;      /* agents: when it last sent anything */
+	uint64_t lost_ms;       /* agents: when a send to it first failed */
 	bool ready;
 	bool answered;          /* DONE / BYE received this round */
 	bool released;          /* SHUTDOWN sent: it may exit now */
@@ -618,7 +619,13 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
-		if (send_to(c, i, &sync))
+		/* its BYE may still be queued when the connection closed: only a
+		 * second failure a beat later, with no BYE read between, is fatal */
+		if (send_to(c, i, &sync) == RT_EOK)
+			p->lost_ms = 0;
+		else if (!p->lost_ms)
+			p->lost_ms = now;
+		else
 			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)));
@@ -824,7 +831,8 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 				return err;
 			if (taken == TAKEN_NOTHING)
 				break;
-			if (taken == TAKEN_PROGRESS) {
+			/* an agent's heartbeat while others are missing is no progress */
+			if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
 				idle = 0;
 				started = wall_ms();
 			}
