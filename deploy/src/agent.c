@@ -53,6 +53,7 @@ struct agent {
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
 	bool stopped;             /* the coordinator stopped the run */
+	bool joined;              /* READY sent: the coordinator beats to us */
 };
 
 static uint64_t now_ms(void)
@@ -250,7 +251,7 @@ static enum rt_err keep_alive(void *arg)
 		}
 		rt_wire_free_sync(got);
 	}
-	if (!err && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
+	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
 		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (nothing for %d s); "
 			      "stopped this host's daemons", a->label, a->coordinator,
 			      RT_COORD_SILENCE_MS / 1000);
@@ -482,9 +483,9 @@ static enum rt_err participate(struct agent *a)
 	kb_local_hooks(a->local, keep_alive, a, &hooks);
 	err = rt_coord_start(kb_local_coord(a->local), &hooks);
 	if (!err)
-		err = open_socket(a, a->token);
-	if (!err)
 		err = send_ready(a);
+	a->heard_ms = now_ms();
+	a->joined = !err;
 	while (!err) {
 		Kb__Sync *s = NULL;
 
@@ -686,7 +687,10 @@ int kb_agent_main(int argc, char **argv)
 	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");
 	if (!err)
 		err = hello(&a);
-	a.heard_ms = now_ms();
+	/* under the token from now on: a failure starting this host's daemons
+	 * reaches the coordinator as ERROR */
+	if (!err)
+		err = open_socket(&a, a.token);
 	if (!err)
 		err = localise_job(&a);
 	if (!err)

@@ -222,6 +222,9 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 		rt_coord_destroy(&c);
 		return err;
 	}
+	/* an agent's DONE carries the IPCQ payloads of all its ranks */
+	if (c->agents && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
+		max_frame *= job->config.ranks;
 	c->zctx = zctx;
 	if (!c->zctx) {
 		c->zctx = zmq_ctx_new();

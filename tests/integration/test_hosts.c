@@ -266,3 +266,123 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
 		cr_expect_eq(res.status, 2, "agent off loopback without keys: %s", res.err);
 	}
 }
+
+/* The coordinator SIGKILLed mid-run: each agent notices (its heartbeat
+ * goes unanswered), names the coordinator, and kills its daemons. */
+Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[40], *err;
+	int port = test_port(5), n;
+	pid_t coord, a[2];
+
+	kb_tmpdir(base, sizeof(base), "hosts_kill_coord");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, out, "q", "none", hosts);
+	argv[n - 8] = (char *)"seq_kv=65536";
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a[0] = spawn_agent(port, 0, e0);
+	a[1] = spawn_agent(port, 1, e1);
+	sleep(3);
+	cr_assert_eq(kill(coord, SIGKILL), 0);
+	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(kb_wait(a[i]), 1, "agent %d", i);
+		err = kb_slurp_stderr(i ? e1 : e0);
+		cr_expect(err && strstr(err, "the coordinator at tcp://127.0.0.1") &&
+			  strstr(err, "is gone") && strstr(err, i ? "host 1 (rank 1)" : "host 0 (rank 0)"),
+			  "agent %d: %s", i, err);
+		cr_expect_eq(kb_count_lines(err), 1, "agent %d: %s", i, err);
+		free(err);
+	}
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* A daemon of host 1 crashes: the run fails with one line naming the host,
+ * its ranks and the daemon, and every host tears down. */
+Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[40], *err;
+	int port = test_port(6);
+	pid_t coord, a0, a1;
+
+	kb_tmpdir(base, sizeof(base), "hosts_crash");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, out, "q", "none", hosts);
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a0 = spawn_agent(port, 0, e0);
+	setenv("KB_FAULT", "crash@r1.pe0.dma:3", 1);
+	a1 = spawn_agent(port, 1, e1);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(kb_wait(coord), 1);
+	cr_expect_eq(kb_wait(a1), 1);
+	cr_expect_eq(kb_wait(a0), 1);
+	err = kb_slurp_stderr(ec);
+	cr_assert(err && strstr(err, "host 1 (rank 1): daemon kb-dma r1.pe0.dma") &&
+		  strstr(err, "died"), "stderr: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* No --index: the agents take their rank from mpirun's environment, with
+ * the coordinator as process 0 of a world of 3; and CURVE keys on the
+ * coordinator's link. */
+Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
+{
+	char base[256], one[300], two[300], hosts[300], keys[300], e[2][300], ec[300], coord_at[64];
+	char *argv[40];
+	struct kb_result res;
+	int port = test_port(7), n;
+	pid_t coord, a[2];
+
+	kb_tmpdir(base, sizeof(base), "hosts_env");
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(two, sizeof(two), "%s/two", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(keys, sizeof(keys), "%s/keys", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	snprintf(coord_at, sizeof(coord_at), "tcp://127.0.0.1:%d", port);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	kb_run(&res, "keygen", "--out", keys, NULL);
+	cr_assert_eq(res.status, 0, "%s", res.err);
+	ring_argv(argv, one, "q", "pe", NULL);
+	kb_runv(&res, argv);
+	cr_assert_eq(res.status, 0, "one host: %s", res.err);
+
+	n = ring_argv(argv, two, "q", "pe", hosts);
+	argv[n++] = (char *)"--keys";
+	argv[n++] = keys;
+	argv[n] = NULL;
+	coord = kb_spawn(argv, ec);
+	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+	for (int i = 0; i < 2; i++) {
+		char rank[8];
+		char *aargv[] = { (char *)kb_bin(), (char *)"agent", (char *)"--coordinator", coord_at,
+				  (char *)"--keys", keys, NULL };
+
+		snprintf(rank, sizeof(rank), "%d", 2 - i); /* host 1 first */
+		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", base, i);
+		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+		a[i] = kb_spawn(aargv, e[i]);
+	}
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("OMPI_COMM_WORLD_SIZE");
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", i, kb_slurp_stderr(e[i]));
+	same_outputs(one, two);
+}
