@@ -68,7 +68,7 @@ static uint64_t now_ms(void)
 
 static enum rt_err open_socket(struct agent *a, const char *id)
 {
-	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
 	int64_t max_frame = 1ll << 40;
 
 	a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
@@ -463,7 +463,12 @@ static enum rt_err send_bye(struct agent *a)
 
 static enum rt_err finish(struct agent *a)
 {
-	enum rt_err err = rt_coord_finish(kb_local_coord(a->local));
+	enum rt_err err;
+
+	/* the run is over: a coordinator busy merging another host's files
+	 * may be silent for a while, and this host ends on its own anyway */
+	a->joined = false;
+	err = rt_coord_finish(kb_local_coord(a->local));
 
 	if (!err)
 		err = ship_dir(a, "", true);

@@ -253,13 +253,13 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	if (c->agents) {
 		/* a host whose network is down stops answering ZeroMQ's pings:
 		 * its connection drops, and sends to it fail */
-		int ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+		int ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
 
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
 	}
-	if (job->keys.on && job->transport != RT_TRANSPORT_INPROC &&
+	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
 	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
 		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
 
@@ -622,13 +622,13 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
-		/* its BYE may still be queued when the connection closed: only a
-		 * second failure a beat later, with no BYE read between, is fatal */
+		/* its last frames (FileParts, BYE) may still be queued behind a
+		 * closed connection: fatal only once nothing came for a beat */
 		if (send_to(c, i, &sync) == RT_EOK)
 			p->lost_ms = 0;
 		else if (!p->lost_ms)
 			p->lost_ms = now;
-		else
+		else if (now - p->heard_ms > RT_COORD_BEAT_MS)
 			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)));
