@@ -538,7 +538,21 @@ static void report_error(struct agent *a, enum rt_err code)
 	error.usage = code == RT_EUSAGE;
 	sync.body_case = KB__SYNC__BODY_ERROR;
 	sync.error = &error;
-	send_up(a, &sync);
+	/* stay connected until the coordinator answers (its SHUTDOWN), as a
+	 * daemon does: it reads the reason before it sees this host go */
+	if (send_up(a, &sync) == RT_EOK) {
+		zmq_pollitem_t item = { .socket = a->sock, .events = ZMQ_POLLIN };
+		uint64_t until = now_ms() + 2000;
+		Kb__Sync *got = NULL;
+
+		while (now_ms() < until && zmq_poll(&item, 1, 200) >= 0) {
+			if (recv_up(a, 0, &got) || (got && got->body_case != KB__SYNC__BODY_PROGRESS))
+				break;
+			rt_wire_free_sync(got);
+			got = NULL;
+		}
+		rt_wire_free_sync(got);
+	}
 }
 
 /* ---------------------------------------------------------------- main */

@@ -400,7 +400,7 @@ Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
 	cr_expect_eq(kb_wait(a0), 1);
 	err = kb_slurp_stderr(ec);
 	cr_assert(err && strstr(err, "host 1 (rank 1): daemon kb-dma r1.pe0.dma") &&
-		  strstr(err, "died"), "stderr: %s", err);
+		  strstr(err, "died"), "stderr: %s (agent 1: %s)", err, kb_slurp_stderr(e1));
 	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
 	free(err);
 	cr_expect_eq(kb_leftover_daemons(), 0);
