@@ -570,6 +570,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "coordinator", required_argument, NULL, 'c' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "keys", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_index = false;
@@ -580,7 +581,13 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint64_t v;
 
-		if (o == 'c') {
+		if (o == 'h') {
+			puts("usage: kernbench agent --coordinator tcp://ADDRESS:PORT [--index I] "
+			     "[--keys FILE]\n\nRuns this host's ranks of a `kernbench run --hosts FILE`. "
+			     "Without --index the index\ncomes from OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+			     "SLURM_PROCID or JOB_COMPLETION_INDEX\n(deploy/README.md).");
+			return -1;
+		} else if (o == 'c') {
 			a->coordinator = optarg;
 		} else if (o == 'i') {
 			if (rt_parse_u64(optarg, 0, KB_HOSTS_MAX_RANKS, &v) != RT_PARSE_OK)
@@ -696,7 +703,7 @@ int kb_agent_main(int argc, char **argv)
 	int rc = parse_args(&a, argc, argv);
 
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc; /* -1: --help */
 	signal(SIGPIPE, SIG_IGN);
 	sweep_stale();
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);

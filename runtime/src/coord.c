@@ -169,7 +169,8 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		c->peers[p].n_hosted++;
 	}
 	for (uint32_t i = 0; i < c->n_peers; i++)
-		if (c->peers[i].n_hosted || !lay) {
+		/* every host has an agent, even one whose ranks have no component */
+		if (c->peers[i].n_hosted || !lay || c->agents) {
 			c->peers[i].present = true;
 			c->n_present++;
 		}
