@@ -52,7 +52,7 @@ struct agent {
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
-	bool stopped;             /* the coordinator stopped the run */
+	bool stopped;             /* the coordinator stopped the run, or is gone */
 	bool joined;              /* READY sent: the coordinator beats to us */
 };
 
@@ -251,10 +251,12 @@ static enum rt_err keep_alive(void *arg)
 		}
 		rt_wire_free_sync(got);
 	}
-	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
+	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS) {
+		a->stopped = true; /* no one to tell */
 		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (nothing for %d s); "
 			      "stopped this host's daemons", a->label, a->coordinator,
 			      RT_COORD_SILENCE_MS / 1000);
+	}
 	return err;
 }
 
