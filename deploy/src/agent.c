@@ -43,6 +43,7 @@ struct agent {
 	struct kb_agent_index index;
 	void *zctx;
 	void *sock;               /* DEALER to the coordinator */
+	void *monitor;            /* its connection events (a closed connection) */
 	struct rt_buf frame;
 	uint32_t host;
 	char token[RT_COORD_TOKEN_MAX];
@@ -92,9 +93,51 @@ static enum rt_err open_socket(struct agent *a, const char *id)
 
 static void close_socket(struct agent *a)
 {
+	if (a->monitor)
+		zmq_close(a->monitor);
 	if (a->sock)
 		zmq_close(a->sock);
-	a->sock = NULL;
+	a->sock = a->monitor = NULL;
+}
+
+/* Watches the token connection: a coordinator that dies closes it, which
+ * is noticed at once instead of after RT_COORD_SILENCE_MS. */
+static void watch_connection(struct agent *a)
+{
+	char ep[64];
+
+	snprintf(ep, sizeof(ep), "inproc://kb-agent-monitor-%d", (int)getpid());
+	if (zmq_socket_monitor(a->sock, ep, ZMQ_EVENT_DISCONNECTED) < 0)
+		return;
+	a->monitor = zmq_socket(a->zctx, ZMQ_PAIR);
+	if (a->monitor && zmq_connect(a->monitor, ep) < 0) {
+		zmq_close(a->monitor);
+		a->monitor = NULL;
+	}
+}
+
+/* True once the connection to the coordinator was closed. */
+static bool connection_closed(struct agent *a)
+{
+	bool closed = false;
+	zmq_msg_t msg;
+
+	for (int more = 1; a->monitor && more;) {
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, a->monitor, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&msg);
+			break;
+		}
+		if (zmq_msg_size(&msg) >= 2) {
+			uint16_t event;
+
+			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
+			closed |= event == ZMQ_EVENT_DISCONNECTED;
+		}
+		zmq_msg_recv(&msg, a->monitor, 0); /* the address frame */
+		zmq_msg_close(&msg);
+	}
+	return closed;
 }
 
 static enum rt_err send_up(struct agent *a, Kb__Sync *msg)
@@ -250,6 +293,11 @@ static enum rt_err keep_alive(void *arg)
 			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
 		}
 		rt_wire_free_sync(got);
+	}
+	if (!err && a->joined && connection_closed(a)) {
+		a->stopped = true; /* no one to tell */
+		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (it closed the "
+			      "connection); stopped this host's daemons", a->label, a->coordinator);
 	}
 	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS) {
 		a->stopped = true; /* no one to tell */
@@ -719,6 +767,8 @@ int kb_agent_main(int argc, char **argv)
 	 * reaches the coordinator as ERROR */
 	if (!err)
 		err = open_socket(&a, a.token);
+	if (!err)
+		watch_connection(&a);
 	if (!err)
 		err = localise_job(&a);
 	if (!err)
