@@ -600,17 +600,21 @@ static enum rt_err keep_agents(struct rt_coord *c)
 
 		if (!p->ready || p->gone)
 			continue;
-		if (now - p->heard_ms > RT_COORD_SILENCE_MS)
+		/* sending its files, an agent may wait its turn behind another's */
+		if (now - p->heard_ms > (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
-		/* its last frames (FileParts, BYE) may still be queued behind a
-		 * closed connection: fatal only once nothing came for a beat */
-		if (send_to(c, i, &sync) == RT_EOK)
+		/* after SHUTDOWN an agent closes once it sent its files and BYE,
+		 * which may still be queued here (behind another host's files):
+		 * then only silence counts. Before, a closed connection is a dead
+		 * agent (one that fails waits for our answer to its ERROR), fatal
+		 * once nothing came from it for two beats. */
+		if (send_to(c, i, &sync) == RT_EOK || p->released)
 			p->lost_ms = 0;
 		else if (!p->lost_ms)
 			p->lost_ms = now;
-		else if (now - p->heard_ms > RT_COORD_BEAT_MS)
+		else if (now - p->heard_ms > 2 * RT_COORD_BEAT_MS)
 			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)));
