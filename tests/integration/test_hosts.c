@@ -297,7 +297,7 @@ Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
 	a0 = spawn_agent(port, 0, e0);
 	a1 = spawn_agent(port, 1, e1);
 	cr_assert(agent_started(a0) && agent_started(a1));
-	sleep(2); /* into the run: both sent READY long before */
+	sleep(4); /* into the run: both sent READY long before */
 	cr_assert_eq(kill(a1, SIGKILL), 0);
 	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(ec));
 	cr_expect_eq(kb_wait(a1), 128 + SIGKILL);
@@ -382,7 +382,7 @@ Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
 	a[0] = spawn_agent(port, 0, e0);
 	a[1] = spawn_agent(port, 1, e1);
 	cr_assert(agent_started(a[0]) && agent_started(a[1]));
-	sleep(2); /* into the run */
+	sleep(4); /* into the run */
 	cr_assert_eq(kill(coord, SIGKILL), 0);
 	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
 	for (int i = 0; i < 2; i++) {
