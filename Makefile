@@ -28,9 +28,9 @@ endif
 
 CC ?= gcc
 PROTOC_C ?= protoc-c
-PKGS := libzmq libprotobuf-c libcyaml zlib
+PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
-	libprotobuf-c-dev libcriterion-dev libcyaml-dev zlib1g-dev nodejs \
+	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
 	python3-matplotlib
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 

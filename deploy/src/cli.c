@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hosts.h"
 #include "launcher.h"
 #include "rt/config.h"
 #include "workloads.h"
@@ -22,6 +23,10 @@ void kb_cli_usage(FILE *out)
 	      "                           --config); markdown: the reference table\n"
 	      "  keygen --out FILE        write the run's CURVE keys (mode 0600, never\n"
 	      "                           overwrites); pass them with `run --keys FILE`\n"
+	      "  agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
+	      "                           run one host's ranks of a `run --hosts` (the index\n"
+	      "                           from --index or OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
+	      "                           SLURM_PROCID, JOB_COMPLETION_INDEX)\n"
 	      "  --version                release and build commit\n"
 	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
 	      "                           --window START:END, --arrows, --format svg)\n"
@@ -69,6 +74,10 @@ void kb_cli_run_usage(FILE *out)
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
 	      "  --keys FILE              CURVE keys from `kernbench keygen` (tcp/ipc);\n"
 	      "                           required when run.bind_host is not loopback\n"
+	      "  --hosts FILE             ranks on several hosts: this process is only the\n"
+	      "                           coordinator and waits for one `kernbench agent` per\n"
+	      "                           host of FILE (deploy/README.md)\n"
+	      "  --agent-timeout S        how long to wait for the agents (default 60)\n"
 	      "\n"
 	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
 	      "An --arg the kernel never asks for, or one whose value the kernel or the\n"
@@ -148,7 +157,7 @@ enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
 	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
-	OPT_KEYS, OPT_HELP,
+	OPT_KEYS, OPT_HOSTS, OPT_AGENT_TIMEOUT, OPT_HELP,
 };
 
 /* --inputs names a folder that exists: a typo is one line before any
@@ -187,6 +196,8 @@ static const struct option run_options[] = {
 	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "keys", required_argument, NULL, OPT_KEYS },
+	{ "hosts", required_argument, NULL, OPT_HOSTS },
+	{ "agent-timeout", required_argument, NULL, OPT_AGENT_TIMEOUT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -201,6 +212,8 @@ struct machine_flags {
 	uint32_t n_configs;
 	const char *sets[RT_MAX_ARGS];
 	uint32_t n_sets;
+	const char *hosts;        /* --hosts FILE */
+	uint64_t agent_timeout_s; /* --agent-timeout S */
 };
 
 static enum rt_err add_config(struct machine_flags *m, const char *path)
@@ -250,6 +263,9 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 		job->trace.no_flows = !strcmp(val, "off");
 		return RT_EOK;
 	case OPT_QUIET: job->quiet = true; return RT_EOK;
+	case OPT_HOSTS: m->hosts = val; return RT_EOK;
+	case OPT_AGENT_TIMEOUT:
+		return parse_number("--agent-timeout", val, 1, 86400, &m->agent_timeout_s);
 	default: return rt_fail(RT_EINVAL, "unknown option (see `kernbench run --help`)");
 	}
 }
@@ -314,7 +330,8 @@ static enum rt_err check_trace_ranks(const struct rt_job *job)
 	return RT_EOK;
 }
 
-enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
+enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
+			     bool *have_hosts)
 {
 	struct machine_flags m = { 0 };
 	enum rt_err err = RT_EOK;
@@ -350,7 +367,18 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job)
 		err = check_workload(job->workload);
 	if (!err)
 		err = build_config(&job->config, &m);
-	return err ? err : check_trace_ranks(job);
+	if (!err)
+		err = check_trace_ranks(job);
+	*have_hosts = m.hosts != NULL;
+	if (!err && m.hosts) {
+		hosts->agent_timeout_s = m.agent_timeout_s;
+		err = kb_hosts_load(m.hosts, hosts);
+		if (!err)
+			err = kb_hosts_check(hosts, job);
+	} else if (!err && m.agent_timeout_s) {
+		err = rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE");
+	}
+	return err;
 }
 
 static const struct option config_options[] = {

@@ -30,9 +30,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "hosts.h"
 #include "launcher.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
+#include "rt/event.h"
 
 extern char **environ;
 
@@ -63,6 +65,15 @@ struct launch {
 	size_t token_slot;        /* index of the token in child_envp */
 	char (*token_vars)[RT_COORD_TOKEN_MAX + 32];
 	int signal_seen;
+	/* runs across hosts */
+	const uint8_t *rank_here;  /* an agent: its ranks (NULL: every rank) */
+	bool *daemon_here;         /* per daemon: spawned by this process */
+	uint32_t *peer_of;         /* per component: the coordinator's participant */
+	const struct kb_hosts *hosts; /* the coordinator of a run across hosts */
+	char (*labels)[RT_COORD_LABEL_MAX]; /* per host */
+	const char **label_ptrs;
+	enum rt_err (*tick)(void *arg); /* an agent's heartbeat (hooks.tick) */
+	void *tick_arg;
 };
 
 /* The run in progress, for the exit() and crash guards of inproc daemon
@@ -91,7 +102,15 @@ static enum rt_err make_memory(struct launch *l)
 	enum rt_err err = rt_buf_printf(&l->memfds, "%s", job->mode == RT_MODE_DATA ? "" : "-");
 
 	for (uint32_t r = 0; !err && job->mode == RT_MODE_DATA && r < cfg->ranks; r++) {
-		int fd = memfd_create("kb-hbm", 0);
+		int fd;
+
+		if (l->rank_here && !l->rank_here[r]) { /* another host's */
+			err = rt_buf_printf(&l->memfds, "%s-1", r ? "," : "");
+			for (uint32_t p = 0; !err && p < cfg->pes; p++)
+				err = rt_buf_printf(&l->memfds, ",-1");
+			continue;
+		}
+		fd = memfd_create("kb-hbm", 0);
 
 		if (fd < 0 || ftruncate(fd, (off_t)cfg->hbm_bytes) < 0) {
 			if (fd >= 0)
@@ -408,6 +427,8 @@ static enum rt_err spawn_processes(struct launch *l)
 	for (uint32_t i = 0; i < l->topo.n_daemons; i++) {
 		pid_t pid;
 
+		if (!l->daemon_here[i])
+			continue;
 		snprintf(index, sizeof(index), "%u", i);
 		l->child_argv[0] = l->topo.daemons[i].name;
 		l->child_argv[2] = index;
@@ -617,6 +638,10 @@ static void teardown(struct launch *l, bool failed)
 	free(l->child_argv);
 	free(l->child_envp);
 	free(l->token_vars);
+	free(l->daemon_here);
+	free(l->peer_of);
+	free(l->labels);
+	free(l->label_ptrs);
 	rt_buf_release(&l->memfds);
 	rt_topology_release(&l->topo);
 }
@@ -756,13 +781,45 @@ static enum rt_err share_job(struct launch *l)
 	return err;
 }
 
-static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
+/* Which daemons this process spawns: all, or an agent's (every daemon of
+ * its ranks; the hosts check keeps each daemon on one host). */
+static enum rt_err place_daemons(struct launch *l)
 {
-	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .arg = l };
-	enum rt_err err = check_limits(l);
+	const struct rt_topology *t = &l->topo;
 
+	l->daemon_here = calloc(t->n_daemons ? t->n_daemons : 1, sizeof(*l->daemon_here));
+	l->peer_of = calloc(t->n_components ? t->n_components : 1, sizeof(*l->peer_of));
+	if (!l->daemon_here || !l->peer_of)
+		return rt_fail(RT_ENOMEM, "cannot allocate the daemon table");
+	for (uint32_t id = 0; id < t->n_components; id++) {
+		const struct rt_component_desc *c = &t->components[id];
+		bool here = !l->rank_here || (c->rank < l->job->config.ranks && l->rank_here[c->rank]);
+
+		l->peer_of[id] = here ? c->daemon : RT_COORD_AWAY;
+		if (here)
+			l->daemon_here[c->daemon] = true;
+	}
+	return RT_EOK;
+}
+
+static enum rt_err launch_tick(void *arg)
+{
+	struct launch *l = arg;
+
+	return l->tick ? l->tick(l->tick_arg) : RT_EOK;
+}
+
+/* Memory, the job file, the endpoint, the coordinator (an agent's: only
+ * its daemons present, steps to global horizons) and the daemons. */
+static enum rt_err start_host(struct launch *l)
+{
+	struct rt_coord_layout agent = { .n_peers = l->topo.n_daemons, .sub = true,
+					 .lookahead_ps = l->topo.lookahead_ps };
+	enum rt_err err = place_daemons(l);
+
+	agent.peer_of = l->peer_of;
 	if (!err)
-		err = kb_outputs_prepare(l->job, &l->lock_fd);
+		err = check_limits(l);
 	if (!err)
 		err = make_memory(l);
 	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
@@ -774,10 +831,95 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 		/* inproc daemons are sockets of this context: lift the 1023 default */
 		if (l->zctx && l->topo.n_daemons + 64 > 1023)
 			zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64);
-		err = rt_coord_new(l->job, &l->topo, l->zctx, l->endpoint, &l->coord);
+		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
+					  l->rank_here ? &agent : NULL, &l->coord);
 	}
 	if (!err)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
+	return err;
+}
+
+static enum rt_err on_file(void *arg, uint32_t host, const Kb__FilePart *part)
+{
+	struct launch *l = arg;
+	char label[RT_COORD_LABEL_MAX];
+	enum rt_err err = kb_hosts_write_part(l->job->out_dir, part);
+
+	if (err)
+		return rt_fail(err, "%s: %s", kb_hosts_label(l->hosts, host, label, sizeof(label)),
+			       rt_last_error());
+	return RT_EOK;
+}
+
+/* The coordinator of a run across hosts: one participant per host (its
+ * agent), windows as long as the shortest link between hosts. */
+static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
+{
+	const struct rt_topology *t = &l->topo;
+	uint32_t n = l->hosts->n_hosts;
+
+	l->peer_of = calloc(t->n_components ? t->n_components : 1, sizeof(*l->peer_of));
+	l->labels = calloc(n, sizeof(*l->labels));
+	l->label_ptrs = calloc(n, sizeof(*l->label_ptrs));
+	if (!l->peer_of || !l->labels || !l->label_ptrs)
+		return rt_fail(RT_ENOMEM, "cannot allocate the host table");
+	for (uint32_t id = 0; id < t->n_components; id++) {
+		uint32_t rank = t->components[id].rank;
+
+		l->peer_of[id] = rank < l->hosts->n_ranks ? l->hosts->host_of_rank[rank] : 0;
+	}
+	for (uint32_t h = 0; h < n; h++)
+		l->label_ptrs[h] = kb_hosts_label(l->hosts, h, l->labels[h], sizeof(l->labels[h]));
+	*lay = (struct rt_coord_layout){ .n_peers = n, .peer_of = l->peer_of,
+					 .labels = l->label_ptrs, .agents = true,
+					 .lookahead_ps = RT_TIME_NEVER,
+					 .ready_timeout_ms = l->hosts->agent_timeout_s * 1000 };
+	for (size_t k = 0; k < t->n_links; k++)
+		if (l->peer_of[t->links[k].src] != l->peer_of[t->links[k].dst] &&
+		    t->links[k].latency_ps < lay->lookahead_ps)
+			lay->lookahead_ps = t->links[k].latency_ps;
+	return RT_EOK;
+}
+
+static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
+{
+	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
+					.arg = l };
+	struct rt_coord_layout lay;
+	enum rt_err err = kb_outputs_prepare(l->job, &l->lock_fd);
+
+	if (!err)
+		err = place_hosts(l, &lay);
+	if (!err) {
+		l->zctx = zmq_ctx_new();
+		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->hosts->coordinator, &lay,
+					  &l->coord);
+	}
+	if (!err)
+		err = rt_coord_run(l->coord, &hooks, &facts->coord);
+	if (err)
+		return err;
+	rt_coord_take_reports(l->coord, &facts->reports);
+	/* windows: the most any host ran inside; global_windows: across hosts */
+	facts->global_windows = facts->coord.windows;
+	facts->coord.windows = 0;
+	for (uint32_t i = 0; i < facts->reports.n_byes; i++)
+		if (facts->reports.byes[i]->bye->windows > facts->coord.windows)
+			facts->coord.windows = facts->reports.byes[i]->bye->windows;
+	facts->lookahead_ps = lay.lookahead_ps;
+	return RT_EOK;
+}
+
+static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
+{
+	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .arg = l };
+	enum rt_err err;
+
+	if (l->hosts)
+		return run_hosts(l, facts);
+	err = kb_outputs_prepare(l->job, &l->lock_fd);
+	if (!err)
+		err = start_host(l);
 	if (!err)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
 	if (!err)
@@ -785,10 +927,10 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 	return err;
 }
 
-int kb_launch(struct rt_job *job, int argc, char **argv)
+int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char **argv)
 {
 	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
-			    .run_argc = argc, .run_argv = argv };
+			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
 	struct kb_run_facts facts = { .argc = argc, .argv = argv };
 	double start = wall_now();
 	enum rt_err err = kb_job_topology(job, &l.topo);
@@ -803,7 +945,8 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 	if (!err)
 		err = run(&l, &facts);
 	facts.daemons = l.topo.n_daemons;
-	facts.lookahead_ps = l.topo.lookahead_ps;
+	if (!l.hosts)
+		facts.lookahead_ps = l.topo.lookahead_ps;
 	if (err) {
 		char line[1200];
 
@@ -836,6 +979,80 @@ int kb_launch(struct rt_job *job, int argc, char **argv)
 		return err == RT_EINVAL ? 2 : 1; /* an --arg nothing read is a usage error */
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------- agent */
+
+enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **argv,
+			  struct kb_local **out)
+{
+	struct launch *l = calloc(1, sizeof(*l));
+	enum rt_err err;
+
+	*out = NULL;
+	if (!l)
+		return rt_fail(RT_ENOMEM, "cannot allocate the host's daemons");
+	*l = (struct launch){ .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+			      .run_argc = 1, .run_argv = argv, .rank_here = rank_here };
+	rt_buf_init(&l->memfds);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	err = kb_job_topology(job, &l->topo);
+	if (!err)
+		err = watch_signals(l);
+	if (!err)
+		err = start_host(l);
+	if (err) {
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s", rt_last_error());
+		teardown(l, true);
+		free(l);
+		return rt_fail(err, "%s", line);
+	}
+	*out = (struct kb_local *)l;
+	return RT_EOK;
+}
+
+struct rt_coord *kb_local_coord(struct kb_local *local)
+{
+	return ((struct launch *)local)->coord;
+}
+
+const struct rt_topology *kb_local_topology(struct kb_local *local)
+{
+	return &((struct launch *)local)->topo;
+}
+
+void kb_local_hooks(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg,
+		    struct rt_coord_hooks *out)
+{
+	struct launch *l = (struct launch *)local;
+
+	l->tick = tick;
+	l->tick_arg = arg;
+	*out = (struct rt_coord_hooks){ .fd = l->sigfd, .on_fd = on_signal, .tick = launch_tick,
+					.arg = l };
+}
+
+enum rt_err kb_local_watch(struct kb_local *local)
+{
+	return on_signal(local);
+}
+
+int kb_local_sigfd(struct kb_local *local)
+{
+	return ((struct launch *)local)->sigfd;
+}
+
+void kb_local_close(struct kb_local **local_p, bool failed)
+{
+	struct launch *l = (struct launch *)*local_p;
+
+	if (!l)
+		return;
+	teardown(l, failed);
+	free(l);
+	*local_p = NULL;
 }
 
 /* ---------------------------------------------------------------- daemon */

@@ -6,6 +6,7 @@
 #ifndef KB_LAUNCHER_H
 #define KB_LAUNCHER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,7 +17,11 @@
 
 /* Parses `run` options into `job` (argv[0] is "run"; options and the
  * workload in any order). RT_EINTERRUPTED: --help was asked for. */
-enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job);
+struct kb_hosts;
+/* ... and --hosts FILE into *hosts (*have_hosts says whether it was given;
+ * the file is read and checked against the run). */
+enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
+			     bool *have_hosts);
 /* Parses `config` options into the effective configuration; *format gets
  * 0 (yaml), 1 (json) or 2 (markdown reference). */
 enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format);
@@ -28,8 +33,28 @@ void kb_cli_run_usage(FILE *out);
 /* Builds and places the job's topology (workload + colocation). */
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 
-/* Runs a job end to end; returns the process exit code. */
-int kb_launch(struct rt_job *job, int argc, char **argv);
+/* Runs a job end to end; returns the process exit code. With `hosts` this
+ * process is only the coordinator: one agent per host runs the daemons. */
+int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char **argv);
+
+/* The daemons of one host, spawned and supervised as a one-host run's are
+ * (an agent's ranks; rank_here has one flag per rank). The coordinator it
+ * opens has only them present (rt_coord_step). Caller closes it. */
+struct kb_local;
+enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **argv,
+			  struct kb_local **out);
+struct rt_coord *kb_local_coord(struct kb_local *local);
+const struct rt_topology *kb_local_topology(struct kb_local *local);
+/* Hooks for the local coordinator: children, signals, and `tick`. */
+void kb_local_hooks(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg,
+		    struct rt_coord_hooks *out);
+/* The signal descriptor, and what to call when it is readable. */
+int kb_local_sigfd(struct kb_local *local);
+enum rt_err kb_local_watch(struct kb_local *local);
+/* Tells the daemons to stop (failed: at once), reaps them, frees memory. */
+void kb_local_close(struct kb_local **local_p, bool failed);
+/* `kernbench agent ...` */
+int kb_agent_main(int argc, char **argv);
 
 /* Makes sure the stack limit is workable before anything runs: raises a
  * small soft limit (and restarts, as thread stacks follow the limit at
@@ -45,6 +70,7 @@ struct kb_run_facts {
 	struct rt_end_reports reports; /* what every component reported in BYE */
 	double wall_s;
 	uint32_t daemons;
+	uint64_t global_windows; /* windows across hosts (0: a one-host run) */
 	uint64_t lookahead_ps;
 	int argc;            /* the command line after `kernbench` */
 	char **argv;

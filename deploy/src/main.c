@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "hosts.h"
 #include "launcher.h"
 #include "rt/buf.h"
 #include "rt/config.h"
@@ -27,6 +28,8 @@ static int cmd_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
 	static char *given[256];  /* argv as typed: getopt permutes argv */
+	static struct kb_hosts hosts;
+	bool have_hosts = false;
 	enum rt_err err;
 
 	if (argc >= (int)(sizeof(given) / sizeof(given[0]))) {
@@ -35,7 +38,7 @@ static int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	memcpy(given, argv, (size_t)argc * sizeof(*argv));
-	err = kb_cli_parse_run(argc, argv, &job);
+	err = kb_cli_parse_run(argc, argv, &job, &hosts, &have_hosts);
 
 	if (err == RT_EINTERRUPTED) {
 		kb_cli_run_usage(stdout);
@@ -45,7 +48,7 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		return 2;
 	}
-	return kb_launch(&job, argc, given);
+	return kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
 }
 
 static int cmd_config(int argc, char **argv)
@@ -168,6 +171,8 @@ int main(int argc, char **argv)
 		kb_workload_list(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "agent"))
+		return kb_agent_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "keygen"))
 		return cmd_keygen(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "config"))

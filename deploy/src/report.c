@@ -233,6 +233,8 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_u64(&j, "daemons", f->daemons);
 	rt_json_u64(&j, "lookahead_ps", f->lookahead_ps == UINT64_MAX ? 0 : f->lookahead_ps);
 	rt_json_u64(&j, "windows", f->coord.windows);
+	/* across hosts: windows of the run's coordinator (0 on one host) */
+	rt_json_u64(&j, "global_windows", f->global_windows);
 	rt_json_u64(&j, "grants", f->coord.grants);
 	rt_json_u64(&j, "routed_messages", f->coord.routed);
 	rt_json_fixed(&j, "windows_wall_s", f->coord.windows_wall_s, 6);

@@ -18,9 +18,15 @@
 #include "rt/wire.h"
 
 struct peer {
+	bool present;           /* hosted here: an agent's coordinator leaves
+				 * the daemons of other hosts out */
+	bool gone;              /* said BYE: its connection may close */
+	uint32_t n_hosted;      /* components it hosts */
+	uint64_t heard_ms;      /* agents: when it last sent anything */
 	bool ready;
 	bool answered;          /* DONE / BYE received this round */
 	bool released;          /* SHUTDOWN sent: it may exit now */
+	bool assigned;          /* agents: an agent was given this host */
 	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
 	uint64_t events;        /* last PROGRESS count */
 	pid_t pid;
@@ -51,6 +57,23 @@ struct rt_coord {
 	uint64_t stranger_note_ms;
 	const struct rt_coord_hooks *hooks;
 	struct rt_end_reports reports; /* BYE reports, once collected */
+	/* layout: who hosts each component (rt_coord_layout) */
+	uint32_t *peer_of;      /* per component: participant or RT_COORD_AWAY */
+	char (*labels)[RT_COORD_LABEL_MAX]; /* per participant, or NULL: daemons */
+	uint32_t n_present;
+	bool agents;            /* participants are agents on other hosts */
+	bool sub;               /* an agent's: steps to horizons, no counters */
+	uint64_t lookahead_ps;
+	size_t cap_round;
+	uint64_t k;             /* next window number */
+	uint64_t next_ps;       /* earliest pending time after the last window */
+	uint64_t horizon;       /* sub: end of the current global window */
+	Kb__Envelope **away;    /* sub: owned copies for other hosts */
+	size_t n_away, cap_away;
+	struct rt_coord_stats st;
+	struct rt_buf job_bytes;/* agents: the shared job, as Assign carries it */
+	uint64_t beat_ms;       /* agents: last heartbeat sent */
+	uint64_t ready_timeout_ms; /* wait this long for READYs (0: watchdog) */
 };
 
 static uint64_t wall_us(void)
@@ -66,12 +89,14 @@ static uint64_t wall_ms(void)
 	return wall_us() / 1000;
 }
 
-/* "kb-dma r0.pe0.dma (pid 123)" */
+/* "kb-dma r0.pe0.dma (pid 123)", or an agent's "host 1 (ranks 2, 3)" */
 static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, size_t cap)
 {
 	const struct rt_daemon_desc *d = &c->topo->daemons[i];
 
-	if (c->peers[i].pid)
+	if (c->labels)
+		snprintf(buf, cap, "%s", c->labels[i]);
+	else if (c->peers[i].pid)
 		snprintf(buf, cap, "%s %s (pid %d)", d->name, d->label, (int)c->peers[i].pid);
 	else
 		snprintf(buf, cap, "%s %s", d->name, d->label);
@@ -111,8 +136,73 @@ int64_t rt_coord_max_frame(const struct rt_job *job)
 	return max > INT64_MAX ? INT64_MAX : (int64_t)max;
 }
 
+/* Who hosts what: one participant per daemon, or the layout's. */
+static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout *lay)
+{
+	const struct rt_topology *t = c->topo;
+
+	c->n_peers = lay ? lay->n_peers : t->n_daemons;
+	c->peers = calloc(c->n_peers ? c->n_peers : 1, sizeof(*c->peers));
+	c->peer_of = calloc(t->n_components ? t->n_components : 1, sizeof(*c->peer_of));
+	c->cap_round = c->n_peers + 4;
+	c->round = calloc(c->cap_round, sizeof(*c->round));
+	if (lay && lay->labels)
+		c->labels = calloc(c->n_peers ? c->n_peers : 1, sizeof(*c->labels));
+	if (!c->peers || !c->peer_of || !c->round || (lay && lay->labels && !c->labels))
+		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
+	c->agents = lay && lay->agents;
+	c->sub = lay && lay->sub;
+	c->lookahead_ps = lay ? lay->lookahead_ps : t->lookahead_ps;
+	c->ready_timeout_ms = lay ? lay->ready_timeout_ms : 0;
+	for (uint32_t i = 0; c->labels && i < c->n_peers; i++)
+		snprintf(c->labels[i], sizeof(c->labels[i]), "%s", lay->labels[i]);
+	for (uint32_t id = 0; id < t->n_components; id++) {
+		uint32_t p = lay ? lay->peer_of[id] : t->components[id].daemon;
+
+		c->peer_of[id] = p;
+		if (p == RT_COORD_AWAY)
+			continue;
+		if (p >= c->n_peers)
+			return rt_fail(RT_EINVAL, "coordinator: component %u placed on participant %u of %u",
+				       id, p, c->n_peers);
+		c->peers[p].n_hosted++;
+	}
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		if (c->peers[i].n_hosted || !lay) {
+			c->peers[i].present = true;
+			c->n_present++;
+		}
+	return RT_EOK;
+}
+
+/* Agents get the job as the daemons of one host do: the bytes of the
+ * sealed job file. */
+static enum rt_err keep_job_bytes(struct rt_coord *c)
+{
+	int fd = -1;
+	enum rt_err err = rt_job_share(c->job, &fd);
+	off_t size = err ? 0 : lseek(fd, 0, SEEK_END);
+
+	if (!err)
+		err = rt_buf_reserve(&c->job_bytes, (size_t)(size > 0 ? size : 0));
+	if (!err && (size <= 0 || pread(fd, c->job_bytes.data, (size_t)size, 0) != size))
+		err = rt_fail(RT_EIO, "coordinator: cannot read back the job for the agents");
+	if (!err)
+		c->job_bytes.len = (size_t)size;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo, void *zctx,
 			 const char *endpoint, struct rt_coord **out)
+{
+	return rt_coord_new_layout(job, topo, zctx, endpoint, NULL, out);
+}
+
+enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topology *topo,
+				void *zctx, const char *endpoint,
+				const struct rt_coord_layout *layout, struct rt_coord **out)
 {
 	struct rt_coord *c = calloc(1, sizeof(*c));
 	int one = 1, zero = 0;
@@ -124,8 +214,13 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
 	c->job = job;
 	c->topo = topo;
-	c->n_peers = topo->n_daemons;
-	c->peers = calloc(c->n_peers, sizeof(*c->peers));
+	rt_buf_init(&c->job_bytes);
+	if (apply_layout(c, layout) || (c->agents && keep_job_bytes(c))) {
+		enum rt_err err = rt_fail(RT_ENOMEM, "%s", rt_last_error());
+
+		rt_coord_destroy(&c);
+		return err;
+	}
 	c->zctx = zctx;
 	if (!c->zctx) {
 		c->zctx = zmq_ctx_new();
@@ -134,7 +229,7 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 	rt_buf_init(&c->frame);
 	rt_trace_writer_init(&c->counters);
 	c->sock = c->zctx ? zmq_socket(c->zctx, ZMQ_ROUTER) : NULL;
-	if (!c->peers || !c->sock) {
+	if (!c->sock) {
 		rt_coord_destroy(&c);
 		return rt_fail(RT_ETRANSPORT, "coordinator: cannot create its socket");
 	}
@@ -151,6 +246,15 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 	zmq_setsockopt(c->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
 	zmq_setsockopt(c->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof(zero));
+	if (c->agents) {
+		/* a host whose network is down stops answering ZeroMQ's pings:
+		 * its connection drops, and sends to it fail */
+		int ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+
+		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
+		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
+		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
+	}
 	if (job->keys.on && job->transport != RT_TRANSPORT_INPROC &&
 	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
 		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
@@ -199,6 +303,30 @@ static void free_round(struct rt_coord *c)
 	c->n_round = 0;
 }
 
+/* Keeps a frame whose envelopes wait in inbound lists until the next
+ * GRANTs are sent. */
+static enum rt_err keep_in_round(struct rt_coord *c, Kb__Sync *s)
+{
+	if (c->n_round == c->cap_round) {
+		size_t cap = c->cap_round * 2;
+		Kb__Sync **grown = realloc(c->round, cap * sizeof(*grown));
+
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "coordinator: out of memory");
+		c->round = grown;
+		c->cap_round = cap;
+	}
+	c->round[c->n_round++] = s;
+	return RT_EOK;
+}
+
+static void free_away(struct rt_coord *c)
+{
+	for (size_t i = 0; i < c->n_away; i++)
+		free(c->away[i]);
+	c->n_away = 0;
+}
+
 void rt_coord_destroy(struct rt_coord **cp)
 {
 	struct rt_coord *c = *cp;
@@ -207,6 +335,11 @@ void rt_coord_destroy(struct rt_coord **cp)
 		return;
 	free_round(c);
 	free(c->round);
+	free_away(c);
+	free(c->away);
+	free(c->peer_of);
+	free(c->labels);
+	rt_buf_release(&c->job_bytes);
 	rt_end_reports_release(&c->reports);
 	for (uint32_t i = 0; c->peers && i < c->n_peers; i++)
 		free(c->peers[i].inbound);
@@ -320,7 +453,7 @@ static const char *escape_bytes(const void *data, size_t len, size_t max, char *
 }
 
 /* Which daemon a routing id belongs to: its whole token must match. */
-static bool peer_of(const struct rt_coord *c, const zmq_msg_t *id, uint32_t *peer)
+static bool peer_by_id(const struct rt_coord *c, const zmq_msg_t *id, uint32_t *peer)
 {
 	const char *p = zmq_msg_data((zmq_msg_t *)id);
 	size_t len = zmq_msg_size((zmq_msg_t *)id);
@@ -362,6 +495,137 @@ static void note_stranger(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg
 	c->strangers_shown = c->strangers;
 }
 
+/* ---------------------------------------------------------------- agents */
+
+/* Which host an agent's Hello names: its --index, or the rank its launcher
+ * gave it. With mpirun MPMD the coordinator is process 0 and the agents are
+ * 1..N, so a world of N + 1 shifts the rank down by one. */
+static bool host_of_hello(const struct rt_coord *c, const Kb__Hello *h, uint32_t *host)
+{
+	uint32_t index = h->index;
+
+	if (h->world_size == c->n_peers + 1) {
+		if (index == 0)
+			return false;
+		index--;
+	}
+	*host = index;
+	return index < c->n_peers;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void reply_to(struct rt_coord *c, const zmq_msg_t *id, Kb__Sync *msg)
+{
+	if (rt_wire_encode_sync(msg, &c->frame))
+		return;
+	zmq_send(c->sock, zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id),
+		 ZMQ_SNDMORE);
+	zmq_send(c->sock, c->frame.data, c->frame.len, 0);
+}
+
+static void refuse_hello(struct rt_coord *c, const zmq_msg_t *id, const char *why)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Error error = KB__ERROR__INIT;
+
+	error.message = (char *)why;
+	error.usage = true;
+	sync.body_case = KB__SYNC__BODY_ERROR;
+	sync.error = &error;
+	reply_to(c, id, &sync);
+}
+
+/* A Hello under a throw-away routing id (only an agents' coordinator reads
+ * one): answers Assign with the host's token and the job, or ERROR saying
+ * why not. True when the frame was a Hello. With --keys only a holder of
+ * the run's client key gets this far (ZAP). */
+static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body)
+{
+	Kb__Sync *s = NULL, sync = KB__SYNC__INIT;
+	Kb__Assign assign = KB__ASSIGN__INIT;
+	uint32_t host, ranks[64];
+	uint64_t seen = 0;
+	char why[256];
+
+	if (rt_wire_decode_sync(zmq_msg_data((zmq_msg_t *)body), zmq_msg_size((zmq_msg_t *)body),
+				&s))
+		return false;
+	if (s->body_case != KB__SYNC__BODY_HELLO) {
+		rt_wire_free_sync(s);
+		return false;
+	}
+	if (!host_of_hello(c, s->hello, &host)) {
+		snprintf(why, sizeof(why), "agent index %u (world size %u) names no host: the hosts "
+			 "file has %u (indices 0..%u)", s->hello->index, s->hello->world_size,
+			 c->n_peers, c->n_peers - 1);
+		refuse_hello(c, id, why);
+	} else if (c->peers[host].assigned) {
+		snprintf(why, sizeof(why), "%s already has an agent", c->labels ? c->labels[host] : "host");
+		refuse_hello(c, id, why);
+	} else {
+		assign.host = host;
+		assign.token.data = (uint8_t *)c->peers[host].token;
+		assign.token.len = strlen(c->peers[host].token);
+		assign.job.data = (uint8_t *)c->job_bytes.data;
+		assign.job.len = c->job_bytes.len;
+		assign.ranks = ranks;
+		for (uint32_t id_ = 0; id_ < c->topo->n_components; id_++) {
+			uint32_t r = c->topo->components[id_].rank;
+
+			if (c->peer_of[id_] == host && r < 64 && !(seen >> r & 1)) {
+				seen |= 1ull << r;
+				ranks[assign.n_ranks++] = r;
+			}
+		}
+		qsort(ranks, assign.n_ranks, sizeof(*ranks), u32_cmp);
+		sync.body_case = KB__SYNC__BODY_ASSIGN;
+		sync.assign = &assign;
+		reply_to(c, id, &sync);
+		c->peers[host].assigned = true;
+	}
+	rt_wire_free_sync(s);
+	return true;
+}
+
+/* Agents: a heartbeat to every host every RT_COORD_BEAT_MS (a send to one
+ * whose connection dropped fails at once), and a host that sent nothing for
+ * RT_COORD_SILENCE_MS is gone. */
+static enum rt_err keep_agents(struct rt_coord *c)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Progress progress = KB__PROGRESS__INIT;
+	uint64_t now = wall_ms();
+	char name[128];
+
+	if (!c->agents || now - c->beat_ms < RT_COORD_BEAT_MS)
+		return RT_EOK;
+	c->beat_ms = now;
+	progress.events = now;
+	sync.body_case = KB__SYNC__BODY_PROGRESS;
+	sync.progress = &progress;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (!p->ready || p->gone)
+			continue;
+		if (now - p->heard_ms > RT_COORD_SILENCE_MS)
+			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
+				       "killed, host down or network cut)",
+				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
+		if (send_to(c, i, &sync))
+			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
+				       "killed, host down or network cut)",
+				       peer_name(c, i, name, sizeof(name)));
+	}
+	return RT_EOK;
+}
+
 /* What a received frame turned out to be. */
 enum taken { TAKEN_NOTHING, TAKEN_IGNORED, TAKEN_PROGRESS, TAKEN_FRAME };
 
@@ -395,9 +659,11 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 		zmq_msg_close(&extra);
 	}
 	*taken = TAKEN_IGNORED;
-	if (!peer_of(c, id, peer)) {
-		note_stranger(c, id, &body);
+	if (!peer_by_id(c, id, peer)) {
+		if (!c->agents || !maybe_hello(c, id, &body))
+			note_stranger(c, id, &body);
 	} else {
+		c->peers[*peer].heard_ms = wall_ms();
 		err = rt_wire_decode_sync(zmq_msg_data(&body), zmq_msg_size(&body), out);
 		if (err)
 			err = rt_fail(err, "daemon %s sent a bad frame: %s",
@@ -495,6 +761,10 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 	char waiting_for[512];
 
 	describe_wait(c, what, window, waiting_for, sizeof(waiting_for));
+	if (what == WAIT_READY && c->agents)
+		return rt_fail(RT_ETIMEOUT, "no agent joined for %s within %llu s (start `kernbench "
+			       "agent --coordinator %s` there)", waiting_for,
+			       (unsigned long long)(c->ready_timeout_ms / 1000), c->endpoint);
 	return rt_fail(RT_ETIMEOUT, "%s did not answer within %llu ms (watchdog; "
 		       "set run.watchdog_ms to change)", waiting_for,
 		       (unsigned long long)c->job->config.watchdog_ms);
@@ -509,7 +779,9 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
 				 enum wait_for what, uint64_t window)
 {
-	uint64_t budget = c->job->config.watchdog_ms, idle = 0;
+	uint64_t budget = what == WAIT_READY && c->ready_timeout_ms ? c->ready_timeout_ms
+								     : c->job->config.watchdog_ms;
+	uint64_t idle = 0;
 	enum taken taken = TAKEN_NOTHING;
 	enum rt_err err;
 
@@ -530,6 +802,11 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 
 		if (idle >= budget)
 			return watchdog_fired(c, what, window);
+		err = keep_agents(c);
+		if (!err && c->hooks && c->hooks->tick)
+			err = c->hooks->tick(c->hooks->arg);
+		if (err)
+			return err;
 		slice = budget - idle < 500 ? budget - idle : 500;
 		started = wall_ms();
 		n = zmq_poll(items, nitems, (long)slice);
@@ -564,7 +841,7 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	char name[128];
 
 	for (uint32_t id = 0; id < t->n_components; id++) {
-		if (t->components[id].daemon != i)
+		if (c->peer_of[id] != i)
 			continue;
 		if (k >= r->n_components || r->components[k] != id)
 			return rt_fail(RT_EPROTOCOL, "daemon %s announced components that do not match "
@@ -579,6 +856,9 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	if (r->token.len != strlen(c->peers[i].token) ||
 	    memcmp(r->token.data, c->peers[i].token, r->token.len))
 		return rt_fail(RT_EPROTOCOL, "daemon %s sent READY without its token",
+			       peer_name(c, i, name, sizeof(name)));
+	if (!c->peers[i].present)
+		return rt_fail(RT_EPROTOCOL, "daemon %s is not hosted here",
 			       peer_name(c, i, name, sizeof(name)));
 	c->peers[i].ready = true;
 	c->peers[i].next_local_ps = r->next_local_ps;
@@ -602,13 +882,14 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 	for (uint32_t i = 0; i < c->n_peers && used < cap; i++) {
 		bool waiting = what == WAIT_READY ? !c->peers[i].ready : !c->peers[i].answered;
 
-		if (!waiting)
+		if (!waiting || !c->peers[i].present)
 			continue;
-		if (shown++ == 3) {
+		if (shown++ == (c->agents ? 8 : 3)) {
 			snprintf(buf + used, cap - used, ", ...");
 			break;
 		}
-		used += (size_t)snprintf(buf + used, cap - used, "%sdaemon %s", shown > 1 ? ", " : "",
+		used += (size_t)snprintf(buf + used, cap - used, "%s%s%s", shown > 1 ? ", " : "",
+					 c->labels ? "" : "daemon ",
 					 peer_name(c, i, name, sizeof(name)));
 	}
 }
@@ -628,7 +909,7 @@ static enum rt_err handshake(struct rt_coord *c)
 {
 	uint32_t ready = 0;
 
-	while (ready < c->n_peers) {
+	while (ready < c->n_present) {
 		Kb__Sync *s = NULL;
 		uint32_t i;
 		enum rt_err err = recv_from_any(c, &i, &s, WAIT_READY, 0);
@@ -649,6 +930,41 @@ static enum rt_err handshake(struct rt_coord *c)
 
 /* ---------------------------------------------------------------- windows */
 
+/* An agent's coordinator: a message for another host waits (copied) for
+ * the agent's DONE. Crossing hosts takes at least the global lookahead, so
+ * it is due at or after the global window's end. */
+static enum rt_err send_away(struct rt_coord *c, uint32_t from, const Kb__Envelope *e)
+{
+	Kb__Envelope *copy;
+	char name[128];
+
+	if (e->deliver_ps < c->horizon)
+		return rt_fail(RT_EPROTOCOL, "daemon %s sent a message to another host due at %llu ps, "
+			       "inside the global window ending %llu ps",
+			       peer_name(c, from, name, sizeof(name)),
+			       (unsigned long long)e->deliver_ps, (unsigned long long)c->horizon);
+	if (c->n_away == c->cap_away) {
+		size_t cap = c->cap_away ? c->cap_away * 2 : 64;
+		Kb__Envelope **grown = realloc(c->away, cap * sizeof(*grown));
+
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "coordinator: outbound queue cannot grow");
+		c->away = grown;
+		c->cap_away = cap;
+	}
+	copy = malloc(sizeof(*copy) + e->payload.len);
+	if (!copy)
+		return rt_fail(RT_ENOMEM, "coordinator: outbound queue cannot grow");
+	*copy = *e;
+	copy->base.unknown_fields = NULL;
+	copy->base.n_unknown_fields = 0;
+	copy->payload.data = (uint8_t *)(copy + 1);
+	if (e->payload.len)
+		memcpy(copy->payload.data, e->payload.data, e->payload.len);
+	c->away[c->n_away++] = copy;
+	return RT_EOK;
+}
+
 static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done, uint64_t end,
 			 uint64_t *min_deliver, uint64_t *routed)
 {
@@ -660,7 +976,7 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 		struct peer *p;
 
 		if (e->src >= t->n_components || e->dst >= t->n_components ||
-		    t->components[e->src].daemon != from || t->components[e->dst].daemon == from)
+		    c->peer_of[e->src] != from || c->peer_of[e->dst] == from)
 			return rt_fail(RT_EPROTOCOL, "daemon %s routed a message %u -> %u it may not send",
 				       peer_name(c, from, name, sizeof(name)), e->src, e->dst);
 		if (e->deliver_ps < end)
@@ -668,7 +984,15 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 				       "daemon %s sent a message due at %llu ps inside the window ending %llu ps",
 				       peer_name(c, from, name, sizeof(name)),
 				       (unsigned long long)e->deliver_ps, (unsigned long long)end);
-		p = &c->peers[t->components[e->dst].daemon];
+		if (c->peer_of[e->dst] == RT_COORD_AWAY) {
+			enum rt_err err = send_away(c, from, e);
+
+			if (err)
+				return err;
+			(*routed)++;
+			continue;
+		}
+		p = &c->peers[c->peer_of[e->dst]];
 		if (p->n_in == p->cap_in) {
 			size_t cap = p->cap_in ? p->cap_in * 2 : 64;
 			Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
@@ -713,14 +1037,18 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 			rt_wire_free_sync(s);
 			return err;
 		}
-		c->round[c->n_round++] = s; /* keeps routed envelopes alive */
+		err = keep_in_round(c, s); /* keeps routed envelopes alive */
+		if (err) {
+			rt_wire_free_sync(s);
+			return err;
+		}
 		c->peers[i].answered = true;
 		c->peers[i].next_local_ps = s->done->next_local_ps;
 		got++;
 	}
 	/* daemons left out of this window keep the next time they reported */
 	for (uint32_t i = 0; i < c->n_peers; i++)
-		if (c->peers[i].next_local_ps < min_time)
+		if (c->peers[i].present && c->peers[i].next_local_ps < min_time)
 			min_time = c->peers[i].next_local_ps;
 	*next = min_time;
 	return RT_EOK;
@@ -740,7 +1068,7 @@ static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, 
 	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
 		struct peer *p = &c->peers[i];
 
-		if (!p->n_in && p->next_local_ps >= end) {
+		if (!p->present || (!p->n_in && p->next_local_ps >= end)) {
 			p->answered = true;
 			continue;
 		}
@@ -759,7 +1087,7 @@ static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final
 {
 	uint64_t now = wall_ms();
 
-	if (!isatty(STDERR_FILENO) || c->job->quiet)
+	if (c->sub || !isatty(STDERR_FILENO) || c->job->quiet)
 		return;
 	if (!final && now - c->last_progress_ms < 1000)
 		return;
@@ -773,7 +1101,7 @@ static void note_window(struct rt_coord *c, uint64_t k, uint64_t t)
 {
 	struct rt_trace_rec r = { 0 };
 
-	if (!c->job->trace_windows || c->job->trace_off ||
+	if (c->sub || !c->job->trace_windows || c->job->trace_off ||
 	    !rt_trace_wanted(&c->job->trace, 0, t, t))
 		return;
 	r.ts_ps = t;
@@ -788,44 +1116,53 @@ static enum rt_err write_counters(struct rt_coord *c)
 {
 	char dir[RT_PATH_MAX + 16];
 
+	if (c->sub)
+		return RT_EOK; /* the coordinator of the run writes the counters */
 	snprintf(dir, sizeof(dir), "%s/%s", c->job->out_dir, RT_PARTS_DIR);
 	return rt_trace_flush(&c->counters, dir, "coord", true);
 }
 
-static enum rt_err run_windows(struct rt_coord *c, struct rt_coord_stats *st)
+/* Runs windows from `t` while anything is pending before `horizon`
+ * (RT_TIME_NEVER: to the end of the run). Each window is
+ * [t, min(t + L, horizon)); c->next_ps is then the earliest pending time. */
+static enum rt_err run_windows(struct rt_coord *c, uint64_t t, uint64_t horizon)
 {
-	uint64_t lookahead = c->topo->lookahead_ps;
-	uint64_t t = RT_TIME_NEVER;
+	struct rt_coord_stats *st = &c->st;
 	enum rt_err err = RT_EOK;
-
 	uint64_t started_us = wall_us();
 
-	c->round = calloc(c->n_peers, sizeof(*c->round));
-	if (!c->round)
-		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
-	for (uint32_t i = 0; i < c->n_peers; i++)
-		if (c->peers[i].next_local_ps < t)
-			t = c->peers[i].next_local_ps;
-	for (uint64_t k = 0; t != RT_TIME_NEVER && !err; k++) {
-		uint64_t end = sat_add(t, lookahead), next = RT_TIME_NEVER, routed_now = 0;
+	for (; t < horizon && !err; c->k++) {
+		uint64_t end = sat_add(t, c->lookahead_ps), next = RT_TIME_NEVER, routed_now = 0;
 		uint32_t granted = 0;
 
-		note_window(c, k, t);
-		err = grant_window(c, k, t, end, &granted);
+		if (end > horizon)
+			end = horizon;
+		note_window(c, c->k, t);
+		err = grant_window(c, c->k, t, end, &granted);
 		free_round(c);
 		if (!err)
-			err = collect_done(c, k, end, granted, &next, &routed_now);
-		st->windows = k + 1;
+			err = collect_done(c, c->k, end, granted, &next, &routed_now);
+		st->windows++;
 		st->grants += granted;
 		st->routed += err ? 0 : routed_now;
 		st->last_window_ps = t;
-		show_progress(c, k + 1, t, false);
+		show_progress(c, st->windows, t, false);
 		/* skip ahead over idle time, but never shorter than a lookahead */
 		t = next == RT_TIME_NEVER ? next : (next > end ? next : end);
 	}
-	st->windows_wall_s = (double)(wall_us() - started_us) * 1e-6;
-	show_progress(c, st->windows, st->last_window_ps, true);
+	c->next_ps = t;
+	st->windows_wall_s += (double)(wall_us() - started_us) * 1e-6;
 	return err;
+}
+
+static uint64_t first_event(const struct rt_coord *c)
+{
+	uint64_t t = RT_TIME_NEVER;
+
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		if (c->peers[i].present && c->peers[i].next_local_ps < t)
+			t = c->peers[i].next_local_ps;
+	return t;
 }
 
 void rt_end_reports_release(struct rt_end_reports *r)
@@ -849,12 +1186,12 @@ static enum rt_err index_reports(struct rt_coord *c, uint32_t i, const Kb__Bye *
 {
 	const struct rt_topology *t = c->topo;
 	char name[128];
-	uint32_t hosted = t->daemons[i].n_hosted;
+	uint32_t hosted = c->peers[i].n_hosted;
 
 	for (size_t k = 0; k < bye->n_reports; k++) {
 		uint32_t id = bye->reports[k]->component;
 
-		if (id >= t->n_components || t->components[id].daemon != i ||
+		if (id >= t->n_components || c->peer_of[id] != i ||
 		    c->reports.by_id[id])
 			return rt_fail(RT_EPROTOCOL, "daemon %s reported on component %u, "
 				       "which it does not host (or twice)",
@@ -877,7 +1214,8 @@ static enum rt_err check_unfinished(struct rt_coord *c)
 
 	rt_buf_init(&line);
 	for (uint32_t id = 0; id < c->reports.n_components; id++) {
-		const char *what = c->reports.by_id[id]->unfinished;
+		/* an agent's coordinator has no report of other hosts' components */
+		const char *what = c->reports.by_id[id] ? c->reports.by_id[id]->unfinished : NULL;
 
 		if (!what || !*what)
 			continue;
@@ -905,13 +1243,21 @@ static enum rt_err collect_bye(struct rt_coord *c)
 	if (!r->byes || !r->by_id)
 		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
 	r->n_components = c->topo->n_components;
-	for (uint32_t got = 0; got < c->n_peers;) {
+	for (uint32_t got = 0; got < c->n_present;) {
 		Kb__Sync *s = NULL;
 		uint32_t i;
 		enum rt_err err = recv_from_any(c, &i, &s, WAIT_BYE, 0);
 
 		if (err)
 			return err;
+		if (s->body_case == KB__SYNC__BODY_FILE_PART && c->agents && !c->peers[i].answered &&
+		    c->hooks && c->hooks->on_file) {
+			err = c->hooks->on_file(c->hooks->arg, i, s->file_part);
+			rt_wire_free_sync(s);
+			if (err)
+				return err;
+			continue;
+		}
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
 			err = frame_error(c, i, s, "BYE");
 		else
@@ -920,6 +1266,7 @@ static enum rt_err collect_bye(struct rt_coord *c)
 		if (err)
 			return err;
 		c->peers[i].answered = true;
+		c->peers[i].gone = true;
 		got++;
 	}
 	return check_unfinished(c);
@@ -928,19 +1275,98 @@ static enum rt_err collect_bye(struct rt_coord *c)
 enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
 			 struct rt_coord_stats *st)
 {
-	enum rt_err err;
+	enum rt_err err = rt_coord_start(c, hooks);
 
-	memset(st, 0, sizeof(*st));
-	c->hooks = hooks;
-	err = handshake(c);
-	if (!err)
-		err = run_windows(c, st);
+	if (!err) {
+		err = run_windows(c, first_event(c), RT_TIME_NEVER);
+		show_progress(c, c->st.windows, c->st.last_window_ps, true);
+	}
 	free_round(c);
 	if (!err)
-		err = broadcast_shutdown(c, false);
+		err = rt_coord_finish(c);
+	*st = c->st;
+	return err;
+}
+
+enum rt_err rt_coord_start(struct rt_coord *c, const struct rt_coord_hooks *hooks)
+{
+	memset(&c->st, 0, sizeof(c->st));
+	c->hooks = hooks;
+	return handshake(c);
+}
+
+uint64_t rt_coord_next_ps(const struct rt_coord *c)
+{
+	uint64_t t = first_event(c);
+
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		for (size_t k = 0; k < c->peers[i].n_in; k++)
+			if (c->peers[i].inbound[k]->deliver_ps < t)
+				t = c->peers[i].inbound[k]->deliver_ps;
+	return t;
+}
+
+enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out)
+{
+	Kb__Sync *s = *grant_p;
+	const Kb__Grant *g = s->grant;
+	const struct rt_topology *t = c->topo;
+	enum rt_err err;
+
+	*grant_p = NULL;
+	free_away(c);
+	/* the frame's envelopes wait in inbound lists until they are granted */
+	err = keep_in_round(c, s);
+	if (err) {
+		rt_wire_free_sync(s);
+		return err;
+	}
+	for (size_t k = 0; k < g->n_inbound; k++) {
+		Kb__Envelope *e = g->inbound[k];
+		struct peer *p;
+
+		if (e->dst >= t->n_components || c->peer_of[e->dst] == RT_COORD_AWAY ||
+		    e->deliver_ps < g->start_ps)
+			return rt_fail(RT_EPROTOCOL, "the coordinator sent a message for component %u "
+				       "due at %llu ps in window [%llu ps): not for this host or too early",
+				       e->dst, (unsigned long long)e->deliver_ps,
+				       (unsigned long long)g->start_ps);
+		p = &c->peers[c->peer_of[e->dst]];
+		if (p->n_in == p->cap_in) {
+			size_t cap = p->cap_in ? p->cap_in * 2 : 64;
+			Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
+
+			if (!grown)
+				return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
+			p->inbound = grown;
+			p->cap_in = cap;
+		}
+		p->inbound[p->n_in++] = e;
+	}
+	c->horizon = g->end_ps;
+	{
+		uint64_t from = rt_coord_next_ps(c);
+
+		err = run_windows(c, from > g->start_ps ? from : g->start_ps, g->end_ps);
+	}
+	out->envelopes = c->away;
+	out->n = c->n_away;
+	out->next_ps = rt_coord_next_ps(c);
+	return err;
+}
+
+enum rt_err rt_coord_finish(struct rt_coord *c)
+{
+	enum rt_err err = broadcast_shutdown(c, false);
+
 	if (!err)
 		err = collect_bye(c);
 	if (!err)
 		err = write_counters(c);
 	return err;
+}
+
+const struct rt_coord_stats *rt_coord_stats(const struct rt_coord *c)
+{
+	return &c->st;
 }

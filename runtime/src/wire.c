@@ -93,6 +93,22 @@ static enum rt_err check_bye(const Kb__Bye *bye)
 	return RT_EOK;
 }
 
+/* An agent's output file (FilePart): a plain name in the output folder or
+ * ".parts/NAME"; never "..", another folder or a control byte. */
+enum rt_err rt_wire_check_part_path(const char *path)
+{
+	const char *name = path && !strncmp(path, ".parts/", 7) ? path + 7 : path;
+	size_t len = name ? strlen(name) : 0;
+
+	if (!len || len > 200 || name[0] == '.' || strchr(name, '/'))
+		return rt_fail(RT_EDECODE, "FilePart: path '%.60s' is not a file name in the output "
+			       "folder or its .parts", path ? path : "");
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return rt_fail(RT_EDECODE, "FilePart: path has a control byte");
+	return RT_EOK;
+}
+
 static enum rt_err check_sync(const Kb__Sync *m)
 {
 	if (m->schema_version != KB__SCHEMA__SCHEMA_VERSION)
@@ -115,7 +131,11 @@ static enum rt_err check_sync(const Kb__Sync *m)
 	case KB__SYNC__BODY_SHUTDOWN:
 	case KB__SYNC__BODY_ERROR:
 	case KB__SYNC__BODY_PROGRESS:
+	case KB__SYNC__BODY_HELLO:
+	case KB__SYNC__BODY_ASSIGN:
 		return RT_EOK;
+	case KB__SYNC__BODY_FILE_PART:
+		return rt_wire_check_part_path(m->file_part->path);
 	default:
 		return rt_fail(RT_EDECODE, "frame has no body");
 	}

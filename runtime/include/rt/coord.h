@@ -40,7 +40,39 @@ struct rt_coord;
 struct rt_coord_hooks {
 	int fd;                          /* polled with the socket; -1: none */
 	enum rt_err (*on_fd)(void *arg); /* fd readable; an error ends the run */
+	/* called at least every 500 ms while waiting (NULL: none); an agent
+	 * sends its heartbeat and listens to its coordinator here */
+	enum rt_err (*tick)(void *arg);
+	/* an agent's output file piece, before its BYE (NULL: refused) */
+	enum rt_err (*on_file)(void *arg, uint32_t peer, const Kb__FilePart *part);
 	void *arg;
+};
+
+/* Runs across hosts (ADR hosts-two-level-sync): which participant hosts
+ * each component. The run's coordinator has one participant per host (an
+ * agent); an agent's coordinator has the topology's daemons, of which only
+ * those of its ranks are present, and the components of other hosts are
+ * RT_COORD_AWAY: their messages wait for the agent's DONE. */
+#define RT_COORD_AWAY UINT32_MAX
+#define RT_COORD_LABEL_MAX 96
+#define RT_COORD_BEAT_MS 1000    /* agents and their coordinator: heartbeat */
+#define RT_COORD_SILENCE_MS 5000 /* ... and a peer silent this long is gone */
+
+struct rt_coord_layout {
+	uint32_t n_peers;
+	const uint32_t *peer_of;   /* per component: participant, or RT_COORD_AWAY */
+	const char *const *labels; /* per participant, for errors; NULL: daemons */
+	bool agents;               /* participants are agents: Hello, heartbeats */
+	bool sub;                  /* an agent's: steps to horizons (rt_coord_step) */
+	uint64_t lookahead_ps;     /* window length */
+	uint64_t ready_timeout_ms; /* how long READYs may take (0: run.watchdog_ms) */
+};
+
+/* What one global window sent to other hosts. */
+struct rt_coord_away {
+	Kb__Envelope **envelopes; /* owned by the coordinator until the next step */
+	size_t n;
+	uint64_t next_ps;         /* earliest pending local time (RT_TIME_NEVER) */
 };
 
 struct rt_coord_stats {
@@ -66,6 +98,10 @@ void rt_end_reports_release(struct rt_end_reports *r);
  * Caller owns *out. */
 enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo,
 			 void *zmq_ctx, const char *endpoint, struct rt_coord **out);
+/* The same with a layout (NULL: one participant per daemon). */
+enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topology *topo,
+				void *zmq_ctx, const char *endpoint,
+				const struct rt_coord_layout *layout, struct rt_coord **out);
 /* The bound endpoint (with the real port for tcp). */
 const char *rt_coord_endpoint(const struct rt_coord *c);
 /* Tells the coordinator a daemon's pid (for error messages). */
@@ -81,6 +117,16 @@ int64_t rt_coord_max_frame(const struct rt_job *job);
  * commands) fails with RT_EUNFINISHED and one line naming each of them. */
 enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
 			 struct rt_coord_stats *stats);
+/* rt_coord_run in three parts, for an agent (a sub-coordinator):
+ * start waits for every present participant's READY; step runs local
+ * windows inside the GRANT it takes (*grant_p, an agent's global window)
+ * and says what goes to other hosts; finish shuts down and collects BYE. */
+enum rt_err rt_coord_start(struct rt_coord *c, const struct rt_coord_hooks *hooks);
+enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out);
+enum rt_err rt_coord_finish(struct rt_coord *c);
+/* Earliest pending time: a local event or a routed delivery. */
+uint64_t rt_coord_next_ps(const struct rt_coord *c);
+const struct rt_coord_stats *rt_coord_stats(const struct rt_coord *c);
 /* Moves the end-of-run reports of a successful run into *out (caller
  * releases it with rt_end_reports_release). */
 void rt_coord_take_reports(struct rt_coord *c, struct rt_end_reports *out);

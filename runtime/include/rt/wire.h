@@ -18,6 +18,9 @@
 enum rt_err rt_wire_decode_sync(const uint8_t *bytes, size_t len,
 				Kb__Sync **out);
 void rt_wire_free_sync(Kb__Sync *msg);
+/* RT_EDECODE unless `path` is a plain file name or ".parts/NAME" (an
+ * agent's output file, FilePart). */
+enum rt_err rt_wire_check_part_path(const char *path);
 /* Packs `msg` (schema version filled in) into `out` (reset first). */
 enum rt_err rt_wire_encode_sync(Kb__Sync *msg, struct rt_buf *out);
 

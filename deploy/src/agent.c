@@ -1,0 +1,680 @@
+/* agent.c — `kernbench agent`: one host's part of a run across hosts.
+ *
+ * The agent says Hello to the coordinator (on a throw-away routing id),
+ * gets its host index, its token and the resolved job (Assign), spawns and
+ * supervises its ranks' daemons exactly as a one-host launcher does
+ * (kb_local_*), and reconnects under its token as one participant hosting
+ * every component of its ranks. Each GRANT [T, T + Lg) from the coordinator
+ * is run as local windows over its daemons up to T + Lg (rt_coord_step);
+ * DONE carries what goes to other hosts. At SHUTDOWN it collects its
+ * daemons' BYEs, ships its output files (FilePart) and says BYE with all
+ * their reports. Both sides send a heartbeat every second; an agent that
+ * hears nothing from its coordinator for RT_COORD_SILENCE_MS stops its
+ * daemons (ADR hosts-two-level-sync). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "agent_env.h"
+#include "hosts.h"
+#include "launcher.h"
+#include "rt/buf.h"
+#include "rt/daemon.h"
+#include "rt/wire.h"
+
+#define HELLO_WAIT_MS 60000
+#define FILE_PIECE (4u << 20)
+
+struct agent {
+	const char *coordinator;
+	struct rt_keys keys;
+	struct kb_agent_index index;
+	void *zctx;
+	void *sock;               /* DEALER to the coordinator */
+	struct rt_buf frame;
+	uint32_t host;
+	char token[RT_COORD_TOKEN_MAX];
+	char label[RT_COORD_LABEL_MAX];
+	uint8_t rank_here[KB_HOSTS_MAX_RANKS];
+	struct rt_job *job;
+	char staging[64];         /* this host's output folder */
+	struct kb_local *local;
+	uint64_t heard_ms, beat_ms, beats;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------- socket */
+
+static enum rt_err open_socket(struct agent *a, const char *id)
+{
+	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+	int64_t max_frame = 1ll << 40;
+
+	a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
+	if (!a->sock)
+		return rt_fail(RT_ETRANSPORT, "agent: cannot create a socket: %s", zmq_strerror(errno));
+	zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, strlen(id));
+	zmq_setsockopt(a->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(a->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
+	zmq_setsockopt(a->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
+	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
+	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
+	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
+	if (a->keys.on && rt_keys_client(&a->keys, a->sock))
+		return RT_ETRANSPORT;
+	if (zmq_connect(a->sock, a->coordinator) < 0)
+		return rt_fail(RT_EUSAGE, "agent: cannot connect to %s: %s", a->coordinator,
+			       zmq_strerror(errno));
+	return RT_EOK;
+}
+
+static void close_socket(struct agent *a)
+{
+	if (a->sock)
+		zmq_close(a->sock);
+	a->sock = NULL;
+}
+
+static enum rt_err send_up(struct agent *a, Kb__Sync *msg)
+{
+	enum rt_err err = rt_wire_encode_sync(msg, &a->frame);
+
+	if (!err && zmq_send(a->sock, a->frame.data, a->frame.len, 0) < 0)
+		err = rt_fail(RT_ETRANSPORT, "%s: cannot reach the coordinator: %s", a->label,
+			      zmq_strerror(errno));
+	return err;
+}
+
+/* One frame from the coordinator within `wait_ms` (0: none queued is fine:
+ * *out stays NULL). */
+static enum rt_err recv_up(struct agent *a, long wait_ms, Kb__Sync **out)
+{
+	zmq_pollitem_t item = { .socket = a->sock, .events = ZMQ_POLLIN };
+	zmq_msg_t msg;
+	enum rt_err err;
+
+	*out = NULL;
+	if (zmq_poll(&item, 1, wait_ms) <= 0 || !(item.revents & ZMQ_POLLIN))
+		return RT_EOK;
+	zmq_msg_init(&msg);
+	if (zmq_msg_recv(&msg, a->sock, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(&msg);
+		return RT_EOK;
+	}
+	err = rt_wire_decode_sync(zmq_msg_data(&msg), zmq_msg_size(&msg), out);
+	zmq_msg_close(&msg);
+	if (err)
+		return rt_fail(err, "%s: bad frame from the coordinator: %s", a->label, rt_last_error());
+	a->heard_ms = now_ms();
+	return RT_EOK;
+}
+
+/* ---------------------------------------------------------------- hello */
+
+static enum rt_err adopt_job(struct agent *a, const ProtobufCBinaryData *bytes)
+{
+	int fd = memfd_create("kb-job", MFD_CLOEXEC);
+	enum rt_err err = RT_EOK;
+
+	if (fd < 0 || write(fd, bytes->data, bytes->len) != (ssize_t)bytes->len)
+		err = rt_fail(RT_EIO, "agent: cannot keep the job: %s", strerror(errno));
+	if (!err)
+		err = rt_job_adopt(fd, a->job);
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		return rt_fail(err, "agent: the coordinator's job does not fit this build: %s",
+			       rt_last_error());
+	/* the strings came over the network: they end inside their arrays */
+	a->job->workload[sizeof(a->job->workload) - 1] = '\0';
+	a->job->inputs_dir[sizeof(a->job->inputs_dir) - 1] = '\0';
+	if (a->job->config.ranks > KB_HOSTS_MAX_RANKS || a->job->config.pes > 64)
+		return rt_fail(RT_EDECODE, "agent: the job has %u ranks of %u PEs (at most 64 x 64)",
+			       a->job->config.ranks, a->job->config.pes);
+	return RT_EOK;
+}
+
+static enum rt_err take_assign(struct agent *a, const Kb__Assign *as)
+{
+	struct kb_hosts layout = { .n_ranks = KB_HOSTS_MAX_RANKS };
+	enum rt_err err;
+
+	if (as->token.len == 0 || as->token.len >= sizeof(a->token))
+		return rt_fail(RT_EDECODE, "agent: Assign without a usable token");
+	memcpy(a->token, as->token.data, as->token.len);
+	a->token[as->token.len] = '\0';
+	a->host = as->host;
+	err = adopt_job(a, &as->job);
+	for (uint32_t r = 0; r < KB_HOSTS_MAX_RANKS; r++)
+		layout.host_of_rank[r] = UINT32_MAX;
+	for (size_t k = 0; !err && k < as->n_ranks; k++) {
+		if (as->ranks[k] >= a->job->config.ranks)
+			return rt_fail(RT_EDECODE, "agent: assigned rank %u of %u", as->ranks[k],
+				       a->job->config.ranks);
+		a->rank_here[as->ranks[k]] = 1;
+		layout.host_of_rank[as->ranks[k]] = a->host;
+	}
+	kb_hosts_label(&layout, a->host, a->label, sizeof(a->label));
+	return err;
+}
+
+/* Hello on a throw-away routing id; the answer is Assign or a refusal. */
+static enum rt_err hello(struct agent *a)
+{
+	Kb__Sync sync = KB__SYNC__INIT, *got = NULL;
+	Kb__Hello h = KB__HELLO__INIT;
+	char id[64], host[64] = "";
+	uint8_t rnd[8] = { 0 };
+	uint64_t until = now_ms() + HELLO_WAIT_MS;
+	enum rt_err err;
+
+	if (getrandom(rnd, sizeof(rnd), 0) < 0)
+		memset(rnd, 0, sizeof(rnd));
+	snprintf(id, sizeof(id), "hello-%d-%02x%02x%02x%02x%02x%02x%02x%02x", (int)getpid(), rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	gethostname(host, sizeof(host) - 1);
+	err = open_socket(a, id);
+	h.index = a->index.index;
+	h.world_size = a->index.world_size;
+	h.pid = getpid();
+	h.hostname = host;
+	sync.body_case = KB__SYNC__BODY_HELLO;
+	sync.hello = &h;
+	if (!err)
+		err = send_up(a, &sync);
+	while (!err && !got && now_ms() < until)
+		err = recv_up(a, 500, &got);
+	if (!err && !got)
+		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %d s",
+			      a->index.index, a->coordinator, HELLO_WAIT_MS / 1000);
+	if (!err && got->body_case == KB__SYNC__BODY_ERROR)
+		err = rt_fail(RT_EUSAGE, "agent %u: the coordinator refused it: %s", a->index.index,
+			      got->error->message);
+	else if (!err && got->body_case != KB__SYNC__BODY_ASSIGN)
+		err = rt_fail(RT_EPROTOCOL, "agent %u: the coordinator answered Hello with frame %d",
+			      a->index.index, got->body_case);
+	else if (!err)
+		err = take_assign(a, got->assign);
+	rt_wire_free_sync(got);
+	close_socket(a);
+	return err;
+}
+
+/* ---------------------------------------------------------------- heartbeat */
+
+/* Heartbeat up, and the coordinator's: anything else while a window runs
+ * is its abort. Called from the local coordinator's wait (every 500 ms at
+ * most) and from the agent's own. */
+static enum rt_err keep_alive(void *arg)
+{
+	struct agent *a = arg;
+	Kb__Sync sync = KB__SYNC__INIT, *got = NULL;
+	Kb__Progress progress = KB__PROGRESS__INIT;
+	uint64_t now = now_ms();
+	enum rt_err err = RT_EOK;
+
+	if (!a->sock)
+		return RT_EOK; /* still starting this host's daemons */
+	if (now - a->beat_ms >= RT_COORD_BEAT_MS) {
+		a->beat_ms = now;
+		progress.events = ++a->beats;
+		sync.body_case = KB__SYNC__BODY_PROGRESS;
+		sync.progress = &progress;
+		err = send_up(a, &sync);
+	}
+	while (!err && !(err = recv_up(a, 0, &got)) && got) {
+		if (got->body_case != KB__SYNC__BODY_PROGRESS)
+			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+		rt_wire_free_sync(got);
+	}
+	if (!err && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
+		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (nothing for %d s); "
+			      "stopped this host's daemons", a->label, a->coordinator,
+			      RT_COORD_SILENCE_MS / 1000);
+	return err;
+}
+
+/* The next frame from the coordinator, heartbeats and children watched. */
+static enum rt_err wait_up(struct agent *a, Kb__Sync **out)
+{
+	*out = NULL;
+	for (;;) {
+		zmq_pollitem_t items[2] = { { .socket = a->sock, .events = ZMQ_POLLIN },
+					    { .fd = kb_local_sigfd(a->local), .events = ZMQ_POLLIN } };
+		enum rt_err err;
+
+		if (zmq_poll(items, 2, 250) < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "%s: poll failed: %s", a->label,
+				       zmq_strerror(errno));
+		if (items[1].revents & ZMQ_POLLIN) {
+			err = kb_local_watch(a->local);
+			if (err)
+				return err;
+		}
+		if (items[0].revents & ZMQ_POLLIN) {
+			err = recv_up(a, 0, out);
+			if (err || (*out && (*out)->body_case != KB__SYNC__BODY_PROGRESS))
+				return err;
+			rt_wire_free_sync(*out);
+			*out = NULL;
+		}
+		err = keep_alive(a);
+		if (err)
+			return err;
+	}
+}
+
+/* ---------------------------------------------------------------- protocol */
+
+static enum rt_err send_ready(struct agent *a)
+{
+	const struct rt_topology *t = kb_local_topology(a->local);
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Ready ready = KB__READY__INIT;
+	uint32_t *ids = calloc(t->n_components ? t->n_components : 1, sizeof(*ids));
+	enum rt_err err;
+
+	if (!ids)
+		return rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	for (uint32_t id = 0; id < t->n_components; id++)
+		if (t->components[id].rank < a->job->config.ranks &&
+		    a->rank_here[t->components[id].rank])
+			ids[ready.n_components++] = id;
+	ready.daemon = a->host;
+	ready.components = ids;
+	ready.next_local_ps = rt_coord_next_ps(kb_local_coord(a->local));
+	ready.pid = getpid();
+	ready.token.data = (uint8_t *)a->token;
+	ready.token.len = strlen(a->token);
+	sync.body_case = KB__SYNC__BODY_READY;
+	sync.ready = &ready;
+	err = send_up(a, &sync);
+	free(ids);
+	return err;
+}
+
+static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Done done = KB__DONE__INIT;
+	struct rt_coord_away away;
+	uint64_t window = (*grant_p)->grant->window;
+	enum rt_err err = rt_coord_step(kb_local_coord(a->local), grant_p, &away);
+
+	if (err)
+		return err;
+	done.window = window;
+	done.next_local_ps = away.next_ps;
+	done.n_outbound = away.n;
+	done.outbound = away.envelopes;
+	sync.body_case = KB__SYNC__BODY_DONE;
+	sync.done = &done;
+	return send_up(a, &sync);
+}
+
+/* ---------------------------------------------------------------- files */
+
+/* Sends the data of one file (holes skipped: the coordinator ORs pieces
+ * into a file of the same size). */
+static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const char *path)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__FilePart part = KB__FILE_PART__INIT;
+	struct stat st;
+	uint8_t *buf = NULL;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	off_t at = 0;
+	enum rt_err err = RT_EOK;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return RT_EOK; /* not a regular file of ours: nothing to send */
+	}
+	buf = malloc(FILE_PIECE);
+	if (!buf)
+		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	part.path = (char *)path;
+	part.size = (uint64_t)st.st_size;
+	sync.body_case = KB__SYNC__BODY_FILE_PART;
+	sync.file_part = &part;
+	/* one piece, maybe empty, says the file's size */
+	part.offset = 0;
+	part.data.len = 0;
+	if (!err)
+		err = send_up(a, &sync);
+	while (!err && at < st.st_size) {
+		off_t data = lseek(fd, at, SEEK_DATA), hole;
+		ssize_t n;
+
+		if (data < 0)
+			break; /* only a hole is left */
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			hole = st.st_size;
+		n = pread(fd, buf, (size_t)(hole - data < FILE_PIECE ? hole - data : FILE_PIECE), data);
+		if (n <= 0) {
+			err = rt_fail(RT_EIO, "%s: cannot read %s: %s", a->label, path, strerror(errno));
+			break;
+		}
+		part.offset = (uint64_t)data;
+		part.data.data = buf;
+		part.data.len = (size_t)n;
+		err = send_up(a, &sync);
+		at = data + n;
+		if (!err)
+			err = keep_alive(a);
+	}
+	free(buf);
+	close(fd);
+	return err;
+}
+
+/* Every output file of this host (top level and .parts), then removes it. */
+static enum rt_err ship_dir(struct agent *a, const char *sub, bool send)
+{
+	char dir[RT_PATH_MAX + 32], path[300];
+	DIR *d;
+	struct dirent *e;
+	enum rt_err err = RT_EOK;
+
+	snprintf(dir, sizeof(dir), "%s%s%s", a->staging, sub[0] ? "/" : "", sub);
+	d = opendir(dir);
+	if (!d)
+		return RT_EOK;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", sub, sub[0] ? "/" : "", e->d_name);
+		if (send && !err && !rt_wire_check_part_path(path))
+			err = ship_file(a, dirfd(d), e->d_name, path);
+		unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+	return err;
+}
+
+static void remove_staging(struct agent *a)
+{
+	char parts[RT_PATH_MAX + 32];
+
+	if (!a->staging[0])
+		return;
+	ship_dir(a, RT_PARTS_DIR, false);
+	ship_dir(a, "", false);
+	snprintf(parts, sizeof(parts), "%s/%s", a->staging, RT_PARTS_DIR);
+	rmdir(parts);
+	rmdir(a->staging);
+	a->staging[0] = '\0';
+}
+
+static enum rt_err send_bye(struct agent *a)
+{
+	struct rt_end_reports r;
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Bye bye = KB__BYE__INIT;
+	Kb__ComponentReport **reports;
+	struct rt_coord *c = kb_local_coord(a->local);
+	enum rt_err err;
+
+	rt_coord_take_reports(c, &r);
+	reports = calloc(r.n_components ? r.n_components : 1, sizeof(*reports));
+	if (!reports) {
+		rt_end_reports_release(&r);
+		return rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	}
+	for (uint32_t id = 0; id < r.n_components; id++)
+		if (r.by_id[id])
+			reports[bye.n_reports++] = (Kb__ComponentReport *)r.by_id[id];
+	bye.daemon = a->host;
+	bye.reports = reports;
+	bye.windows = rt_coord_stats(c)->windows;
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	err = send_up(a, &sync);
+	free(reports);
+	rt_end_reports_release(&r);
+	return err;
+}
+
+static enum rt_err finish(struct agent *a)
+{
+	enum rt_err err = rt_coord_finish(kb_local_coord(a->local));
+
+	if (!err)
+		err = ship_dir(a, "", true);
+	if (!err)
+		err = ship_dir(a, RT_PARTS_DIR, true);
+	if (!err)
+		err = send_bye(a);
+	return err;
+}
+
+/* GRANT -> local windows -> DONE, until SHUTDOWN. */
+static enum rt_err participate(struct agent *a)
+{
+	struct rt_coord_hooks hooks;
+	enum rt_err err;
+
+	kb_local_hooks(a->local, keep_alive, a, &hooks);
+	err = rt_coord_start(kb_local_coord(a->local), &hooks);
+	if (!err)
+		err = open_socket(a, a->token);
+	if (!err)
+		err = send_ready(a);
+	while (!err) {
+		Kb__Sync *s = NULL;
+
+		err = wait_up(a, &s);
+		if (err)
+			break;
+		if (s->body_case == KB__SYNC__BODY_GRANT) {
+			err = on_grant(a, &s);
+		} else if (s->body_case == KB__SYNC__BODY_SHUTDOWN) {
+			bool abort_run = s->shutdown->abort;
+
+			rt_wire_free_sync(s);
+			return abort_run ? rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run",
+						   a->label)
+					 : finish(a);
+		} else {
+			err = rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator",
+				      a->label, s->body_case);
+		}
+		rt_wire_free_sync(s);
+	}
+	return err;
+}
+
+/* What went wrong here, to the coordinator (which prints it) and to our
+ * own stderr. */
+static void report_error(struct agent *a, enum rt_err code)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Error error = KB__ERROR__INIT;
+	char line[1400];
+	const char *what = rt_last_error()[0] ? rt_last_error() : rt_err_msg(code);
+
+	if (!strncmp(what, a->label, strlen(a->label)))
+		snprintf(line, sizeof(line), "%s", what);
+	else
+		snprintf(line, sizeof(line), "%s: %s", a->label, what);
+	fprintf(stderr, "kernbench: error: %s\n", line);
+	if (!a->sock || code == RT_EINTERRUPTED)
+		return;
+	error.daemon = a->host;
+	error.component = a->label;
+	error.message = line;
+	error.usage = code == RT_EUSAGE;
+	sync.body_case = KB__SYNC__BODY_ERROR;
+	sync.error = &error;
+	send_up(a, &sync);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int usage(const char *why)
+{
+	fprintf(stderr, "kernbench: error: agent: %s (usage: kernbench agent --coordinator "
+		"tcp://ADDRESS:PORT [--index I] [--keys FILE])\n", why);
+	return 2;
+}
+
+static int parse_args(struct agent *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "coordinator", required_argument, NULL, 'c' },
+		{ "index", required_argument, NULL, 'i' },
+		{ "keys", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_index = false;
+	int o;
+
+	opterr = 0;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		uint64_t v;
+
+		if (o == 'c') {
+			a->coordinator = optarg;
+		} else if (o == 'i') {
+			if (rt_parse_u64(optarg, 0, KB_HOSTS_MAX_RANKS, &v) != RT_PARSE_OK)
+				return usage("--index must be a number from 0 to 64");
+			a->index = (struct kb_agent_index){ (uint32_t)v, 0, "--index" };
+			have_index = true;
+		} else if (o == 'k') {
+			if (rt_keys_check_curve() || rt_keys_load(optarg, &a->keys))
+				return usage(rt_last_error());
+		} else {
+			return usage("unknown or incomplete option");
+		}
+	}
+	if (optind != argc)
+		return usage("unexpected argument");
+	if (!a->coordinator || strncmp(a->coordinator, "tcp://", 6))
+		return usage("--coordinator tcp://ADDRESS:PORT is required");
+	if (!kb_hosts_loopback(a->coordinator) && !a->keys.on)
+		return usage("a coordinator off loopback needs --keys FILE (CURVE)");
+	if (!have_index && kb_agent_env_index(getenv, &a->index))
+		return usage(rt_last_error());
+	return 0;
+}
+
+/* The host's own output folder: /tmp/kb-agent-PID-XXXXXX (removed at the
+ * end, and by the next agent if this one was killed). */
+static enum rt_err make_staging(struct agent *a)
+{
+	char parts[RT_PATH_MAX + 32];
+
+	snprintf(a->staging, sizeof(a->staging), "/tmp/kb-agent-%d-XXXXXX", (int)getpid());
+	if (!mkdtemp(a->staging)) {
+		a->staging[0] = '\0';
+		return rt_fail(RT_EIO, "%s: cannot create a folder in /tmp: %s", a->label,
+			       strerror(errno));
+	}
+	snprintf(parts, sizeof(parts), "%s/%s", a->staging, RT_PARTS_DIR);
+	if (mkdir(parts, 0700))
+		return rt_fail(RT_EIO, "%s: cannot create %s: %s", a->label, parts, strerror(errno));
+	snprintf(a->job->out_dir, sizeof(a->job->out_dir), "%s", a->staging);
+	return RT_EOK;
+}
+
+/* Folders of agents that were killed (their pid is gone). */
+static void sweep_stale(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		struct agent old = { 0 };
+		int pid = 0, used = 0;
+		struct stat st;
+
+		if (sscanf(e->d_name, "kb-agent-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
+		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		snprintf(old.staging, sizeof(old.staging), "/tmp/%.40s", e->d_name);
+		remove_staging(&old);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The job as this host runs it: local daemons over ipc (or loopback tcp),
+ * no CURVE inside the host, parts into its own folder. */
+static enum rt_err localise_job(struct agent *a)
+{
+	struct rt_job *job = a->job;
+
+	if (job->transport == RT_TRANSPORT_INPROC)
+		job->transport = RT_TRANSPORT_IPC;
+	snprintf(job->config.bind_host, sizeof(job->config.bind_host), "127.0.0.1");
+	memset(&job->keys, 0, sizeof(job->keys));
+	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)
+		job->hbm_fds[i] = -1;
+	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(job->tcm_fds[0]); i++)
+		job->tcm_fds[i] = -1;
+	job->quiet = true;
+	return make_staging(a);
+}
+
+int kb_agent_main(int argc, char **argv)
+{
+	static char *daemon_argv[] = { (char *)"agent", NULL };
+	struct agent a = { 0 };
+	enum rt_err err;
+	int rc = parse_args(&a, argc, argv);
+
+	if (rc)
+		return rc;
+	signal(SIGPIPE, SIG_IGN);
+	sweep_stale();
+	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
+	rt_buf_init(&a.frame);
+	a.job = calloc(1, sizeof(*a.job));
+	a.zctx = zmq_ctx_new();
+	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");
+	if (!err)
+		err = hello(&a);
+	a.heard_ms = now_ms();
+	if (!err)
+		err = localise_job(&a);
+	if (!err)
+		err = kb_local_open(a.job, a.rank_here, daemon_argv, &a.local);
+	if (!err)
+		err = participate(&a);
+	if (err)
+		report_error(&a, err);
+	kb_local_close(&a.local, err != RT_EOK);
+	remove_staging(&a);
+	close_socket(&a);
+	if (a.zctx)
+		zmq_ctx_term(a.zctx);
+	rt_buf_release(&a.frame);
+	free(a.job);
+	memset(&a.keys, 0, sizeof(a.keys));
+	return err == RT_EOK ? 0 : err == RT_EUSAGE ? 2 : 1;
+}
