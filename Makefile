@@ -31,7 +31,7 @@ PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
 	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
-	python3-matplotlib
+	python3-matplotlib openmpi-bin
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
