@@ -377,9 +377,10 @@ void mh_expect_same_run(const char *one, const char *many)
 	}
 }
 
-int mh_leftover_tmp(const pid_t *pids, int n)
+/* Entries of `dir` named kb-<pid>-* or kb-agent-<pid>-* for any of pids. */
+static int leftovers_in(const char *dir, const pid_t *pids, int n)
 {
-	DIR *d = opendir("/tmp");
+	DIR *d = opendir(dir);
 	struct dirent *e;
 	int left = 0;
 
@@ -389,8 +390,10 @@ int mh_leftover_tmp(const pid_t *pids, int n)
 
 			snprintf(a, sizeof(a), "kb-%d-", (int)pids[i]);
 			snprintf(b, sizeof(b), "kb-agent-%d-", (int)pids[i]);
-			if (!strncmp(e->d_name, a, strlen(a)) || !strncmp(e->d_name, b, strlen(b)))
+			if (!strncmp(e->d_name, a, strlen(a)) || !strncmp(e->d_name, b, strlen(b))) {
+				cr_log_warn("left behind: %s/%s", dir, e->d_name);
 				left++;
+			}
 		}
 	}
 	if (d)
@@ -398,17 +401,9 @@ int mh_leftover_tmp(const pid_t *pids, int n)
 	return left;
 }
 
-int mh_shm_entries(void)
+int mh_leftovers(const pid_t *pids, int n)
 {
-	DIR *d = opendir("/dev/shm");
-	struct dirent *e;
-	int n = 0;
-
-	while (d && (e = readdir(d)))
-		n += strstr(e->d_name, "kb") != NULL;
-	if (d)
-		closedir(d);
-	return n;
+	return leftovers_in("/tmp", pids, n) + leftovers_in("/dev/shm", pids, n);
 }
 
 int mh_lines_with(const char *text, const char *needle)

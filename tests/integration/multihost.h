@@ -71,10 +71,10 @@ void mh_long_argv(char **argv, const char *out, const char *hosts, const char *k
  * latency_ps equal between the one-host run `one` and `many`. */
 void mh_expect_same_run(const char *one, const char *many);
 
-/* /tmp/kb-<pid>-* and /tmp/kb-agent-<pid>-* entries of any of `pids`. */
-int mh_leftover_tmp(const pid_t *pids, int n);
-/* /dev/shm entries whose name holds "kb". */
-int mh_shm_entries(void);
+/* Socket folders, staging folders or shared memory of any of `pids` left
+ * behind: /tmp and /dev/shm entries kb-<pid>-* and kb-agent-<pid>-*
+ * (the runtime's memory is memfds: nothing is named, nothing should be). */
+int mh_leftovers(const pid_t *pids, int n);
 /* Lines of `text` that contain `needle`. */
 int mh_lines_with(const char *text, const char *needle);
 

@@ -90,7 +90,7 @@ static void across_namespaces(const char *tag, const char *pass, const char *col
 
 		cr_expect_eq(mh_ns_procs(&net, h, left, 8), 0, "processes left in namespace %d", h);
 	}
-	cr_expect_eq(mh_leftover_tmp(all, n_agents + 1), 0, "socket or staging folders left");
+	cr_expect_eq(mh_leftovers(all, n_agents + 1), 0, "socket or staging folders left");
 }
 
 Test(netns, two_agents_over_a_bridge_match_one_host, .timeout = 150, .fini = teardown)
