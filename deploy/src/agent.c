@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ struct agent {
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
+	bool stopped;             /* the coordinator stopped the run */
+	bool joined;              /* READY sent: the coordinator beats to us */
 };
 
 static uint64_t now_ms(void)
@@ -65,7 +68,7 @@ static uint64_t now_ms(void)
 
 static enum rt_err open_socket(struct agent *a, const char *id)
 {
-	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
 	int64_t max_frame = 1ll << 40;
 
 	a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
@@ -242,11 +245,13 @@ static enum rt_err keep_alive(void *arg)
 		err = send_up(a, &sync);
 	}
 	while (!err && !(err = recv_up(a, 0, &got)) && got) {
-		if (got->body_case != KB__SYNC__BODY_PROGRESS)
+		if (got->body_case != KB__SYNC__BODY_PROGRESS) {
+			a->stopped = true;
 			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+		}
 		rt_wire_free_sync(got);
 	}
-	if (!err && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
+	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
 		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (nothing for %d s); "
 			      "stopped this host's daemons", a->label, a->coordinator,
 			      RT_COORD_SILENCE_MS / 1000);
@@ -458,7 +463,12 @@ static enum rt_err send_bye(struct agent *a)
 
 static enum rt_err finish(struct agent *a)
 {
-	enum rt_err err = rt_coord_finish(kb_local_coord(a->local));
+	enum rt_err err;
+
+	/* the run is over: a coordinator busy merging another host's files
+	 * may be silent for a while, and this host ends on its own anyway */
+	a->joined = false;
+	err = rt_coord_finish(kb_local_coord(a->local));
 
 	if (!err)
 		err = ship_dir(a, "", true);
@@ -478,9 +488,9 @@ static enum rt_err participate(struct agent *a)
 	kb_local_hooks(a->local, keep_alive, a, &hooks);
 	err = rt_coord_start(kb_local_coord(a->local), &hooks);
 	if (!err)
-		err = open_socket(a, a->token);
-	if (!err)
 		err = send_ready(a);
+	a->heard_ms = now_ms();
+	a->joined = !err;
 	while (!err) {
 		Kb__Sync *s = NULL;
 
@@ -493,6 +503,7 @@ static enum rt_err participate(struct agent *a)
 			bool abort_run = s->shutdown->abort;
 
 			rt_wire_free_sync(s);
+			a->stopped = abort_run;
 			return abort_run ? rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run",
 						   a->label)
 					 : finish(a);
@@ -519,7 +530,7 @@ static void report_error(struct agent *a, enum rt_err code)
 	else
 		snprintf(line, sizeof(line), "%s: %s", a->label, what);
 	fprintf(stderr, "kernbench: error: %s\n", line);
-	if (!a->sock || code == RT_EINTERRUPTED)
+	if (!a->sock || a->stopped)
 		return;
 	error.daemon = a->host;
 	error.component = a->label;
@@ -641,6 +652,28 @@ static enum rt_err localise_job(struct agent *a)
 	return make_staging(a);
 }
 
+/* ZeroMQ's threads must not take the signals the agent reads from its
+ * signalfd (a SIGCHLD they took would be lost): they start with them
+ * blocked. */
+static void *start_zmq(void)
+{
+	sigset_t block, old;
+	void *zctx, *sock;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	zctx = zmq_ctx_new();
+	sock = zctx ? zmq_socket(zctx, ZMQ_DEALER) : NULL; /* starts its threads */
+	if (sock)
+		zmq_close(sock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return zctx;
+}
+
 int kb_agent_main(int argc, char **argv)
 {
 	static char *daemon_argv[] = { (char *)"agent", NULL };
@@ -655,11 +688,14 @@ int kb_agent_main(int argc, char **argv)
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
 	a.job = calloc(1, sizeof(*a.job));
-	a.zctx = zmq_ctx_new();
+	a.zctx = start_zmq();
 	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");
 	if (!err)
 		err = hello(&a);
-	a.heard_ms = now_ms();
+	/* under the token from now on: a failure starting this host's daemons
+	 * reaches the coordinator as ERROR */
+	if (!err)
+		err = open_socket(&a, a.token);
 	if (!err)
 		err = localise_job(&a);
 	if (!err)

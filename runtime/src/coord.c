@@ -23,6 +23,7 @@ struct peer {
 	bool gone;              /* said BYE: its connection may close */
 	uint32_t n_hosted;      /* components it hosts */
 	uint64_t heard_ms;      /* agents: when it last sent anything */
+	uint64_t lost_ms;       /* agents: when a send to it first failed */
 	bool ready;
 	bool answered;          /* DONE / BYE received this round */
 	bool released;          /* SHUTDOWN sent: it may exit now */
@@ -221,6 +222,9 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 		rt_coord_destroy(&c);
 		return err;
 	}
+	/* an agent's DONE carries the IPCQ payloads of all its ranks */
+	if (c->agents && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
+		max_frame *= job->config.ranks;
 	c->zctx = zctx;
 	if (!c->zctx) {
 		c->zctx = zmq_ctx_new();
@@ -249,13 +253,13 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	if (c->agents) {
 		/* a host whose network is down stops answering ZeroMQ's pings:
 		 * its connection drops, and sends to it fail */
-		int ivl = RT_COORD_BEAT_MS, timeout = RT_COORD_SILENCE_MS;
+		int ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
 
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
 		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
 	}
-	if (job->keys.on && job->transport != RT_TRANSPORT_INPROC &&
+	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
 	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
 		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
 
@@ -618,7 +622,13 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
-		if (send_to(c, i, &sync))
+		/* its last frames (FileParts, BYE) may still be queued behind a
+		 * closed connection: fatal only once nothing came for a beat */
+		if (send_to(c, i, &sync) == RT_EOK)
+			p->lost_ms = 0;
+		else if (!p->lost_ms)
+			p->lost_ms = now;
+		else if (now - p->heard_ms > RT_COORD_BEAT_MS)
 			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)));
@@ -824,7 +834,8 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 				return err;
 			if (taken == TAKEN_NOTHING)
 				break;
-			if (taken == TAKEN_PROGRESS) {
+			/* an agent's heartbeat while others are missing is no progress */
+			if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
 				idle = 0;
 				started = wall_ms();
 			}

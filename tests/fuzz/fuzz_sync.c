@@ -1,6 +1,7 @@
 /* fuzz_sync.c — libFuzzer harness: lockstep Sync frames. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt/wire.h"
 
@@ -13,6 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rt_wire_decode_sync(data, size, &msg) == RT_EOK) {
 		if (!msg)
 			abort();
+		/* an agent's file lands in the output folder or its .parts only */
+		if (msg->body_case == KB__SYNC__BODY_FILE_PART) {
+			const char *p = msg->file_part->path;
+			const char *name = strncmp(p, ".parts/", 7) ? p : p + 7;
+
+			if (!*name || name[0] == '.' || strchr(name, '/'))
+				abort();
+		}
 		rt_wire_free_sync(msg);
 	}
 	return 0;

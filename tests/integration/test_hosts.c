@@ -1,0 +1,456 @@
+/* test_hosts.c — runs across hosts on one machine: a coordinator
+ * (`run --hosts`) and one `kernbench agent` per host, each a real process
+ * talking loopback tcp, against the one-host run of the same job. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* A port of this test process's own (tests run in parallel processes). */
+static int test_port(int offset)
+{
+	return 20000 + (int)(getpid() % 20000) + offset;
+}
+
+static void write_hosts(const char *path, int port, const char *hosts)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "coordinator: tcp://127.0.0.1:%d\nhosts:\n%s", port, hosts);
+	fclose(f);
+}
+
+static pid_t spawn_agent(int port, int index, const char *err)
+{
+	char coord[64], idx[16];
+	char *argv[] = { (char *)kb_bin(), (char *)"agent", (char *)"--coordinator", coord,
+			 (char *)"--index", idx, NULL };
+
+	snprintf(coord, sizeof(coord), "tcp://127.0.0.1:%d", port);
+	snprintf(idx, sizeof(idx), "%d", index);
+	return kb_spawn(argv, err);
+}
+
+/* The run's command line: ring_attention, 2 ranks x 2 PEs, data mode. */
+static int ring_argv(char **argv, const char *out, const char *pass, const char *colocate,
+		     const char *hosts)
+{
+	static char passarg[32];
+	int n = 0;
+
+	snprintf(passarg, sizeof(passarg), "pass=%s", pass);
+	argv[n++] = (char *)kb_bin();
+	argv[n++] = (char *)"run";
+	argv[n++] = (char *)"ring_attention";
+	argv[n++] = (char *)"--ranks";
+	argv[n++] = (char *)"2";
+	argv[n++] = (char *)"--pes";
+	argv[n++] = (char *)"2";
+	argv[n++] = (char *)"--mode";
+	argv[n++] = (char *)"data";
+	argv[n++] = (char *)"--arg";
+	argv[n++] = passarg;
+	argv[n++] = (char *)"--arg";
+	argv[n++] = (char *)"seq_kv=256";
+	argv[n++] = (char *)"--colocate";
+	argv[n++] = (char *)colocate;
+	argv[n++] = (char *)"--quiet";
+	argv[n++] = (char *)"--out";
+	argv[n++] = (char *)out;
+	if (hosts) {
+		argv[n++] = (char *)"--hosts";
+		argv[n++] = (char *)hosts;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+static void same_outputs(const char *one, const char *two)
+{
+	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json" };
+	char a[600], b[600], da[64], db[64];
+	char *sa, *sb;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(a, sizeof(a), "%s/%s", one, files[i]);
+		snprintf(b, sizeof(b), "%s/%s", two, files[i]);
+		if (i == 0 && access(a, F_OK) && access(b, F_OK))
+			continue; /* timing mode writes no tensors */
+		cr_expect(kb_same_file(a, b), "%s differs between one host and two", files[i]);
+	}
+	snprintf(a, sizeof(a), "%s/summary.json", one);
+	snprintf(b, sizeof(b), "%s/summary.json", two);
+	sa = kb_slurp(a, NULL);
+	sb = kb_slurp(b, NULL);
+	cr_assert(sa && sb);
+	cr_assert(kb_json_field(sa, "delivery_digest", da, sizeof(da)));
+	cr_assert(kb_json_field(sb, "delivery_digest", db, sizeof(db)));
+	cr_expect_str_eq(da, db);
+	cr_expect_eq(kb_json_u64(sa, "latency_ps"), kb_json_u64(sb, "latency_ps"));
+	free(sa);
+	free(sb);
+}
+
+/* One host, then the same job over two agents; outputs compared. */
+static void two_hosts_match(const char *tag, const char *pass, const char *colocate, int port_off)
+{
+	char base[256], one[300], two[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[32];
+	struct kb_result res;
+	int port = test_port(port_off);
+	pid_t coord, a0, a1;
+	uint64_t latency, global, lookahead;
+
+	kb_tmpdir(base, sizeof(base), tag);
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(two, sizeof(two), "%s/two", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, one, pass, colocate, NULL);
+	kb_runv(&res, argv);
+	cr_assert_eq(res.status, 0, "one host: %s", res.err);
+
+	ring_argv(argv, two, pass, colocate, hosts);
+	coord = kb_spawn(argv, ec);
+	/* agents may start before the coordinator binds: ZeroMQ reconnects */
+	a1 = spawn_agent(port, 1, e1);
+	a0 = spawn_agent(port, 0, e0);
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(e0));
+	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(e1));
+	same_outputs(one, two);
+
+	/* two-level sync: one global window per ring-link latency at most */
+	latency = kb_summary_u64(two, "latency_ps");
+	lookahead = kb_summary_u64(two, "lookahead_ps");
+	global = kb_summary_u64(two, "global_windows");
+	cr_expect_eq(lookahead, 500u * 1000u, "global lookahead is the ring link latency");
+	cr_expect(global >= 1 && global <= latency / lookahead + 2,
+		  "global_windows %llu > %llu / %llu + 2", (unsigned long long)global,
+		  (unsigned long long)latency, (unsigned long long)lookahead);
+	cr_expect_eq(kb_summary_u64(one, "global_windows"), 0);
+}
+
+Test(hosts, two_agents_match_one_host_pass_q, .timeout = 120)
+{
+	two_hosts_match("hosts_q", "q", "none", 0);
+}
+
+Test(hosts, two_agents_match_one_host_pass_kv_colocate_pe, .timeout = 120)
+{
+	two_hosts_match("hosts_kv_pe", "kv", "pe", 1);
+}
+
+Test(hosts, two_agents_match_one_host_colocate_rank, .timeout = 120)
+{
+	two_hosts_match("hosts_q_rank", "q", "rank", 2);
+}
+
+Test(hosts, missing_agent_is_named_with_its_ranks, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], ec[300];
+	char *argv[40];
+	int port = test_port(3), n;
+	pid_t coord, a0;
+	char *err;
+
+	kb_tmpdir(base, sizeof(base), "hosts_missing");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, out, "q", "none", hosts);
+	argv[n++] = (char *)"--agent-timeout";
+	argv[n++] = (char *)"2";
+	argv[n] = NULL;
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a0 = spawn_agent(port, 0, e0);
+	cr_assert_eq(kb_wait(coord), 1);
+	err = kb_slurp_stderr(ec);
+	cr_assert(err && strstr(err, "host 1 (rank 1)") && strstr(err, "no agent joined"),
+		  "stderr: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	cr_expect_neq(kb_wait(a0), 0, "the agent that came stops too");
+	cr_expect_eq(kb_leftover_daemons(), 0);
+	free(err);
+}
+
+/* An index the hosts file does not have is refused at once (usage). */
+Test(hosts, agent_with_an_index_beyond_the_hosts_is_refused, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e[300], ec[300];
+	char *argv[40], *err;
+	int port = test_port(8), n;
+	pid_t coord, stray;
+
+	kb_tmpdir(base, sizeof(base), "hosts_stray");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e, sizeof(e), "%s/a7.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, out, "q", "none", hosts);
+	argv[n++] = (char *)"--agent-timeout";
+	argv[n++] = (char *)"3";
+	argv[n] = NULL;
+	coord = kb_spawn(argv, ec);
+	stray = spawn_agent(port, 7, e);
+	cr_expect_eq(kb_wait(stray), 2);
+	err = kb_slurp_stderr(e);
+	cr_expect(err && strstr(err, "agent index 7") && strstr(err, "names no host"), "%s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "%s", err);
+	free(err);
+	cr_expect_eq(kb_wait(coord), 1, "the run still waits for its own agents, then fails");
+}
+
+/* 4 ranks over 3 hosts placed out of order, timing mode: still the
+ * one-host run, byte for byte. */
+Test(hosts, three_hosts_with_ranks_out_of_order_match_one_host, .timeout = 120)
+{
+	char base[256], one[300], two[300], hosts[300], e[3][300], ec[300];
+	char *argv[40];
+	struct kb_result res;
+	int port = test_port(9), n;
+	pid_t coord, a[3];
+
+	kb_tmpdir(base, sizeof(base), "hosts_three");
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(two, sizeof(two), "%s/two", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [3, 0]\n  - ranks: [2]\n  - ranks: [1]\n");
+	n = ring_argv(argv, one, "q", "rank", NULL);
+	argv[4] = (char *)"4";  /* --ranks */
+	argv[6] = (char *)"1";  /* --pes */
+	argv[8] = (char *)"timing";
+	kb_runv(&res, argv);
+	cr_assert_eq(res.status, 0, "one host: %s", res.err);
+	n = ring_argv(argv, two, "q", "rank", hosts);
+	argv[4] = (char *)"4";
+	argv[6] = (char *)"1";
+	argv[8] = (char *)"timing";
+	(void)n;
+	coord = kb_spawn(argv, ec);
+	for (int i = 0; i < 3; i++) {
+		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", base, i);
+		a[i] = spawn_agent(port, 2 - i, e[i]);
+	}
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", 2 - i, kb_slurp_stderr(e[i]));
+	same_outputs(one, two);
+}
+
+Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[40];
+	int port = test_port(4), n;
+	pid_t coord, a0, a1;
+	char *err;
+
+	kb_tmpdir(base, sizeof(base), "hosts_kill");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, out, "q", "none", hosts);
+	argv[n - 8] = (char *)"seq_kv=65536"; /* long enough to be killed mid-run */
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a0 = spawn_agent(port, 0, e0);
+	a1 = spawn_agent(port, 1, e1);
+	sleep(3);
+	cr_assert_eq(kill(a1, SIGKILL), 0);
+	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_expect_eq(kb_wait(a1), 128 + SIGKILL);
+	cr_expect_neq(kb_wait(a0), 0, "the other agent stops too");
+	err = kb_slurp_stderr(ec);
+	cr_assert(err && strstr(err, "host 1 (rank 1)") && strstr(err, "is gone"), "stderr: %s",
+		  err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	sleep(1); /* daemons of the killed agent die with it (PDEATHSIG) */
+	cr_expect_eq(kb_leftover_daemons(), 0);
+	free(err);
+}
+
+/* Each bad hosts file: exit 2, one line naming the file. */
+Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
+{
+	static const char *const bad[][2] = {
+		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - ranks: [0]\n  - ranks: [0, 1]\n",
+		  "listed twice" },
+		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - ranks: [0]\n", "--ranks" },
+		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - ranks: [0, 2]\n", "rank 1 is on no host" },
+		{ "coordinator: tcp://10.9.9.9:5555\nhosts:\n  - ranks: [0, 1]\n", "not loopback" },
+		{ "coordinator: udp://x\nhosts:\n  - ranks: [0, 1]\n", "tcp://ADDRESS:PORT" },
+		{ "hosts:\n  - ranks: [0, 1]\n", "no `coordinator" },
+		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - ranks: [0, x]\n", "line 3" },
+		{ "coordinator: tcp://127.0.0.1:1\nhosts: [\n", "not YAML" },
+		{ "coordinator: tcp://127.0.0.1:1\nhost:\n  - ranks: [0, 1]\n", "unknown" },
+		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - rank: [0, 1]\n", "one key" },
+	};
+	char base[256], hosts[300], out[300];
+
+	kb_tmpdir(base, sizeof(base), "hosts_bad");
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(out, sizeof(out), "%s/out", base);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct kb_result res;
+		FILE *f = fopen(hosts, "w");
+
+		cr_assert_not_null(f);
+		fputs(bad[i][0], f);
+		fclose(f);
+		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", out,
+		       "--hosts", hosts, NULL);
+		cr_expect_eq(res.status, 2, "file %zu: status %d: %s", i, res.status, res.err);
+		cr_expect(strstr(res.err, bad[i][1]) != NULL, "file %zu: '%s' not in: %s", i,
+			  bad[i][1], res.err);
+		cr_expect_eq(kb_count_lines(res.err), 1, "file %zu: %s", i, res.err);
+	}
+	{
+		struct kb_result res;
+
+		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", out,
+		       "--hosts", "/nonexistent/hosts.yaml", NULL);
+		cr_expect_eq(res.status, 2);
+		kb_run(&res, "agent", "--index", "0", NULL);
+		cr_expect_eq(res.status, 2, "agent without --coordinator: %s", res.err);
+		kb_run(&res, "agent", "--coordinator", "tcp://10.9.9.9:1", "--index", "0", NULL);
+		cr_expect_eq(res.status, 2, "agent off loopback without keys: %s", res.err);
+	}
+}
+
+/* The coordinator SIGKILLed mid-run: each agent notices (its heartbeat
+ * goes unanswered), names the coordinator, and kills its daemons. */
+Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[40], *err;
+	int port = test_port(5), n;
+	pid_t coord, a[2];
+
+	kb_tmpdir(base, sizeof(base), "hosts_kill_coord");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, out, "q", "none", hosts);
+	argv[n - 8] = (char *)"seq_kv=65536";
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a[0] = spawn_agent(port, 0, e0);
+	a[1] = spawn_agent(port, 1, e1);
+	sleep(3);
+	cr_assert_eq(kill(coord, SIGKILL), 0);
+	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
+	for (int i = 0; i < 2; i++) {
+		cr_expect_eq(kb_wait(a[i]), 1, "agent %d", i);
+		err = kb_slurp_stderr(i ? e1 : e0);
+		cr_expect(err && strstr(err, "the coordinator at tcp://127.0.0.1") &&
+			  strstr(err, "is gone") && strstr(err, i ? "host 1 (rank 1)" : "host 0 (rank 0)"),
+			  "agent %d: %s", i, err);
+		cr_expect_eq(kb_count_lines(err), 1, "agent %d: %s", i, err);
+		free(err);
+	}
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* A daemon of host 1 crashes: the run fails with one line naming the host,
+ * its ranks and the daemon, and every host tears down. */
+Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
+{
+	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	char *argv[40], *err;
+	int port = test_port(6);
+	pid_t coord, a0, a1;
+
+	kb_tmpdir(base, sizeof(base), "hosts_crash");
+	snprintf(out, sizeof(out), "%s/out", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, out, "q", "none", hosts);
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, ec);
+	a0 = spawn_agent(port, 0, e0);
+	setenv("KB_FAULT", "crash@r1.pe0.dma:3", 1);
+	a1 = spawn_agent(port, 1, e1);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(kb_wait(coord), 1);
+	cr_expect_eq(kb_wait(a1), 1);
+	cr_expect_eq(kb_wait(a0), 1);
+	err = kb_slurp_stderr(ec);
+	cr_assert(err && strstr(err, "host 1 (rank 1): daemon kb-dma r1.pe0.dma") &&
+		  strstr(err, "died"), "stderr: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* No --index: the agents take their rank from mpirun's environment, with
+ * the coordinator as process 0 of a world of 3; and CURVE keys on the
+ * coordinator's link. */
+Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
+{
+	char base[256], one[300], two[300], hosts[300], keys[300], e[2][300], ec[300], coord_at[64];
+	char *argv[40];
+	struct kb_result res;
+	int port = test_port(7), n;
+	pid_t coord, a[2];
+
+	kb_tmpdir(base, sizeof(base), "hosts_env");
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(two, sizeof(two), "%s/two", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(keys, sizeof(keys), "%s/keys", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	snprintf(coord_at, sizeof(coord_at), "tcp://127.0.0.1:%d", port);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	kb_run(&res, "keygen", "--out", keys, NULL);
+	cr_assert_eq(res.status, 0, "%s", res.err);
+	ring_argv(argv, one, "q", "pe", NULL);
+	kb_runv(&res, argv);
+	cr_assert_eq(res.status, 0, "one host: %s", res.err);
+
+	n = ring_argv(argv, two, "q", "pe", hosts);
+	argv[n++] = (char *)"--keys";
+	argv[n++] = keys;
+	argv[n] = NULL;
+	coord = kb_spawn(argv, ec);
+	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+	for (int i = 0; i < 2; i++) {
+		char rank[8];
+		char *aargv[] = { (char *)kb_bin(), (char *)"agent", (char *)"--coordinator", coord_at,
+				  (char *)"--keys", keys, NULL };
+
+		snprintf(rank, sizeof(rank), "%d", 2 - i); /* host 1 first */
+		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", base, i);
+		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+		a[i] = kb_spawn(aargv, e[i]);
+	}
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("OMPI_COMM_WORLD_SIZE");
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", i, kb_slurp_stderr(e[i]));
+	same_outputs(one, two);
+}
