@@ -280,7 +280,7 @@ RUN_FLAGS ?= --mode data --arg seq_kv=8192
 
 bench: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
-	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) $$b || exit 1; done
+	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) $$b || exit 1; done
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)

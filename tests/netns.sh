@@ -37,6 +37,7 @@ namespaces_of() {
 }
 
 probe() {
+	local p id ns ok
 	command -v ip >/dev/null || die "no \`ip\` command (iproute2)"
 	[ "$(id -u)" = 0 ] || die "not root: network namespaces need CAP_SYS_ADMIN and CAP_NET_ADMIN"
 	p="probe$$"
@@ -53,8 +54,10 @@ probe() {
 	[ $ok = 1 ] || die "cannot create a bridge and veth pair (ip link add failed)"
 }
 
+# Functions keep their variables local: `up` calls `sweep`, which walks
+# other sets' ids, and must not hand one of them back to `up`.
 up() {
-	id="$1" n="$2"
+	local id="$1" n="$2" br ns i
 	check_id "$id"
 	case "$n" in '' | *[!0-9]*) die "bad host count \"$n\"" ;; esac
 	[ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "host count $n out of range 1..32"
@@ -84,7 +87,7 @@ up() {
 # namespace's own links go away only later, asynchronously), then the
 # namespaces and the bridge.
 down() {
-	id="$1"
+	local id="$1" ns pids try l
 	check_id "$id"
 	for ns in $(namespaces_of "$id"); do
 		for try in 1 2 3 4 5 6 7 8 9 10; do
@@ -105,6 +108,7 @@ down() {
 }
 
 sweep() {
+	local id owner l
 	for id in $(ip netns list 2>/dev/null | awk '{print $1}' | sed -n 's/^kb-\([0-9]*[a-z]\)-h[0-9]*$/\1/p' |
 		sort -u); do
 		owner=${id%?}
