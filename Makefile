@@ -223,9 +223,13 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 	$(CC) $(CFLAGS) -iquote kernel_host/include -shared -o $@ $<
 
 # ---------------------------------------------------------------- tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS)
+# launcher files with unit tests of their own (the rest needs a whole run)
+UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c)
+
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) \
+	  -lcriterion $(LDLIBS)
 
 $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
