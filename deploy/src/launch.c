@@ -881,20 +881,43 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 	return RT_EOK;
 }
 
+/* The job file's bytes, for the agents' Assign: each host's daemons adopt
+ * what one host's would. */
+static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
+{
+	enum rt_err err = share_job(l);
+	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
+
+	if (!err)
+		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
+	if (!err && (size <= 0 || pread(l->job_fd, out->data, (size_t)size, 0) != size))
+		err = rt_fail(RT_EIO, "cannot read back the job for the agents: %s", strerror(errno));
+	if (!err)
+		out->len = (size_t)size;
+	return err;
+}
+
 static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
 					.arg = l };
 	struct rt_coord_layout lay;
+	struct rt_buf job;
 	enum rt_err err = kb_outputs_prepare(l->job, &l->lock_fd);
 
+	rt_buf_init(&job);
 	if (!err)
 		err = place_hosts(l, &lay);
+	if (!err)
+		err = job_bytes(l, &job);
 	if (!err) {
+		lay.job_bytes = job.data;
+		lay.job_len = job.len;
 		l->zctx = zmq_ctx_new();
 		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->hosts->coordinator, &lay,
 					  &l->coord);
 	}
+	rt_buf_release(&job);
 	if (!err)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
 	if (err)

@@ -176,25 +176,6 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 	return RT_EOK;
 }
 
-/* Agents get the job as the daemons of one host do: the bytes of the
- * sealed job file. */
-static enum rt_err keep_job_bytes(struct rt_coord *c)
-{
-	int fd = -1;
-	enum rt_err err = rt_job_share(c->job, &fd);
-	off_t size = err ? 0 : lseek(fd, 0, SEEK_END);
-
-	if (!err)
-		err = rt_buf_reserve(&c->job_bytes, (size_t)(size > 0 ? size : 0));
-	if (!err && (size <= 0 || pread(fd, c->job_bytes.data, (size_t)size, 0) != size))
-		err = rt_fail(RT_EIO, "coordinator: cannot read back the job for the agents");
-	if (!err)
-		c->job_bytes.len = (size_t)size;
-	if (fd >= 0)
-		close(fd);
-	return err;
-}
-
 enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *topo, void *zctx,
 			 const char *endpoint, struct rt_coord **out)
 {
@@ -216,7 +197,8 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	c->job = job;
 	c->topo = topo;
 	rt_buf_init(&c->job_bytes);
-	if (apply_layout(c, layout) || (c->agents && keep_job_bytes(c))) {
+	if (apply_layout(c, layout) ||
+	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len))) {
 		enum rt_err err = rt_fail(RT_ENOMEM, "%s", rt_last_error());
 
 		rt_coord_destroy(&c);

@@ -66,6 +66,8 @@ struct rt_coord_layout {
 	bool sub;                  /* an agent's: steps to horizons (rt_coord_step) */
 	uint64_t lookahead_ps;     /* window length */
 	uint64_t ready_timeout_ms; /* how long READYs may take (0: run.watchdog_ms) */
+	const void *job_bytes;     /* agents: the sealed job file's bytes, which */
+	size_t job_len;            /* Assign carries (copied) */
 };
 
 /* What one global window sent to other hosts. */
