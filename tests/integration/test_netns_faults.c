@@ -98,7 +98,7 @@ static void take_off(struct flight *f, const char *tag)
 	f->pid[0] = mh_spawn(&net, 0, argv, NULL, f->err[0]);
 	f->pid[1] = spawn_agent(0, keys, f->err[1]);
 	f->pid[2] = spawn_agent(1, keys, f->err[2]);
-	for (int t = 0; t < 600 && ready < 5; t++) {
+	for (int t = 0; t < 1200 && ready < 5; t++) { /* up to a minute */
 		/* agent + 10 daemons on each host, for a few polls in a row */
 		bool up = note_procs(f, 1) >= 11 && note_procs(f, 2) >= 11;
 
