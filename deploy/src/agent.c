@@ -43,6 +43,7 @@ struct agent {
 	struct kb_agent_index index;
 	void *zctx;
 	void *sock;               /* DEALER to the coordinator */
+	void *monitor;            /* its connection events (a closed connection) */
 	struct rt_buf frame;
 	uint32_t host;
 	char token[RT_COORD_TOKEN_MAX];
@@ -52,7 +53,7 @@ struct agent {
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
-	bool stopped;             /* the coordinator stopped the run */
+	bool stopped;             /* the coordinator stopped the run, or is gone */
 	bool joined;              /* READY sent: the coordinator beats to us */
 };
 
@@ -92,9 +93,51 @@ static enum rt_err open_socket(struct agent *a, const char *id)
 
 static void close_socket(struct agent *a)
 {
+	if (a->monitor)
+		zmq_close(a->monitor);
 	if (a->sock)
 		zmq_close(a->sock);
-	a->sock = NULL;
+	a->sock = a->monitor = NULL;
+}
+
+/* Watches the token connection: a coordinator that dies closes it, which
+ * is noticed at once instead of after RT_COORD_SILENCE_MS. */
+static void watch_connection(struct agent *a)
+{
+	char ep[64];
+
+	snprintf(ep, sizeof(ep), "inproc://kb-agent-monitor-%d", (int)getpid());
+	if (zmq_socket_monitor(a->sock, ep, ZMQ_EVENT_DISCONNECTED) < 0)
+		return;
+	a->monitor = zmq_socket(a->zctx, ZMQ_PAIR);
+	if (a->monitor && zmq_connect(a->monitor, ep) < 0) {
+		zmq_close(a->monitor);
+		a->monitor = NULL;
+	}
+}
+
+/* True once the connection to the coordinator was closed. */
+static bool connection_closed(struct agent *a)
+{
+	bool closed = false;
+	zmq_msg_t msg;
+
+	for (int more = 1; a->monitor && more;) {
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, a->monitor, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&msg);
+			break;
+		}
+		if (zmq_msg_size(&msg) >= 2) {
+			uint16_t event;
+
+			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
+			closed |= event == ZMQ_EVENT_DISCONNECTED;
+		}
+		zmq_msg_recv(&msg, a->monitor, 0); /* the address frame */
+		zmq_msg_close(&msg);
+	}
+	return closed;
 }
 
 static enum rt_err send_up(struct agent *a, Kb__Sync *msg)
@@ -251,10 +294,17 @@ static enum rt_err keep_alive(void *arg)
 		}
 		rt_wire_free_sync(got);
 	}
-	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS)
+	if (!err && a->joined && connection_closed(a)) {
+		a->stopped = true; /* no one to tell */
+		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (it closed the "
+			      "connection); stopped this host's daemons", a->label, a->coordinator);
+	}
+	if (!err && a->joined && now_ms() - a->heard_ms > RT_COORD_SILENCE_MS) {
+		a->stopped = true; /* no one to tell */
 		err = rt_fail(RT_EPEER, "%s: the coordinator at %s is gone (nothing for %d s); "
 			      "stopped this host's daemons", a->label, a->coordinator,
 			      RT_COORD_SILENCE_MS / 1000);
+	}
 	return err;
 }
 
@@ -538,7 +588,21 @@ static void report_error(struct agent *a, enum rt_err code)
 	error.usage = code == RT_EUSAGE;
 	sync.body_case = KB__SYNC__BODY_ERROR;
 	sync.error = &error;
-	send_up(a, &sync);
+	/* stay connected until the coordinator answers (its SHUTDOWN), as a
+	 * daemon does: it reads the reason before it sees this host go */
+	if (send_up(a, &sync) == RT_EOK) {
+		zmq_pollitem_t item = { .socket = a->sock, .events = ZMQ_POLLIN };
+		uint64_t until = now_ms() + 2000;
+		Kb__Sync *got = NULL;
+
+		while (now_ms() < until && zmq_poll(&item, 1, 200) >= 0) {
+			if (recv_up(a, 0, &got) || (got && got->body_case != KB__SYNC__BODY_PROGRESS))
+				break;
+			rt_wire_free_sync(got);
+			got = NULL;
+		}
+		rt_wire_free_sync(got);
+	}
 }
 
 /* ---------------------------------------------------------------- main */
@@ -556,6 +620,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "coordinator", required_argument, NULL, 'c' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "keys", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_index = false;
@@ -566,7 +631,13 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		uint64_t v;
 
-		if (o == 'c') {
+		if (o == 'h') {
+			puts("usage: kernbench agent --coordinator tcp://ADDRESS:PORT [--index I] "
+			     "[--keys FILE]\n\nRuns this host's ranks of a `kernbench run --hosts FILE`. "
+			     "Without --index the index\ncomes from OMPI_COMM_WORLD_RANK, PMIX_RANK, "
+			     "SLURM_PROCID or JOB_COMPLETION_INDEX\n(deploy/README.md).");
+			return -1;
+		} else if (o == 'c') {
 			a->coordinator = optarg;
 		} else if (o == 'i') {
 			if (rt_parse_u64(optarg, 0, KB_HOSTS_MAX_RANKS, &v) != RT_PARSE_OK)
@@ -682,7 +753,7 @@ int kb_agent_main(int argc, char **argv)
 	int rc = parse_args(&a, argc, argv);
 
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc; /* -1: --help */
 	signal(SIGPIPE, SIG_IGN);
 	sweep_stale();
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
@@ -696,6 +767,8 @@ int kb_agent_main(int argc, char **argv)
 	 * reaches the coordinator as ERROR */
 	if (!err)
 		err = open_socket(&a, a.token);
+	if (!err)
+		watch_connection(&a);
 	if (!err)
 		err = localise_job(&a);
 	if (!err)

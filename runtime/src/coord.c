@@ -169,7 +169,8 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		c->peers[p].n_hosted++;
 	}
 	for (uint32_t i = 0; i < c->n_peers; i++)
-		if (c->peers[i].n_hosted || !lay) {
+		/* every host has an agent, even one whose ranks have no component */
+		if (c->peers[i].n_hosted || !lay || c->agents) {
 			c->peers[i].present = true;
 			c->n_present++;
 		}
@@ -499,11 +500,19 @@ static bool host_of_hello(const struct rt_coord *c, const Kb__Hello *h, uint32_t
 	return index < c->n_peers;
 }
 
-static int u32_cmp(const void *a, const void *b)
+/* The ranks whose components host `host` has, ascending. */
+static size_t host_ranks(const struct rt_coord *c, uint32_t host, uint32_t ranks[64])
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t seen = 0;
+	size_t n = 0;
 
-	return x < y ? -1 : x > y;
+	for (uint32_t id = 0; id < c->topo->n_components; id++)
+		if (c->peer_of[id] == host && c->topo->components[id].rank < 64)
+			seen |= 1ull << c->topo->components[id].rank;
+	for (uint32_t r = 0; r < 64; r++)
+		if (seen >> r & 1)
+			ranks[n++] = r;
+	return n;
 }
 
 static void reply_to(struct rt_coord *c, const zmq_msg_t *id, Kb__Sync *msg)
@@ -536,7 +545,6 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 	Kb__Sync *s = NULL, sync = KB__SYNC__INIT;
 	Kb__Assign assign = KB__ASSIGN__INIT;
 	uint32_t host, ranks[64];
-	uint64_t seen = 0;
 	char why[256];
 
 	if (rt_wire_decode_sync(zmq_msg_data((zmq_msg_t *)body), zmq_msg_size((zmq_msg_t *)body),
@@ -561,15 +569,7 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 		assign.job.data = (uint8_t *)c->job_bytes.data;
 		assign.job.len = c->job_bytes.len;
 		assign.ranks = ranks;
-		for (uint32_t id_ = 0; id_ < c->topo->n_components; id_++) {
-			uint32_t r = c->topo->components[id_].rank;
-
-			if (c->peer_of[id_] == host && r < 64 && !(seen >> r & 1)) {
-				seen |= 1ull << r;
-				ranks[assign.n_ranks++] = r;
-			}
-		}
-		qsort(ranks, assign.n_ranks, sizeof(*ranks), u32_cmp);
+		assign.n_ranks = host_ranks(c, host, ranks);
 		sync.body_case = KB__SYNC__BODY_ASSIGN;
 		sync.assign = &assign;
 		reply_to(c, id, &sync);
@@ -600,17 +600,21 @@ static enum rt_err keep_agents(struct rt_coord *c)
 
 		if (!p->ready || p->gone)
 			continue;
-		if (now - p->heard_ms > RT_COORD_SILENCE_MS)
+		/* sending its files, an agent may wait its turn behind another's */
+		if (now - p->heard_ms > (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
-		/* its last frames (FileParts, BYE) may still be queued behind a
-		 * closed connection: fatal only once nothing came for a beat */
-		if (send_to(c, i, &sync) == RT_EOK)
+		/* after SHUTDOWN an agent closes once it sent its files and BYE,
+		 * which may still be queued here (behind another host's files):
+		 * then only silence counts. Before, a closed connection is a dead
+		 * agent (one that fails waits for our answer to its ERROR), fatal
+		 * once nothing came from it for two beats. */
+		if (send_to(c, i, &sync) == RT_EOK || p->released)
 			p->lost_ms = 0;
 		else if (!p->lost_ms)
 			p->lost_ms = now;
-		else if (now - p->heard_ms > RT_COORD_BEAT_MS)
+		else if (now - p->heard_ms > 2 * RT_COORD_BEAT_MS)
 			return rt_fail(RT_EPEER, "%s is gone: its agent's connection dropped (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)));
@@ -923,6 +927,22 @@ static enum rt_err handshake(struct rt_coord *c)
 
 /* ---------------------------------------------------------------- windows */
 
+/* Queues `e` (borrowed) for p's next GRANT. */
+static enum rt_err push_inbound(struct peer *p, Kb__Envelope *e)
+{
+	if (p->n_in == p->cap_in) {
+		size_t cap = p->cap_in ? p->cap_in * 2 : 64;
+		Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
+
+		if (!grown)
+			return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
+		p->inbound = grown;
+		p->cap_in = cap;
+	}
+	p->inbound[p->n_in++] = e;
+	return RT_EOK;
+}
+
 /* An agent's coordinator: a message for another host waits (copied) for
  * the agent's DONE. Crossing hosts takes at least the global lookahead, so
  * it is due at or after the global window's end. */
@@ -986,16 +1006,8 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 			continue;
 		}
 		p = &c->peers[c->peer_of[e->dst]];
-		if (p->n_in == p->cap_in) {
-			size_t cap = p->cap_in ? p->cap_in * 2 : 64;
-			Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
-
-			if (!grown)
-				return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
-			p->inbound = grown;
-			p->cap_in = cap;
-		}
-		p->inbound[p->n_in++] = e;
+		if (push_inbound(p, e))
+			return RT_ENOMEM;
 		if (e->deliver_ps < *min_deliver)
 			*min_deliver = e->deliver_ps;
 		(*routed)++;
@@ -1304,6 +1316,7 @@ enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coor
 	Kb__Sync *s = *grant_p;
 	const Kb__Grant *g = s->grant;
 	const struct rt_topology *t = c->topo;
+	uint64_t from;
 	enum rt_err err;
 
 	*grant_p = NULL;
@@ -1325,23 +1338,12 @@ enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coor
 				       e->dst, (unsigned long long)e->deliver_ps,
 				       (unsigned long long)g->start_ps);
 		p = &c->peers[c->peer_of[e->dst]];
-		if (p->n_in == p->cap_in) {
-			size_t cap = p->cap_in ? p->cap_in * 2 : 64;
-			Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
-
-			if (!grown)
-				return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
-			p->inbound = grown;
-			p->cap_in = cap;
-		}
-		p->inbound[p->n_in++] = e;
+		if (push_inbound(p, e))
+			return RT_ENOMEM;
 	}
 	c->horizon = g->end_ps;
-	{
-		uint64_t from = rt_coord_next_ps(c);
-
-		err = run_windows(c, from > g->start_ps ? from : g->start_ps, g->end_ps);
-	}
+	from = rt_coord_next_ps(c);
+	err = run_windows(c, from > g->start_ps ? from : g->start_ps, g->end_ps);
 	out->envelopes = c->away;
 	out->n = c->n_away;
 	out->next_ps = rt_coord_next_ps(c);
