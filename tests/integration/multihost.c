@@ -274,20 +274,45 @@ void mh_write_hosts(const char *path, const char *coordinator, const char *hosts
 	fclose(f);
 }
 
-int mh_free_port(void)
+/* True if nothing holds tcp `port` on loopback now. */
+static bool port_free(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	bool free_now;
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(s, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
+	free_now = s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a));
 	if (s >= 0)
 		close(s);
-	cr_assert_gt(port, 0, "no free tcp port on loopback: %s", strerror(errno));
-	return port;
+	return free_now;
+}
+
+int mh_free_port(void)
+{
+	static int calls;
+	int low = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	/* below the ephemeral range: an agent connecting before the
+	 * coordinator binds takes an ephemeral source port, and one equal to
+	 * the target port would connect to itself and hold it */
+	if (f) {
+		if (fscanf(f, "%d", &low) != 1)
+			low = 32768;
+		fclose(f);
+	}
+	cr_assert_gt(low, 12000, "the ephemeral port range starts at %d: no room below it", low);
+	for (int i = 0; i < 200; i++) {
+		int span = low - 11000;
+		int port = 10000 + (int)(((unsigned)getpid() * 131u + (unsigned)calls++ * 17u) %
+					 (unsigned)span);
+
+		if (port_free(port))
+			return port;
+	}
+	cr_assert_fail("no free tcp port on loopback below %d", low);
+	return 0;
 }
 
 static void add_common(char **argv, int *n, const char *out, const char *hosts, const char *keys)

@@ -52,9 +52,10 @@ void mh_keygen(const char *dir, char *keys, size_t cap);
 /* Writes a hosts file: the coordinator address, then `hosts` verbatim
  * ("  - ranks: [0, 1]\n..."). */
 void mh_write_hosts(const char *path, const char *coordinator, const char *hosts);
-/* A tcp port free on loopback now: bound (port 0, the kernel's choice) and
- * released; the kernel does not hand the same ephemeral port out again
- * right away, and a clash would fail the run loudly, not silently. */
+/* A tcp port free on loopback now (bound and released), below the
+ * ephemeral range and derived from the test's pid, so parallel test
+ * processes start from different ports; a clash later fails the run
+ * loudly, never silently. */
 int mh_free_port(void);
 
 /* The tests' job: ring_attention in data mode, 4 ranks x 1 PE, small
