@@ -587,6 +587,7 @@ static enum rt_err keep_agents(struct rt_coord *c)
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Progress progress = KB__PROGRESS__INIT;
 	uint64_t now = wall_ms();
+	unsigned silence;
 	char name[128];
 
 	if (!c->agents || now - c->beat_ms < RT_COORD_BEAT_MS)
@@ -601,10 +602,11 @@ static enum rt_err keep_agents(struct rt_coord *c)
 		if (!p->ready || p->gone)
 			continue;
 		/* sending its files, an agent may wait its turn behind another's */
-		if (now - p->heard_ms > (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS)
+		silence = (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS;
+		if (now - p->heard_ms > silence)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
-				       peer_name(c, i, name, sizeof(name)), RT_COORD_SILENCE_MS / 1000);
+				       peer_name(c, i, name, sizeof(name)), silence / 1000);
 		/* after SHUTDOWN an agent closes once it sent its files and BYE,
 		 * which may still be queued here (behind another host's files):
 		 * then only silence counts. Before, a closed connection is a dead

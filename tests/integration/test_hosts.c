@@ -2,14 +2,17 @@
  * (`run --hosts`) and one `kernbench agent` per host, each a real process
  * talking loopback tcp, against the one-host run of the same job. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "harness.h"
+#include "kernbench.pb-c.h"
 
 /* A port of this test process's own, below the kernel's ephemeral range
  * (32768 and up), where outgoing connections could already hold it. */
@@ -25,6 +28,25 @@ static void write_hosts(const char *path, int port, const char *hosts)
 	cr_assert_not_null(f);
 	fprintf(f, "coordinator: tcp://127.0.0.1:%d\nhosts:\n%s", port, hosts);
 	fclose(f);
+}
+
+/* Waits (20 s at most) until agent `pid` has its folder, made once the
+ * coordinator assigned it a host. */
+static bool agent_started(pid_t pid)
+{
+	char pattern[64];
+
+	snprintf(pattern, sizeof(pattern), "/tmp/kb-agent-%d-*", (int)pid);
+	for (int i = 0; i < 2000; i++) {
+		glob_t g;
+		bool found = glob(pattern, 0, NULL, &g) == 0;
+
+		globfree(&g);
+		if (found)
+			return true;
+		usleep(10000);
+	}
+	return false;
 }
 
 static pid_t spawn_agent(int port, int index, const char *err)
@@ -274,7 +296,8 @@ Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
 	coord = kb_spawn(argv, ec);
 	a0 = spawn_agent(port, 0, e0);
 	a1 = spawn_agent(port, 1, e1);
-	sleep(3);
+	cr_assert(agent_started(a0) && agent_started(a1));
+	sleep(2); /* into the run: both sent READY long before */
 	cr_assert_eq(kill(a1, SIGKILL), 0);
 	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(ec));
 	cr_expect_eq(kb_wait(a1), 128 + SIGKILL);
@@ -358,7 +381,8 @@ Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
 	coord = kb_spawn(argv, ec);
 	a[0] = spawn_agent(port, 0, e0);
 	a[1] = spawn_agent(port, 1, e1);
-	sleep(3);
+	cr_assert(agent_started(a[0]) && agent_started(a[1]));
+	sleep(2); /* into the run */
 	cr_assert_eq(kill(coord, SIGKILL), 0);
 	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
 	for (int i = 0; i < 2; i++) {
@@ -453,5 +477,84 @@ Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
 	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
 	for (int i = 0; i < 2; i++)
 		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", i, kb_slurp_stderr(e[i]));
+	same_outputs(one, two);
+}
+
+/* Strangers on the coordinator's port during a run across hosts: garbage,
+ * a Hello for a host that has its agent, a READY under a made-up token.
+ * None joins or stalls the run; the result is the one-host run's. */
+Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
+{
+	char base[256], one[300], two[300], hosts[300], e0[300], e1[300], ec[300], at[64];
+	char *argv[32], reply[512];
+	struct kb_result res;
+	int port = test_port(10), zero = 0, wait_ms = 3000;
+	pid_t coord, a0, a1;
+	void *zctx = zmq_ctx_new(), *s;
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Hello hello = KB__HELLO__INIT;
+	Kb__Ready ready = KB__READY__INIT;
+	uint8_t frame[256];
+	size_t len;
+	int got;
+
+	kb_tmpdir(base, sizeof(base), "hosts_strangers");
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(two, sizeof(two), "%s/two", base);
+	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
+	snprintf(e0, sizeof(e0), "%s/a0.err", base);
+	snprintf(e1, sizeof(e1), "%s/a1.err", base);
+	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	snprintf(at, sizeof(at), "tcp://127.0.0.1:%d", port);
+	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, one, "q", "none", NULL);
+	argv[12] = (char *)"seq_kv=2048";
+	kb_runv(&res, argv);
+	cr_assert_eq(res.status, 0, "one host: %s", res.err);
+	ring_argv(argv, two, "q", "none", hosts);
+	argv[12] = (char *)"seq_kv=2048";
+	coord = kb_spawn(argv, ec);
+	a0 = spawn_agent(port, 0, e0);
+	a1 = spawn_agent(port, 1, e1);
+	/* both agents have their hosts (they made their folders after Assign) */
+	cr_assert(agent_started(a0) && agent_started(a1));
+
+	s = zmq_socket(zctx, ZMQ_DEALER);
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, "hello-stranger", 14);
+	cr_assert_eq(zmq_connect(s, at), 0);
+	zmq_send(s, "\xff\x01 garbage", 10, 0);
+	/* a Hello for host 0, which has its agent: refused in one frame */
+	hello.index = 0;
+	sync.schema_version = KB__SCHEMA__SCHEMA_VERSION;
+	sync.body_case = KB__SYNC__BODY_HELLO;
+	sync.hello = &hello;
+	len = kb__sync__pack(&sync, frame);
+	zmq_send(s, frame, len, 0);
+	got = zmq_recv(s, reply, sizeof(reply) - 1, 0);
+	cr_expect(got > 0, "a refused Hello is answered");
+	if (got > 0) {
+		Kb__Sync *r = kb__sync__unpack(NULL, (size_t)got, (const uint8_t *)reply);
+
+		cr_expect(r && r->body_case == KB__SYNC__BODY_ERROR &&
+			  strstr(r->error->message, "already has an agent"));
+		if (r)
+			kb__sync__free_unpacked(r, NULL);
+	}
+	/* a READY under a token it does not know */
+	ready.daemon = 1;
+	ready.token.data = (uint8_t *)"1.00000000000000000000000000000000";
+	ready.token.len = 34;
+	sync.body_case = KB__SYNC__BODY_READY;
+	sync.ready = &ready;
+	len = kb__sync__pack(&sync, frame);
+	zmq_send(s, frame, len, 0);
+	zmq_close(s);
+	zmq_ctx_term(zctx);
+
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(e0));
+	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(e1));
 	same_outputs(one, two);
 }
