@@ -31,7 +31,7 @@ PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
 	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
-	python3-matplotlib openmpi-bin
+	python3-matplotlib libsystemc-dev g++ openmpi-bin
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
@@ -283,8 +283,15 @@ RUN_OUT ?= out/run
 RUN_FLAGS ?= --mode data --arg seq_kv=8192
 
 bench: deps
-	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
-	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) $$b || exit 1; done
+	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN) $(BUILD)/bench/systemc_traffic
+	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) \
+	  KB_SYSTEMC_BIN=$(abspath $(BUILD)/bench/systemc_traffic) $$b || exit 1; done
+
+# the SystemC reference for sync_bench (Debian libsystemc-dev)
+$(BUILD)/bench/systemc_traffic: bench/systemc_traffic.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(OPT) -Wall -Wextra -Werror $$(pkg-config --cflags systemc) $< -o $@ \
+	  $$(pkg-config --libs systemc)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -333,4 +340,4 @@ golden: all
 clean:
 	rm -rf build out
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-test -name '*.d' 2>/dev/null)

@@ -8,7 +8,13 @@
  *    daemon, no windows) delivered messages per second against a bare
  *    binary-heap event loop running the same traffic pattern in this
  *    process (target >= 25%).
- * Figures are printed, never asserted. Needs KB_BIN (set by `make bench`). */
+ * 3. Embedded against SystemC 2.3: the same traffic (16 components, one
+ *    token each, trace off) as SC_THREADs that wait() on an event per
+ *    message (bench/systemc_traffic.cpp, built by `make bench`), five runs
+ *    of each, alternated; prints the medians and embedded / SystemC
+ *    (target >= 1.0).
+ * Figures are printed, never asserted. Needs KB_BIN and KB_SYSTEMC_BIN (set
+ * by `make bench`). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -237,7 +243,7 @@ static double bare_heap_rate(int n, long messages)
 	return rate;
 }
 
-/* The same loop on kernbench's own event queue (rt/event.h: 104-byte
+/* The same loop on kernbench's own event queue (rt/event.h: 64-byte
  * events, the full total key), to show what the queue alone costs. */
 static double rt_queue_rate(int n, long messages)
 {
@@ -278,9 +284,73 @@ static double rt_queue_rate(int n, long messages)
 	return rate;
 }
 
-int main(void)
+/* ---------------------------------------------------------------- SystemC */
+
+/* Messages/s of bench/systemc_traffic.cpp; -1 if it did not run. */
+static double systemc_rate(int n, long messages, int tokens)
+{
+	const char *bin = getenv("KB_SYSTEMC_BIN");
+	char cmd[1024], line[512];
+	double rate = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 %s %d %ld %d",
+		 bin ? bin : "build/bench/systemc_traffic", n, messages, tokens);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof(line), p)) {
+		const char *at = strstr(line, " rate=");
+
+		if (at)
+			rate = strtod(at + 6, NULL);
+	}
+	if (p && pclose(p) != 0)
+		rate = -1;
+	return rate;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Embedded kernbench and SystemC on the same traffic, alternated so a
+ * loaded machine slows both alike; medians of `runs`. */
+static int embedded_vs_systemc(int n, long messages, int runs)
+{
+	double kb[9], sc[9];
+
+	for (int r = 0; r < runs; r++) {
+		double windows, loop_s, delivered, grants;
+
+		sc[r] = systemc_rate(n, messages, 1);
+		if (sc[r] <= 0 || run_traffic(n, messages, 1, "inproc", "all", &windows, &loop_s,
+					      &delivered, &grants))
+			return 1;
+		kb[r] = delivered / loop_s;
+	}
+	qsort(kb, (size_t)runs, sizeof(kb[0]), cmp_double);
+	qsort(sc, (size_t)runs, sizeof(sc[0]), cmp_double);
+	printf("\nembedded vs SystemC 2.3 (%d components, %ld messages, 1 token each, trace off; "
+	       "median of %d alternated runs)\n", n, messages, runs);
+	printf("  SystemC SC_THREAD     %12.0f messages/s  (a wait() resume per message)\n",
+	       sc[runs / 2]);
+	printf("  kernbench embedded    %12.0f messages/s  (--colocate all --transport inproc)\n",
+	       kb[runs / 2]);
+	printf("  ratio                 %12.2f  (embedded / SystemC; target >= 1.0)\n",
+	       kb[runs / 2] / sc[runs / 2]);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	static const int sizes[] = { 5, 10, 40 };
+	/* `sync_bench systemc`: only the embedded-vs-SystemC comparison */
+	bool only_systemc = argc > 1 && !strcmp(argv[1], "systemc");
+
+	if (only_systemc)
+		return embedded_vs_systemc(16, 2000000, 5);
 
 	printf("window cost over ipc (kernbench traffic vs a bare ZeroMQ lockstep round)\n");
 	printf("  %4s  %14s  %18s  %8s  %s\n", "N", "bare us/round", "kernbench us/window", "ratio",
@@ -316,6 +386,10 @@ int main(void)
 		       windows);
 		printf("  ratio               %12.1f%%  (of the bare heap loop; target 25%%)\n",
 		       100.0 * delivered / loop_s / bare);
+	}
+	if (embedded_vs_systemc(16, 2000000, 5)) {
+		printf("  embedded vs SystemC: a run failed\n");
+		return 1;
 	}
 	return 0;
 }

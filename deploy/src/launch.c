@@ -773,7 +773,7 @@ void kb_check_stack(char **argv)
 static enum rt_err share_job(struct launch *l)
 {
 	char fd[16];
-	enum rt_err err = rt_job_share(l->job, &l->job_fd);
+	enum rt_err err = rt_job_share(l->job, &l->topo, &l->job_fd);
 
 	snprintf(fd, sizeof(fd), "%d", l->job_fd);
 	if (!err && setenv(RT_JOB_FD_ENV, fd, 1))
@@ -1102,7 +1102,9 @@ int kb_daemon_main(int argc, char **argv)
 	err = rt_job_adopt((int)strtol(job_fd, NULL, 10), job);
 	if (!err)
 		err = parse_memfds(job, argv[4]);
-	if (!err)
+	if (!err) /* the launcher's topology, mapped; else built here */
+		err = rt_job_topology((int)strtol(job_fd, NULL, 10), &topo);
+	if (err == RT_ENOTFOUND)
 		err = kb_job_topology(job, &topo);
 	if (!err) {
 		opts.job = job;

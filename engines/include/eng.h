@@ -188,6 +188,10 @@ struct eng_model {
  * ".so"), not a built-in's name: the engines and the rank memory agree. */
 bool eng_is_plugin_path(const char *name);
 
+/* Built-in model i (0, 1, ...), NULL past the last: the one list every
+ * user of the built-ins walks (the fuzz harness times a stage with each). */
+const struct eng_model_ops *eng_model_builtin(size_t i);
+
 /* Finds, allocates and initialises the model. On failure *m is empty. */
 enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const char *name_or_path,

@@ -3,8 +3,9 @@
  * An engine model plug-in is a shared object that exports one symbol,
  * `kb_engine_plugin` (a `const struct kb_engine_plugin`). kernbench loads it
  * when an engine's model is a path (`--set gemm.model=/path/lib.so`), hands
- * it its own parameters (`--set gemm.params=cycles=900,...`, or
- * `params: "cycles=900"` under `gemm:` in a YAML config), and asks it how many
+ * it its own parameters (`--set gemm.params=cycles=900,...`, or under
+ * `gemm:` in a YAML config `params: {cycles: 900}`, a block mapping, or
+ * `params: "cycles=900"`; all three arrive alike), and asks it how many
  * cycles each stage occupies the engine. The data effect of a stage (data
  * mode) stays the built-in model's, so results never depend on a timing
  * plug-in.

@@ -71,12 +71,6 @@ struct engine {
 
 /* ---------------------------------------------------------------- queue */
 
-/* A deep copy of `s` the engine owns (the delivery is only lent). */
-static Kb__Stage *stage_copy(const Kb__Stage *s)
-{
-	return (Kb__Stage *)rt_wire_copy(&s->base);
-}
-
 static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 {
 	if (ch->len == ch->cap) {
@@ -105,7 +99,7 @@ static struct queued *channel_at(const struct channel *ch, size_t i)
 
 static void channel_pop(struct channel *ch)
 {
-	kb__stage__free_unpacked(ch->ring[ch->head].s, NULL);
+	rt_msg_free(ch->ring[ch->head].s);
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->len--;
 	ch->retired++;
@@ -305,12 +299,12 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	err = eng_stage_check(s, e->cls, &mem);
 	if (err)
 		return err; /* the daemon names this component */
-	copy = stage_copy(s);
+	copy = rt_keep(ctx, &s->base); /* the delivery's own, when it is in-process */
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
 	err = channel_push(&e->ch[channel_of(s)], copy);
 	if (err) {
-		kb__stage__free_unpacked(copy, NULL);
+		rt_msg_free(copy);
 		return err;
 	}
 	return channel_fill(ctx, e, channel_of(s));

@@ -16,6 +16,11 @@ static const struct eng_model_ops *const builtins[] = {
 
 #define N_BUILTINS (sizeof(builtins) / sizeof(builtins[0]))
 
+const struct eng_model_ops *eng_model_builtin(size_t i)
+{
+	return i < N_BUILTINS ? builtins[i] : NULL;
+}
+
 bool eng_is_plugin_path(const char *s)
 {
 	size_t n = strlen(s);

@@ -49,6 +49,7 @@ struct attn {
 	bool zigzag;          /* ring: rank i holds chunks i and 2R-1-i */
 	bool merge_chain;     /* ring pass=q: the serial chain (else tree) */
 	bool vstream;         /* sweep: V streamed by the fold (else loaded ahead) */
+	bool sweeps;          /* the kernel folds with attn_sweep (reads its knobs) */
 	enum attn_opt opt;
 	double scale;         /* 1 / sqrt(d) */
 	uint64_t p0;          /* absolute position of query 0 */
@@ -58,6 +59,20 @@ struct attn {
 	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 
+/* Tiles of a sweep issued across a group boundary: the first tiles of the
+ * next group are issued before this group's scope ends, into buffers of
+ * the block, so the read channel keeps streaming while the scope end waits
+ * for this group's last folds (without them every group boundary drained
+ * the DMA queue: at 32K, 15 drains, all PEs of a rank at once). */
+#define ATTN_CROSS_MAX 3
+
+/* Cross-group buffers (n = 0: none). */
+struct attn_cross {
+	uint32_t n;
+	tl_tensor s[ATTN_CROSS_MAX]; /* scores [rows, tile] f32 */
+	tl_tensor v[ATTN_CROSS_MAX]; /* V [tile, d] f16 (not with vstream) */
+};
+
 /* A query block: rows [row0, row0+rows) of KV head `head`'s group matrix. */
 struct attn_block {
 	uint32_t head, row0, rows;
@@ -65,6 +80,7 @@ struct attn_block {
 	uint64_t o_hbm;       /* where its output rows go */
 	tl_tensor q, m, l, o; /* q f16 [rows, d]; m, l [rows, 1]; o [rows, d] */
 	tl_tensor rel;        /* [rows, 1] f32 query position - p0 (causal) */
+	struct attn_cross x;  /* sweeps of more than one group */
 };
 
 /* Keys a sweep reads: `len` keys from absolute position kpos0, in tiles of
@@ -113,14 +129,19 @@ uint32_t attn_tiles(const struct attn *a, uint64_t len);
 /* Keys in tile j of `len` keys. */
 uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j);
 
-/* Sets up a block: loads its q (or takes `q` when given) and allocates
- * its running state in the current scope. */
+/* Sets up a block: allocates its running state (and cross-group buffers)
+ * in the current scope, then loads its q above them. */
 void attn_block_begin(struct tl *tl, const struct attn *a,
 		      struct attn_block *b, uint32_t head, uint32_t row0,
 		      uint32_t rows);
-void attn_block_with_q(struct tl *tl, const struct attn *a,
-		       struct attn_block *b, uint32_t head, uint32_t row0,
-		       uint32_t rows, tl_tensor q);
+/* The same in two steps, for a q that comes from elsewhere (received,
+ * loaded from a table): open allocates the state; take_q sets q — which
+ * must be allocated after open, above the state (attn_common.c says why)
+ * — and loads the causal row positions. */
+void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
+		     uint32_t head, uint32_t row0, uint32_t rows);
+void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
+		       tl_tensor q);
 /* Rows of the block starting at group row `row0` (qblock, or what is left
  * of the group). */
 uint32_t attn_block_rows(const struct attn *a, uint32_t row0);

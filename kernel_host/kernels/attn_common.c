@@ -62,6 +62,7 @@ void attn_init_heads(struct tl *tl, const struct tl_args *args,
 void attn_knobs(struct tl *tl, const struct tl_args *args, unsigned knobs,
 		struct attn *a)
 {
+	a->sweeps = (knobs & ATTN_KNOB_SWEEP) != 0;
 	if (knobs & ATTN_KNOB_SWEEP) {
 		a->scopes = tl_arg_u32(args, "scopes", 1, 0, 1) != 0;
 		a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
@@ -423,18 +424,9 @@ uint32_t attn_block_rows(const struct attn *a, uint32_t row0)
 	return left < a->qblock ? left : a->qblock;
 }
 
-void attn_block_begin(struct tl *tl, const struct attn *a,
-		      struct attn_block *b, uint32_t head, uint32_t row0,
-		      uint32_t rows)
-{
-	attn_block_with_q(tl, a, b, head, row0, rows,
-			  tl_load(tl, attn_q_addr(a, head, row0), rows, a->d,
-				  TL_F16));
-}
-
-void attn_block_with_q(struct tl *tl, const struct attn *a,
-		       struct attn_block *b, uint32_t head, uint32_t row0,
-		       uint32_t rows, tl_tensor q)
+/* Position and output fields of a block (no allocation). */
+static void block_place(const struct attn *a, struct attn_block *b,
+			uint32_t head, uint32_t row0, uint32_t rows)
 {
 	uint32_t rr = row0 % a->sq;
 
@@ -445,12 +437,69 @@ void attn_block_with_q(struct tl *tl, const struct attn *a,
 	b->pos_lo = a->p0 + (rr + (uint64_t)rows <= a->sq ? rr : 0);
 	b->pos_hi = a->p0 + (rr + (uint64_t)rows <= a->sq ? rr + rows - 1 : a->sq - 1);
 	b->o_hbm = a->o_addr + ((uint64_t)head * a->g * a->sq + row0) * a->d * 2;
-	b->q = q;
-	b->rel = a->cols.slot ? tl_load(tl, a->rel_addr + (uint64_t)rr * 4, rows, 1, TL_F32)
+}
+
+/* The running state (m, l, O) at the current top of scratch, and the
+ * cross-group buffers when a sweep of skv keys has more than one group. */
+static void block_state(struct tl *tl, const struct attn *a,
+			struct attn_block *b)
+{
+	struct attn_cross *x = &b->x;
+
+	x->n = 0;
+	if (a->sweeps && a->scopes && attn_tiles(a, a->skv) > a->group) {
+		x->n = a->depth < ATTN_CROSS_MAX ? a->depth : ATTN_CROSS_MAX;
+		if (x->n > a->group)
+			x->n = a->group;
+	}
+	for (uint32_t i = 0; i < x->n && !a->vstream; i++)
+		x->v[i] = tl_zeros(tl, a->tile, a->d, TL_F16);
+	for (uint32_t i = x->n; i-- > 0;) /* s[1] below s[0], see below */
+		x->s[i] = tl_zeros(tl, b->rows, a->tile, TL_F32);
+	b->m = tl_full(tl, b->rows, 1, TL_F32, -ATTN_NEG);
+	b->l = tl_zeros(tl, b->rows, 1, TL_F32);
+	b->o = tl_zeros(tl, b->rows, a->d, TL_F32);
+}
+
+static void block_rel(struct tl *tl, const struct attn *a,
+		      struct attn_block *b)
+{
+	b->rel = a->cols.slot ? tl_load(tl, a->rel_addr + (uint64_t)(b->row0 % a->sq) * 4,
+					b->rows, 1, TL_F32)
 			      : TL_NONE;
-	b->m = tl_full(tl, rows, 1, TL_F32, -ATTN_NEG);
-	b->l = tl_zeros(tl, rows, 1, TL_F32);
-	b->o = tl_zeros(tl, rows, a->d, TL_F32);
+}
+
+/* Cross V buffers, cross score buffers, the state, q, from the bottom up:
+ * the host orders a command after every pending command whose TCM span
+ * (the bounding interval of what it touches) overlaps its output. A Q·Kᵀ
+ * touches q and its scores (fresh, above everything, or a cross buffer), a
+ * fold m (or a cross buffer) and its temporaries at the top; a buffer
+ * between would make each fold or cross-group load wait for the Q·Kᵀs and
+ * folds in flight. Cross score buffers go downwards in issue order so the
+ * Q·Kᵀ into s[1] is not inside the span of the one into s[0]. */
+void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
+		     uint32_t head, uint32_t row0, uint32_t rows)
+{
+	block_place(a, b, head, row0, rows);
+	block_state(tl, a, b);
+	b->q = TL_NONE;
+	b->rel = TL_NONE;
+}
+
+void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
+		       tl_tensor q)
+{
+	b->q = q;
+	block_rel(tl, a, b);
+}
+
+void attn_block_begin(struct tl *tl, const struct attn *a,
+		      struct attn_block *b, uint32_t head, uint32_t row0,
+		      uint32_t rows)
+{
+	attn_block_open(tl, a, b, head, row0, rows);
+	attn_block_take_q(tl, a, b,
+			  tl_load(tl, attn_q_addr(a, head, row0), rows, a->d, TL_F16));
 }
 
 uint32_t attn_visible_tiles(const struct attn *a, const struct attn_block *b,

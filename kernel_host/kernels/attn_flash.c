@@ -42,10 +42,11 @@ static tl_tensor mask_scores(struct tl *tl, const struct attn *a,
 }
 
 /* opt3: the online-softmax update as separate commands, then P·V as a
- * composite streaming V, folded into O by its add epilogue. Each command
- * waits for its inputs when issued, so independent ones are issued before
- * the ones that need them, and the P·V composite (V's DMA) as early as its
- * inputs allow. */
+ * composite, folded into O by its add epilogue. Each command waits for its
+ * inputs when issued, so independent ones are issued before the ones that
+ * need them. m and l are updated before P·V: engines take stages in
+ * program order, and MATH commands behind the P·V composite would wait on
+ * the MATH engine for its add epilogue, i.e. for the whole GEMM. */
 static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		      tl_tensor v)
 {
@@ -57,11 +58,11 @@ static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 	tl_tensor o_scaled = tl_mul(tl, b->o, corr);
 	tl_tensor l_scaled = tl_mul(tl, b->l, corr);
 
+	tl_copy_to(tl, b->m, m_new);
+	tl_copy_to(tl, b->l, tl_add(tl, l_scaled, tl_sum(tl, p, -1)));
 	tl_composite(tl, &(struct tl_composite_desc){
 		.op = "gemm", .a = p, .b = v, .out = b->o,
 		.epilogue = { { .op = "add", .other = o_scaled } } });
-	tl_copy_to(tl, b->m, m_new);
-	tl_copy_to(tl, b->l, tl_add(tl, l_scaled, tl_sum(tl, p, -1)));
 }
 
 /* opt2 (flat-composite design): one composite — softmax_merge prologue on (m, l, O),
@@ -122,34 +123,95 @@ static tl_tensor issue_v(struct tl *tl, const struct attn *a,
 	return tl_load(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
 }
 
-/* Tiles [j0, j1) in one scratch scope. Q·Kᵀ and V's load run `depth`
- * tiles ahead of the fold (within the group), so the next tiles' DMA
- * overlaps this tile's softmax and P·V. Both are issued before the fold
- * they overlap: the scheduler admits in order and a fold waits for the
- * previous fold (they share m, l, O), so a DMA issued behind a fold would
- * wait for it too; V loaded ahead keeps the read channel busy while the
- * folds run. The scores are allocated at the top of scratch when issued:
- * the host orders commands by the TCM span each touches, and a fresh
- * buffer above every earlier allocation overlaps no pending command, so
- * issuing ahead never waits for the fold in flight. */
+/* Waits on the host for the previous fold's running state (m, l, O).
+ * The next fold shares them, so the scheduler would hold it until *every*
+ * earlier command has completed (strict FIFO, flat-composite design D6.3)
+ * — the loads issued ahead included — and everything behind it would wait
+ * too: the read channel would drain once per tile (setup + HBM latency
+ * exposed per tile). Waiting here blocks only the kernel, at the point a
+ * real kernel would wait, and the next loads are admitted at once. */
+static void settle_state(struct tl *tl, const struct attn_block *b)
+{
+	tl_wait(tl, (tl_future){ b->m });
+	tl_wait(tl, (tl_future){ b->l });
+	tl_wait(tl, (tl_future){ b->o });
+}
+
+/* Issues tile j: its Q·Kᵀ into fresh scratch, V's load (or its ref). */
+static void issue_tile(struct tl *tl, const struct attn *a,
+		       const struct attn_block *b, const struct attn_kv *kv,
+		       uint32_t j, tl_tensor *s, tl_tensor *v)
+{
+	*s = issue_scores(tl, a, b, kv, j);
+	*v = issue_v(tl, a, kv, j);
+}
+
+/* Issues full-width tile j of the next group into cross buffer i. */
+static void issue_cross(struct tl *tl, const struct attn *a,
+			const struct attn_block *b, const struct attn_kv *kv,
+			const struct attn_cross *x, uint32_t i, uint32_t j)
+{
+	tl_tensor k = tl_ref(tl, tile_addr(a, kv, false, j), a->tile, a->d, TL_F16);
+
+	attn_scores(tl, a, b, k, x->s[i]);
+	if (!a->vstream)
+		tl_load_async_into(tl, x->v[i], tile_addr(a, kv, true, j));
+}
+
+/* The tile of the next group issued ahead into cross buffer i, if any:
+ * the next group starts at j1 and its first x->n full tiles cross. */
+static bool crosses(const struct attn *a, const struct attn_kv *kv,
+		    const struct attn_cross *x, uint32_t j1, uint32_t n, uint32_t t)
+{
+	return t >= j1 && t < n && t - j1 < x->n && attn_tile_rows(a, kv->len, t) == a->tile;
+}
+
+/* Issues tiles *next .. last: in this group's scope, then the next
+ * group's first tiles into the cross buffers. */
+static void issue_ahead(struct tl *tl, const struct attn *a,
+			const struct attn_block *b, const struct attn_kv *kv,
+			const struct attn_cross *x, uint32_t j0, uint32_t j1,
+			uint32_t n, uint32_t last, uint32_t *next, tl_tensor *s,
+			tl_tensor *v)
+{
+	for (; *next <= last && *next < j1; (*next)++)
+		issue_tile(tl, a, b, kv, *next, &s[*next - j0], &v[*next - j0]);
+	for (; *next <= last && crosses(a, kv, x, j1, n, *next); (*next)++)
+		issue_cross(tl, a, b, kv, x, *next - j1, *next);
+}
+
+/* Tiles [j0, j1) of n in one scratch scope. Q·Kᵀ and V's load run `depth`
+ * tiles ahead of the fold, so the next tiles' DMA overlaps this tile's
+ * softmax and P·V; near the group's end they run on into the next group's
+ * first tiles (cross buffers, attn.h), one tile further after the last
+ * fold, so the read channel still has a tile to stream while the scope's
+ * end waits for the last fold and the next group's first loads are issued.
+ * Each fold is issued before the loads that run ahead of it: engines take
+ * their stages in program order, so a fold issued behind a Q·Kᵀ would wait
+ * on the MATH engine for that Q·Kᵀ's scale, i.e. for its K tile.
+ * The scores are allocated at the top of scratch when issued: the host
+ * orders commands by the TCM span each touches, and a fresh buffer above
+ * every earlier allocation overlaps no pending command, so issuing ahead
+ * never waits for the fold in flight. Each fold first waits on the host for
+ * the previous one (settle_state). */
 static void sweep_group(struct tl *tl, const struct attn *a,
 			const struct attn_block *b, const struct attn_kv *kv,
-			uint32_t j0, uint32_t j1)
+			const struct attn_cross *x, uint32_t j0, uint32_t j1,
+			uint32_t n)
 {
 	tl_tensor s[ATTN_MAX_GROUP], v[ATTN_MAX_GROUP];
-	uint32_t depth = a->depth, j;
+	uint32_t next = j0; /* first tile not issued yet */
 
-	for (j = j0; j < j1 && j < j0 + depth; j++) {
-		s[j - j0] = issue_scores(tl, a, b, kv, j);
-		v[j - j0] = issue_v(tl, a, kv, j);
+	for (; j0 > 0 && next < j1 && crosses(a, kv, x, j0, n, next); next++) {
+		s[next - j0] = x->s[next - j0];
+		v[next - j0] = a->vstream ? issue_v(tl, a, kv, next) : x->v[next - j0];
 	}
-	for (j = j0; j < j1; j++) {
-		if (j + depth < j1) {
-			s[j + depth - j0] = issue_scores(tl, a, b, kv, j + depth);
-			v[j + depth - j0] = issue_v(tl, a, kv, j + depth);
-		}
+	issue_ahead(tl, a, b, kv, x, j0, j1, n, j0 + a->depth - 1, &next, s, v);
+	for (uint32_t j = j0; j < j1; j++) {
+		settle_state(tl, b);
 		attn_fold(tl, a, b, s[j - j0], v[j - j0], kv->kpos0 + (uint64_t)j * a->tile,
 			  attn_tile_rows(a, kv->len, j), a->opt);
+		issue_ahead(tl, a, b, kv, x, j0, j1, n, j + a->depth, &next, s, v);
 	}
 }
 
@@ -157,12 +219,15 @@ void attn_sweep(struct tl *tl, const struct attn *a,
 		const struct attn_block *b, const struct attn_kv *kv)
 {
 	uint32_t n = attn_visible_tiles(a, b, kv);
+	struct attn_cross x = b->x;
 
+	if (!a->scopes || n <= a->group)
+		x.n = 0; /* no group boundary */
 	for (uint32_t j = 0; j < n; j += a->group) {
 		uint32_t end = n - j < a->group ? n : j + a->group;
 
 		scope_begin(tl, a);
-		sweep_group(tl, a, b, kv, j, end);
+		sweep_group(tl, a, b, kv, &x, j, end, n);
 		scope_end(tl, a);
 	}
 	tl_stat_add(tl, "tiles", n);

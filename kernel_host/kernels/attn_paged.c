@@ -347,7 +347,8 @@ static void run_item(struct tl *tl, const struct paged *p,
 		struct attn_kv kv = { .k_page = kp, .v_page = vp, .kpos0 = 0,
 				      .len = p->lens[it->b] };
 
-		attn_block_with_q(tl, a, &blk, it->h, 0, a->g,
+		attn_block_open(tl, a, &blk, it->h, 0, a->g);
+		attn_block_take_q(tl, a, &blk,
 				  tl_load(tl, a->q_addr + qrow * a->d * 2, a->g, a->d, TL_F16));
 		blk.o_hbm = p->o_addr + qrow * a->d * 2;
 		attn_sweep(tl, a, &blk, &kv);

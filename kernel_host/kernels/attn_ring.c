@@ -326,8 +326,8 @@ static void pass_q(struct tl *tl, const struct attn *a, struct ring *rg)
 		for (uint32_t r0 = 0; r0 < a->g * a->sq; r0 += a->qblock, i++) {
 			uint32_t rows = attn_block_rows(a, r0);
 
-			attn_block_with_q(tl, a, &blk[i], h, r0, rows,
-					  q_down(tl, a, rg, h, r0, rows));
+			attn_block_open(tl, a, &blk[i], h, r0, rows);
+			attn_block_take_q(tl, a, &blk[i], q_down(tl, a, rg, h, r0, rows));
 		}
 	for (i = 0; i < nb; i++) {
 		uint64_t local = 0;

@@ -12,10 +12,20 @@
  * resource for any engine, so the link is the only cost (docs/attention.md).
  *
  * Ring figures, from measured intervals (tl_ipcq_waited): each receive the
- * kernel waited on splits its wait [from, arrival] into the part while the
- * link was moving its bytes (exposed), the part after (link latency), and
- * the part before the link started (the sender was not ready: imbalance or
- * dependency). */
+ * kernel waited on splits its wait [from, arrival] into
+ *   exposed   — the link was moving the awaited bytes, which the sender had
+ *               sent before the wait began: the bytes were still on the
+ *               link (communication slower than compute);
+ *   latency   — after the link was done with them (links.ipcq_cycles);
+ *   imbalance — the rest: the link had not started on them. The sender had
+ *               not sent them yet (load imbalance or a dependency), or they
+ *               queued behind other messages. A message sent only after the
+ *               wait began is all imbalance, its own serialisation included:
+ *               the bytes did not exist when the receiver started waiting,
+ *               so no schedule of the receiver could have hidden their
+ *               transfer (that serialisation is also reported alone, as
+ *               ipcq_late_link_ps). Exposed time lies inside the message's
+ *               own link interval, so exposed <= link busy time. */
 #include "tl_private.h"
 
 #include <stdlib.h>
@@ -129,6 +139,7 @@ static enum rt_err deliver(struct tl *tl, uint64_t id, tl_tensor t,
 	dst = tl_tcm_bytes(tl, r->addr, nbytes);
 	if (bytes && dst)
 		memcpy(dst, bytes, (size_t)nbytes);
+	tl->cmds[id].ready_ps = m->ready_ps;
 	tl->cmds[id].link_start_ps = m->link_start_ps;
 	tl->cmds[id].link_end_ps = m->link_end_ps;
 	tl_cmd_complete(tl, id, m->arrive_ps);
@@ -146,15 +157,20 @@ static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
 {
 	const struct tl_cmd *c = &tl->cmds[id];
-	uint64_t arrive = c->done_ps, exposed, latency;
+	uint64_t arrive = c->done_ps, exposed, latency, late_link = 0;
 
 	if (arrive <= from_ps)
 		return; /* it was there already: nothing waited */
 	exposed = overlap(from_ps, arrive, c->link_start_ps, c->link_end_ps);
+	if (c->ready_ps >= from_ps) { /* sent after the wait began */
+		late_link = exposed;
+		exposed = 0;
+	}
 	latency = overlap(from_ps, arrive, c->link_end_ps, arrive);
 	tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
 	tl_stat_add(tl, "ipcq_exposed_ps", exposed);
 	tl_stat_add(tl, "ipcq_latency_wait_ps", latency);
+	tl_stat_add(tl, "ipcq_late_link_ps", late_link);
 	tl_stat_add(tl, "ipcq_imbalance_wait_ps", arrive - from_ps - exposed - latency);
 }
 
@@ -223,6 +239,7 @@ static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
 	}
 	e = &q->early[q->n_early++];
 	e->arrive_ps = now_ps;
+	e->ready_ps = m->ready_ps;
 	e->link_start_ps = m->link_start_ps;
 	e->link_end_ps = m->link_end_ps;
 	e->nbytes = m->nbytes;
@@ -242,7 +259,9 @@ enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
 	/* sent RIGHT by my left neighbour: it comes from my LEFT */
 	uint32_t from = m->dir == TL_RIGHT ? TL_LEFT : TL_RIGHT;
 	struct tl_ipcq_dir *q = &tl->ipcq[from];
-	struct tl_ipcq_msg got = { now_ps, m->link_start_ps, m->link_end_ps, m->nbytes, NULL };
+	struct tl_ipcq_msg got = { .arrive_ps = now_ps, .ready_ps = m->ready_ps,
+				   .link_start_ps = m->link_start_ps,
+				   .link_end_ps = m->link_end_ps, .nbytes = m->nbytes };
 	uint64_t id, key;
 	tl_tensor t;
 	enum rt_err rc;

@@ -74,6 +74,7 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
+	uint64_t ready_ps;       /* receives: when the sender sent it */
 	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
@@ -90,6 +91,7 @@ struct tl_save {
 /* An IPCQ message that arrived before its receive was posted. */
 struct tl_ipcq_msg {
 	uint64_t arrive_ps;
+	uint64_t ready_ps; /* the sender sent it */
 	uint64_t link_start_ps, link_end_ps;
 	uint64_t nbytes;
 	uint8_t *bytes; /* owned; NULL in timing mode */

@@ -61,7 +61,7 @@ const struct rt_config_field rt_config_fields[] = {
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
 	STR("dma.params", dma_params, "none", "name=value,...",
-	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
 	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
@@ -84,7 +84,7 @@ const struct rt_config_field rt_config_fields[] = {
 	STR("gemm.model", gemm_model, "systolic", "name",
 	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
 	STR("gemm.params", gemm_params, "none", "name=value,...",
-	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
 	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows", 1, 65536,
 	    "systolic array rows (K consumed per pass)"),
 	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols", 1, 65536,
@@ -107,7 +107,7 @@ const struct rt_config_field rt_config_fields[] = {
 	STR("math.model", math_model, "simd", "name",
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
 	STR("math.params", math_params, "none", "name=value,...",
-	    "parameters handed to a plug-in model, `name=value,...` (`none`: no parameters)"),
+	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
 	U32("math.lanes", math_lanes, "64", "elements/cycle", 1, 65536,
 	    "SIMD lanes: elements processed per step"),
 	U64("math.setup_cycles", math_setup_cycles, "8", "cycles", 0, GIGA,
@@ -419,6 +419,15 @@ static void schema_open_section(struct cfg_schema *s, const char *key,
 	s->nsec++;
 }
 
+/* "gemm.params" and the like: plug-in parameters, which a YAML file may
+ * give as a mapping (`params: {cycles: 900}`) or as the `--set` string. */
+static bool is_params_key(const char *key)
+{
+	const char *dot = strchr(key, '.');
+
+	return dot && !strcmp(dot + 1, "params");
+}
+
 static void schema_build(struct cfg_schema *s)
 {
 	size_t leaf = 0, start[SECTION_MAX];
@@ -440,6 +449,12 @@ static void schema_build(struct cfg_schema *s)
 		f->key = key + plen + 1;
 		f->data_offset = (uint32_t)(s->count[s->nsec - 1]++ *
 					    sizeof(char *));
+		if (is_params_key(key)) {
+			/* a string or a mapping: read by the libyaml pre-pass */
+			f->value.type = CYAML_IGNORE;
+			f->value.flags = CYAML_FLAG_OPTIONAL;
+			continue;
+		}
 		f->value.type = CYAML_STRING;
 		f->value.flags = (enum cyaml_flag)(CYAML_FLAG_POINTER |
 						   CYAML_FLAG_OPTIONAL);
@@ -542,10 +557,19 @@ static const char *where(const struct cyaml_capture *c, const char *key,
  * the line of the key, in document order (from the libyaml pre-pass), so
  * errors name the line libyaml saw rather than libcyaml's backtrace. */
 #define KEY_LINES_MAX 256
+#define PARAMS_MAX SECTION_MAX
 struct key_lines {
 	char key[KEY_LINES_MAX][SECTION_NAME_MAX + 64];
 	size_t line[KEY_LINES_MAX];
 	size_t n;
+	/* `SECTION.params` values, as the `name=value,...` text `--set`
+	 * takes (a mapping joined in document order) */
+	struct {
+		char key[SECTION_NAME_MAX + 8];
+		char text[TEXT_MAX];
+		size_t line;
+	} params[PARAMS_MAX];
+	size_t n_params;
 };
 
 /* " (line N)" for the `nth` (0: first) occurrence of `key`, or "". */
@@ -625,6 +649,24 @@ static enum rt_err apply_document(struct rt_config *cfg,
 	return RT_EOK;
 }
 
+/* The params values the pre-pass read, through the same parser as --set
+ * (the last one given wins, as for any key). */
+static enum rt_err apply_params(struct rt_config *cfg, const struct key_lines *kl,
+				const char *origin)
+{
+	char why[160];
+
+	for (size_t i = 0; i < kl->n_params; i++) {
+		const struct rt_config_field *f = field_find(kl->params[i].key,
+							     strlen(kl->params[i].key));
+
+		if (f && !field_assign(cfg, f, kl->params[i].text, why, sizeof(why)))
+			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s (line %zu)", origin,
+				       f->key, why, kl->params[i].line);
+	}
+	return RT_EOK;
+}
+
 /* libyaml's own account of a syntax error: problem, context and line. */
 static enum rt_err yaml_failure(const yaml_parser_t *p, const char *origin)
 {
@@ -651,6 +693,11 @@ struct key_walk {
 	unsigned seq;              /* open sequences (their scalars are values) */
 	bool want_key[8];          /* per mapping depth: next scalar is a key */
 	char section[SECTION_NAME_MAX];
+	int params;                /* 1: a params value is next; 2: in its mapping */
+	char param_name[TEXT_MAX]; /* in the mapping: the name awaiting its value */
+	bool have_name;
+	char err[TEXT_MAX + 160];  /* what is wrong with a params value ("" ok) */
+	size_t err_line;           /* ... and where */
 };
 
 static void walk_value_done(struct key_walk *w)
@@ -659,8 +706,80 @@ static void walk_value_done(struct key_walk *w)
 		w->want_key[w->depth] = true;
 }
 
+/* Appends `name=value` to the params text being built; names and values
+ * that the name=value,... form cannot carry are refused. */
+static void params_add(struct key_walk *w, struct key_lines *kl, const char *value)
+{
+	char *text = kl->params[kl->n_params - 1].text;
+	size_t used = strlen(text);
+
+	if (!w->param_name[0] || strpbrk(w->param_name, ",="))
+		snprintf(w->err, sizeof(w->err), "parameter name '%.200s' must be non-empty and "
+			 "without ',' or '='", w->param_name);
+	else if (strchr(value, ','))
+		snprintf(w->err, sizeof(w->err), "value of parameter '%.200s' may not contain ','",
+			 w->param_name);
+	else if ((size_t)snprintf(text + used, TEXT_MAX - used, "%s%s=%s", used ? "," : "",
+				  w->param_name, value) >= TEXT_MAX - used)
+		snprintf(w->err, sizeof(w->err), "is too long (at most %d bytes)", TEXT_MAX - 1);
+}
+
+/* A params value: a scalar (the --set string) or a mapping of scalars.
+ * True if the event belonged to it. */
+static bool params_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
+{
+	bool scalar = ev->type == YAML_SCALAR_EVENT;
+	const char *text = scalar ? (const char *)ev->data.scalar.value : "";
+
+	if (!w->params)
+		return false;
+	w->err_line = ev->start_mark.line + 1; /* where a refusal points */
+	if (w->params == 1 && scalar) {
+		snprintf(kl->params[kl->n_params - 1].text, TEXT_MAX, "%s", text);
+		w->params = 0;
+		walk_value_done(w);
+	} else if (w->params == 1 && ev->type == YAML_MAPPING_START_EVENT) {
+		w->params = 2;
+		w->have_name = false;
+	} else if (w->params == 2 && scalar) {
+		if (w->have_name)
+			params_add(w, kl, text);
+		else
+			snprintf(w->param_name, sizeof(w->param_name), "%s", text);
+		w->have_name = !w->have_name;
+	} else if (w->params == 2 && ev->type == YAML_MAPPING_END_EVENT) {
+		if (!kl->params[kl->n_params - 1].text[0])
+			snprintf(kl->params[kl->n_params - 1].text, TEXT_MAX, "none"); /* {} */
+		w->params = 0;
+		walk_value_done(w);
+	} else if (w->params == 2) {
+		snprintf(w->err, sizeof(w->err), "value of parameter '%.200s' must be a scalar "
+			 "(name: value)", w->have_name ? w->param_name : "?");
+	} else {
+		snprintf(w->err, sizeof(w->err), "must be a mapping (params: {name: value}) or "
+			 "a string (params: \"name=value,...\")");
+	}
+	return true;
+}
+
+/* A `params` key at section level: its value is read by params_event. */
+static void params_key(struct key_walk *w, struct key_lines *kl, size_t line)
+{
+	if (kl->n_params == PARAMS_MAX) {
+		snprintf(w->err, sizeof(w->err), "is given more than %d times", PARAMS_MAX);
+		return;
+	}
+	snprintf(kl->params[kl->n_params].key, sizeof(kl->params[0].key), "%s.params",
+		 w->section);
+	kl->params[kl->n_params].text[0] = '\0';
+	kl->params[kl->n_params++].line = line;
+	w->params = 1;
+}
+
 static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
 {
+	if (params_event(w, ev, kl))
+		return;
 	if (ev->type == YAML_SEQUENCE_START_EVENT) {
 		w->seq++;
 	} else if (ev->type == YAML_SEQUENCE_END_EVENT) {
@@ -687,6 +806,8 @@ static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_li
 				 w->depth == 2 ? w->section : "", w->depth == 2 ? "." : "", name);
 			kl->line[kl->n++] = ev->start_mark.line + 1;
 		}
+		if (w->depth == 2 && !strcmp(name, "params"))
+			params_key(w, kl, ev->start_mark.line + 1);
 	} else if (ev->type == YAML_SCALAR_EVENT || ev->type == YAML_ALIAS_EVENT) {
 		walk_value_done(w);
 	}
@@ -705,7 +826,7 @@ static enum rt_err yaml_precheck(const char *text, size_t len, const char *origi
 	unsigned docs = 0;
 	bool done = false;
 
-	kl->n = 0;
+	kl->n = kl->n_params = 0;
 	if (!yaml_parser_initialize(&p))
 		return rt_fail(RT_ENOMEM, "config %s: cannot start the YAML parser", origin);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -720,6 +841,11 @@ static enum rt_err yaml_precheck(const char *text, size_t len, const char *origi
 				      "give several --config files)", origin,
 				      ev.start_mark.line + 1);
 		walk_event(&walk, &ev, kl);
+		if (!err && walk.err[0])
+			err = rt_fail(RT_ECONFIG, "config %s: key '%s' (line %zu) %s", origin,
+				      kl->params[kl->n_params - 1].key,
+				      walk.err_line ? walk.err_line : kl->params[kl->n_params - 1].line,
+				      walk.err);
 		done = ev.type == YAML_STREAM_END_EVENT;
 		yaml_event_delete(&ev);
 	}
@@ -788,6 +914,8 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 		goto out_free_lines;
 	err = apply_document(&next, &schema, doc, origin, kl);
 	cyaml_free(&cc, &schema.root, doc, 0);
+	if (!err)
+		err = apply_params(&next, kl, origin);
 	if (!err)
 		err = resolve_paths(&next, cfg, base_dir);
 	if (!err)

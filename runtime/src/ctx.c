@@ -193,16 +193,18 @@ enum rt_err rt_trace_counter(struct rt_ctx *ctx, const char *name, uint64_t ts_p
 	return trace_put(ctx, &r);
 }
 
-void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb__Payload *msg)
+void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev, const Kb__Payload *msg,
+			  uint64_t content)
 {
 	uint64_t h = c->digest;
 
 	h = rt_hash_u64(h, ev->key.time_ps);
 	h = rt_hash_u64(h, ev->key.src);
 	h = rt_hash_u64(h, ev->key.seq);
-	c->digest = rt_hash(h, rt_event_bytes(ev), ev->len);
+	c->digest = rt_hash_u64(h, content);
 	c->delivered++;
-	trace_flow(c, false, msg, ev->key.src, ev->key.seq, ev->key.time_ps);
+	if (c->tracing)
+		trace_flow(c, false, msg, ev->key.src, ev->key.seq, ev->key.time_ps);
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -239,21 +241,42 @@ static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, 
 	return RT_EOK;
 }
 
-/* Packs `msg` straight into an event for a component of this daemon. */
+/* Hands `msg` to a component of this daemon without packing it: an
+ * in-process copy, exactly what decoding its packed bytes would give, and
+ * its content digest (rt/msg.h; ADR embedded-in-process delivery). */
 static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
-			      uint64_t send_ps, const Kb__Payload *msg, size_t len)
+			      uint64_t send_ps, const Kb__Payload *msg)
 {
-	struct rt_event ev = { .key = *key, .dst = dst, .send_ps = send_ps };
-	uint8_t *at = rt_event_reserve(&ev, len);
+	struct rt_event ev = { .key = *key, .dst = dst, .send_ps = send_ps, .is_local = true };
+	void *block = rt_msg_pool_get(&d->pool, RT_MSG_SMALL);
+	size_t need = 0;
 	enum rt_err err;
 
-	if (!at)
-		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", len);
-	kb__payload__pack(msg, at);
+	if (block && !(ev.msg = rt_msg_copy(&msg->base, block, RT_MSG_SMALL, &need, &ev.digest))) {
+		rt_msg_pool_put(&d->pool, block); /* a big one: copy again, into its size */
+		block = rt_msg_pool_get(&d->pool, need);
+		if (block)
+			ev.msg = rt_msg_copy(&msg->base, block, need, &need, &ev.digest);
+	}
+	if (!block)
+		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", need);
 	err = rt_queue_push(&d->queue, &ev);
 	if (err)
 		rt_event_release(&ev);
 	return err;
+}
+
+void *rt_keep(struct rt_ctx *ctx, const ProtobufCMessage *msg)
+{
+	struct rt_daemon *d = ctx->daemon;
+	const struct rt_event *ev = d->delivering;
+
+	/* the delivered in-process copy itself, handed over once */
+	if (ev && ev->is_local && !d->kept && rt_msg_in_block(rt_msg_block(ev->msg), msg)) {
+		d->kept = true;
+		return (void *)msg;
+	}
+	return rt_msg_dup(msg);
 }
 
 void rt_ctx_free_outbound(struct rt_daemon *d)
@@ -280,9 +303,10 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 	key.priority = priority;
 	key.src = ctx->id;
 	key.seq = ctx->seq++;
-	trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
+	if (ctx->tracing)
+		trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
 	if (d->by_id[dst])
-		return push_local(d, &key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
+		return push_local(d, &key, dst, send_ps, msg);
 	/* conservative lockstep: nothing crossing daemons may land inside the
 	 * window being run (lookahead guarantees it; check anyway) */
 	if (key.time_ps < d->window_end)

@@ -10,6 +10,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/msg.h"
 #include "rt/trace.h"
 #include "rt/wire.h"
 
@@ -65,6 +66,10 @@ struct rt_daemon {
 	size_t n_out;
 	size_t cap_out;
 	struct rt_arena arena;   /* payload decoding */
+	Kb__Payload *heap_msg;   /* a payload too big for the arena, on the heap */
+	struct rt_msg_pool pool; /* blocks of in-flight local messages */
+	struct rt_event *delivering; /* the event whose handler runs, or NULL */
+	bool kept;               /* its local message's block was rt_keep'd */
 	struct rt_buf frame;     /* sync frame encoding */
 	void *zctx;
 	void *sock;
@@ -80,9 +85,10 @@ struct rt_daemon {
 
 enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id);
 void rt_ctx_release(struct rt_ctx *c);
-/* Records a delivered message: digest, count, trace flow end. */
+/* Records a delivered message: digest (`content` is rt_msg_digest of
+ * it), count, trace flow end. */
 void rt_ctx_note_delivery(struct rt_ctx *c, const struct rt_event *ev,
-			  const Kb__Payload *msg);
+			  const Kb__Payload *msg, uint64_t content);
 /* Writes pending output; `final` also closes the part files. */
 enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final);
 /* RT_EOK, or the first bad rt_stat_* call of this component (rt_fail'd). */

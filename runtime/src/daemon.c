@@ -60,6 +60,7 @@ static void daemon_release(struct rt_daemon *d)
 	free(d->ctxs);
 	free(d->by_id);
 	rt_queue_release(&d->queue);
+	rt_msg_pool_release(&d->pool);
 	rt_ctx_free_outbound(d);
 	free(d->outbound);
 	rt_arena_release(&d->arena);
@@ -75,18 +76,49 @@ static bool fault_due(const struct rt_daemon *d, const char *kind, uint64_t wind
 	return d->fault_kind[0] && !strcmp(d->fault_kind, kind) && window >= d->fault_window;
 }
 
-/* Runs one event on its component. */
-static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
+/* The message an event carries: an in-process copy as it is, or packed
+ * bytes from another daemon decoded into the arena; both checked the same
+ * way and digested by content (rt/msg.h), so colocation changes nothing. */
+static enum rt_err event_message(struct rt_daemon *d, const struct rt_event *ev,
+				 Kb__Payload **msg, uint64_t *content)
+{
+	enum rt_err err;
+
+	if (ev->is_local) {
+		*msg = ev->msg;
+		*content = ev->digest;
+		return rt_wire_check_payload(*msg);
+	}
+	rt_arena_reset(&d->arena);
+	err = rt_wire_decode_payload(rt_event_bytes(ev), ev->len, &d->arena, msg);
+	if (err && !*msg) {
+		/* too big for the arena, or not a payload: an in-process copy has
+		 * no size limit, so neither may a decoded message */
+		d->heap_msg = kb__payload__unpack(NULL, ev->len, rt_event_bytes(ev));
+		if (d->heap_msg) {
+			*msg = d->heap_msg;
+			err = rt_wire_check_payload(*msg);
+		}
+	}
+	if (!err)
+		*content = rt_msg_digest(&(*msg)->base);
+	return err;
+}
+
+/* Runs one event on its component; gives a local message's block back to
+ * the pool once the handler is done with it. */
+static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 {
 	struct rt_ctx *c = d->by_id[ev->dst];
 	struct rt_delivery del = {
 		.time_ps = ev->key.time_ps,
 		.is_timer = ev->is_timer,
-		.tag = ev->tag,
+		.tag = ev->is_timer ? ev->tag : 0,
 		.src = ev->key.src,
 		.send_ps = ev->send_ps,
 	};
 	Kb__Payload *msg = NULL;
+	uint64_t content = 0;
 	enum rt_err err;
 
 	if (ev->is_timer && fault_due(d, "freeze", d->window))
@@ -94,17 +126,32 @@ static enum rt_err deliver(struct rt_daemon *d, const struct rt_event *ev)
 	d->now = ev->key.time_ps;
 	d->events++;
 	if (!ev->is_timer) {
-		rt_arena_reset(&d->arena);
-		err = rt_wire_decode_payload(rt_event_bytes(ev), ev->len, &d->arena, &msg);
+		err = event_message(d, ev, &msg, &content);
+		if (err && d->heap_msg) {
+			kb__payload__free_unpacked(d->heap_msg, NULL);
+			d->heap_msg = NULL;
+		}
 		if (err)
 			return rt_fail(err, "%s: message from %s: %s", c->desc->name,
 				       d->topo->components[ev->key.src].name, rt_last_error());
 		del.msg = msg;
-		rt_ctx_note_delivery(c, ev, msg);
+		rt_ctx_note_delivery(c, ev, msg, content);
 	}
 	c->last_ps = d->now;
 	c->clock_ps = 0;
+	d->delivering = ev;
+	d->kept = false;
 	err = c->desc->ops->handle(c, c->state, &del);
+	d->delivering = NULL;
+	if (d->heap_msg) {
+		kb__payload__free_unpacked(d->heap_msg, NULL);
+		d->heap_msg = NULL;
+	}
+	if (ev->is_local) { /* back to the pool, unless rt_keep handed it over */
+		if (!d->kept)
+			rt_msg_pool_put(&d->pool, rt_msg_block(ev->msg));
+		ev->msg = NULL;
+	}
 	if (!err)
 		err = rt_ctx_stat_error(c);
 	/* components report what went wrong; the daemon says where and when

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt/msg.h"
+
 int rt_key_cmp(const struct rt_key *a, const struct rt_key *b)
 {
 	if (a->time_ps != b->time_ps)
@@ -32,9 +34,16 @@ void rt_queue_release(struct rt_queue *q)
 	rt_queue_init(q);
 }
 
-static bool before(const struct rt_event *a, const struct rt_event *b)
+/* rt_key_cmp(a, b) < 0, inlined: the heap's hottest line. */
+static inline bool before(const struct rt_event *a, const struct rt_event *b)
 {
-	return rt_key_cmp(&a->key, &b->key) < 0;
+	if (a->key.time_ps != b->key.time_ps)
+		return a->key.time_ps < b->key.time_ps;
+	if (a->key.priority != b->key.priority)
+		return a->key.priority < b->key.priority;
+	if (a->key.src != b->key.src)
+		return a->key.src < b->key.src;
+	return a->key.seq < b->key.seq;
 }
 
 enum rt_err rt_queue_push(struct rt_queue *q, const struct rt_event *ev)
@@ -98,18 +107,17 @@ bool rt_queue_pop(struct rt_queue *q, struct rt_event *out)
 
 const uint8_t *rt_event_bytes(const struct rt_event *ev)
 {
-	return ev->len > RT_EVENT_INLINE ? ev->heap : ev->inline_bytes;
+	return ev->heap;
 }
 
 uint8_t *rt_event_reserve(struct rt_event *ev, size_t len)
 {
 	ev->len = (uint32_t)len;
-	ev->heap = len > RT_EVENT_INLINE ? malloc(len) : NULL;
-	if (len > RT_EVENT_INLINE && !ev->heap) {
+	ev->is_local = false;
+	ev->heap = malloc(len ? len : 1);
+	if (!ev->heap)
 		ev->len = 0;
-		return NULL;
-	}
-	return len > RT_EVENT_INLINE ? ev->heap : ev->inline_bytes;
+	return ev->heap;
 }
 
 enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes, size_t len)
@@ -125,7 +133,9 @@ enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes, size_t le
 
 void rt_event_release(struct rt_event *ev)
 {
-	if (ev->len > RT_EVENT_INLINE)
+	if (ev->is_local)
+		rt_msg_free(ev->msg);
+	else if (!ev->is_timer)
 		free(ev->heap);
 	ev->heap = NULL;
 	ev->len = 0;

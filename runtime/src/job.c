@@ -93,7 +93,7 @@ struct job_frame {
 
 #define JOB_MAGIC 0x6b626a6f62763031ULL /* "kbjobv01" */
 
-enum rt_err rt_job_share(const struct rt_job *job, int *fd_out)
+enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo, int *fd_out)
 {
 	struct job_frame fr = { JOB_MAGIC, sizeof(*job), rt_hash(RT_HASH_INIT, job, sizeof(*job)) };
 	int fd = memfd_create("kb-job", MFD_ALLOW_SEALING);
@@ -103,6 +103,7 @@ enum rt_err rt_job_share(const struct rt_job *job, int *fd_out)
 			       strerror(errno));
 	if (write(fd, &fr, sizeof(fr)) != (ssize_t)sizeof(fr) ||
 	    write(fd, job, sizeof(*job)) != (ssize_t)sizeof(*job) ||
+	    (topo && rt_topology_write(topo, fd)) ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
 		close(fd);
 		return rt_fail(RT_EIO, "cannot write the job file for the daemons: %s",
@@ -118,7 +119,7 @@ enum rt_err rt_job_adopt(int fd, struct rt_job *job)
 	struct stat st;
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size != (off_t)(sizeof(fr) + sizeof(*job)) ||
+	    st.st_size < (off_t)(sizeof(fr) + sizeof(*job)) ||
 	    pread(fd, &fr, sizeof(fr), 0) != (ssize_t)sizeof(fr) ||
 	    pread(fd, job, sizeof(*job), (off_t)sizeof(fr)) != (ssize_t)sizeof(*job))
 		return rt_fail(RT_EDECODE, "daemon: descriptor %d is not the launcher's job file", fd);
@@ -126,4 +127,15 @@ enum rt_err rt_job_adopt(int fd, struct rt_job *job)
 	    fr.checksum != rt_hash(RT_HASH_INIT, job, sizeof(*job)))
 		return rt_fail(RT_EDECODE, "daemon: the job file is corrupt or from another build");
 	return RT_EOK;
+}
+
+enum rt_err rt_job_topology(int fd, struct rt_topology *topo)
+{
+	struct stat st;
+
+	/* a job file without a topology after the job: the launcher did not
+	 * share one */
+	if (fstat(fd, &st) || st.st_size <= (off_t)(sizeof(struct job_frame) + sizeof(struct rt_job)))
+		return RT_ENOTFOUND;
+	return rt_topology_map(fd, sizeof(struct job_frame) + sizeof(struct rt_job), topo);
 }

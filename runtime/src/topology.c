@@ -1,11 +1,16 @@
 /* topology.c — components, links, daemon placement and lookahead. */
 #include "rt/topology.h"
 
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
 
@@ -18,9 +23,13 @@ void rt_topology_init(struct rt_topology *t)
 void rt_topology_release(struct rt_topology *t)
 {
 	free(t->components);
-	free(t->links);
-	free(t->link_start);
-	free(t->daemons);
+	if (t->map) { /* links, their index and the daemons are in the map */
+		munmap(t->map, t->map_len);
+	} else {
+		free(t->links);
+		free(t->link_start);
+		free(t->daemons);
+	}
 	rt_topology_init(t);
 }
 
@@ -132,6 +141,17 @@ uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src, uint32_t
 	}
 	lo = t->link_start[src];
 	hi = t->link_start[src + 1];
+	if (lo < hi && dst >= t->links[lo].dst) {
+		/* a source linked to a dense range of destinations (all but
+		 * itself, as in traffic) finds dst where it would be, or one
+		 * before: no search */
+		size_t guess = lo + (dst - t->links[lo].dst);
+
+		if (guess < hi && t->links[guess].dst == dst)
+			return t->links[guess].latency_ps;
+		if (guess > lo && guess - 1 < hi && t->links[guess - 1].dst == dst)
+			return t->links[guess - 1].latency_ps;
+	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -261,4 +281,231 @@ const char *rt_colocate_name(enum rt_colocate c)
 	static const char *const names[] = { "none", "pe", "rank", "all" };
 
 	return (unsigned)c < 4 ? names[c] : "?";
+}
+
+/* ---------------------------------------------------------------- sharing */
+
+/* The shared file's layout after the header: components (ops as an offset
+ * from an anchor in the same image), daemons, link_start, links; each
+ * table 8-aligned, offsets from the header's start. */
+struct topo_header {
+	uint64_t magic;
+	uint64_t shared;        /* 0: build it yourself */
+	uint64_t n_components;
+	uint64_t n_daemons;
+	uint64_t n_links;
+	uint64_t lookahead_ps;
+	uint64_t off_daemons;
+	uint64_t off_link_start;
+	uint64_t off_links;
+	uint64_t total;
+	uint64_t checksum;      /* rt_hash of header (checksum 0), components, daemons */
+};
+
+struct topo_comp {
+	char name[RT_NAME_MAX];
+	int64_t ops_off;        /* ops - anchor: the same in every process */
+	uint32_t rank;
+	uint32_t pe;
+	uint32_t daemon;
+	uint32_t pad;
+};
+
+#define TOPO_MAGIC 0x6b62746f706f3031ULL /* "kbtopo01" */
+
+static uintptr_t ops_anchor(void)
+{
+	return (uintptr_t)&rt_topology_init;
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Is every ops table in the image the anchor is in? (a table from a
+ * shared object loaded elsewhere would not be where the offset says) */
+static bool ops_in_image(const struct rt_topology *t)
+{
+	Dl_info anchor, info;
+
+	if (!dladdr((void *)ops_anchor(), &anchor))
+		return false;
+	for (uint32_t i = 0; i < t->n_components; i++)
+		if (!t->components[i].ops || !dladdr(t->components[i].ops, &info) ||
+		    info.dli_fbase != anchor.dli_fbase)
+			return false;
+	return true;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static enum rt_err write_tables(const struct rt_topology *t, int fd, struct topo_header *h,
+				struct topo_comp *comps)
+{
+	static const uint8_t zeros[8];
+	size_t comp_bytes = (size_t)t->n_components * sizeof(*comps);
+	size_t daemon_bytes = (size_t)t->n_daemons * sizeof(*t->daemons);
+	size_t start_bytes = ((size_t)t->n_components + 1) * sizeof(*t->link_start);
+
+	h->off_daemons = sizeof(*h) + comp_bytes;
+	h->off_link_start = align8(h->off_daemons + daemon_bytes);
+	h->off_links = align8(h->off_link_start + start_bytes);
+	h->total = h->off_links + t->n_links * sizeof(*t->links);
+	h->checksum = rt_hash(rt_hash(rt_hash(RT_HASH_INIT, h, sizeof(*h)), comps, comp_bytes),
+			      t->daemons, daemon_bytes);
+	if (!write_all(fd, h, sizeof(*h)) || !write_all(fd, comps, comp_bytes) ||
+	    !write_all(fd, t->daemons, daemon_bytes) ||
+	    !write_all(fd, zeros, h->off_link_start - h->off_daemons - daemon_bytes) ||
+	    !write_all(fd, t->link_start, start_bytes) ||
+	    !write_all(fd, zeros, h->off_links - h->off_link_start - start_bytes) ||
+	    !write_all(fd, t->links, t->n_links * sizeof(*t->links)))
+		return rt_fail(RT_EIO, "cannot write the topology for the daemons");
+	return RT_EOK;
+}
+
+enum rt_err rt_topology_write(const struct rt_topology *t, int fd)
+{
+	struct topo_header h = { .magic = TOPO_MAGIC };
+	struct topo_comp *comps;
+	enum rt_err err;
+
+	if (!t->link_start || !t->daemons || !ops_in_image(t))
+		return write_all(fd, &h, sizeof(h)) ? RT_EOK
+						      : rt_fail(RT_EIO, "cannot write the topology header");
+	comps = calloc(t->n_components, sizeof(*comps));
+	if (!comps)
+		return rt_fail(RT_ENOMEM, "cannot share a topology of %u components", t->n_components);
+	for (uint32_t i = 0; i < t->n_components; i++) {
+		const struct rt_component_desc *c = &t->components[i];
+
+		memcpy(comps[i].name, c->name, sizeof(c->name));
+		comps[i].ops_off = (int64_t)((uintptr_t)c->ops - ops_anchor());
+		comps[i].rank = c->rank;
+		comps[i].pe = c->pe;
+		comps[i].daemon = c->daemon;
+	}
+	h.shared = 1;
+	h.n_components = t->n_components;
+	h.n_daemons = t->n_daemons;
+	h.n_links = t->n_links;
+	h.lookahead_ps = t->lookahead_ps;
+	err = write_tables(t, fd, &h, comps);
+	free(comps);
+	return err;
+}
+
+/* The shape checks that keep a damaged file from sending a daemon out of
+ * bounds: sizes add up (checked before any product can overflow), daemon
+ * numbers and each source's link run are in range. */
+static bool header_sane(const struct topo_header *h, uint64_t file_left)
+{
+	return h->total <= file_left && h->n_components && h->n_components <= UINT32_MAX &&
+	       h->n_daemons && h->n_daemons <= h->n_components &&
+	       h->n_links <= file_left / sizeof(struct rt_link) &&
+	       h->off_daemons == sizeof(*h) + h->n_components * sizeof(struct topo_comp) &&
+	       h->off_link_start >= h->off_daemons + h->n_daemons * sizeof(struct rt_daemon_desc) &&
+	       h->off_link_start <= file_left && h->off_links <= file_left &&
+	       h->off_links >= h->off_link_start + (h->n_components + 1) * sizeof(size_t) &&
+	       h->total == h->off_links + h->n_links * sizeof(struct rt_link) &&
+	       h->off_link_start % 8 == 0 && h->off_links % 8 == 0;
+}
+
+static bool tables_sane(const struct topo_header *h, const struct topo_comp *comps,
+			const size_t *link_start)
+{
+	for (uint64_t i = 0; i < h->n_components; i++)
+		if (comps[i].daemon >= h->n_daemons || link_start[i] > link_start[i + 1])
+			return false;
+	return link_start[0] == 0 && link_start[h->n_components] == h->n_links;
+}
+
+static enum rt_err adopt_tables(struct rt_topology *t, const struct topo_header *h,
+				const uint8_t *base)
+{
+	const struct topo_comp *comps = (const void *)(base + sizeof(*h));
+
+	t->components = calloc(h->n_components, sizeof(*t->components));
+	if (!t->components)
+		return rt_fail(RT_ENOMEM, "cannot hold a topology of %llu components",
+			       (unsigned long long)h->n_components);
+	for (uint64_t i = 0; i < h->n_components; i++) {
+		struct rt_component_desc *c = &t->components[i];
+
+		memcpy(c->name, comps[i].name, sizeof(c->name));
+		c->name[sizeof(c->name) - 1] = '\0';
+		c->ops = (const struct rt_component_ops *)(ops_anchor() + (uintptr_t)comps[i].ops_off);
+		c->rank = comps[i].rank;
+		c->pe = comps[i].pe;
+		c->daemon = comps[i].daemon;
+	}
+	t->n_components = t->cap_components = (uint32_t)h->n_components;
+	t->n_daemons = (uint32_t)h->n_daemons;
+	t->daemons = (struct rt_daemon_desc *)(base + h->off_daemons);
+	t->link_start = (size_t *)(base + h->off_link_start);
+	t->links = (struct rt_link *)(base + h->off_links);
+	t->n_links = t->cap_links = h->n_links;
+	t->lookahead_ps = h->lookahead_ps;
+	return RT_EOK;
+}
+
+/* Checksum and shape of a mapped, header-checked file. */
+static bool tables_ok(const struct topo_header *h, const uint8_t *base)
+{
+	struct topo_header check = *h;
+	const struct topo_comp *comps = (const void *)(base + sizeof(*h));
+	uint64_t sum;
+
+	check.checksum = 0;
+	sum = rt_hash(rt_hash(RT_HASH_INIT, &check, sizeof(check)), comps,
+		      h->n_components * sizeof(*comps));
+	sum = rt_hash(sum, base + h->off_daemons, h->n_daemons * sizeof(struct rt_daemon_desc));
+	return sum == h->checksum && tables_sane(h, comps, (const size_t *)(base + h->off_link_start));
+}
+
+enum rt_err rt_topology_map(int fd, uint64_t offset, struct rt_topology *t)
+{
+	struct topo_header h;
+	struct stat st;
+	uint8_t *map;
+	size_t len;
+	enum rt_err err;
+
+	rt_topology_init(t);
+	if (pread(fd, &h, sizeof(h), (off_t)offset) != (ssize_t)sizeof(h) || h.magic != TOPO_MAGIC ||
+	    fstat(fd, &st))
+		return rt_fail(RT_EDECODE, "daemon: the job file holds no topology");
+	if (!h.shared)
+		return RT_ENOTFOUND;
+	if ((uint64_t)st.st_size < offset)
+		return rt_fail(RT_EDECODE, "daemon: the shared topology is truncated");
+	if (!header_sane(&h, (uint64_t)st.st_size - offset))
+		return rt_fail(RT_EDECODE, "daemon: the shared topology is corrupt");
+	len = (size_t)(offset + h.total);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return rt_fail(RT_EIO, "daemon: cannot map the shared topology");
+	err = tables_ok(&h, map + offset) ? adopt_tables(t, &h, map + offset)
+					  : rt_fail(RT_EDECODE, "daemon: the shared topology is corrupt");
+	if (err) {
+		munmap(map, len);
+		rt_topology_init(t);
+		return err;
+	}
+	t->map = map;
+	t->map_len = len;
+	return RT_EOK;
 }

@@ -265,7 +265,7 @@ static enum rt_err check_stage(const Kb__Stage *s)
 	return err;
 }
 
-static enum rt_err check_payload(const Kb__Payload *p)
+enum rt_err rt_wire_check_payload(const Kb__Payload *p)
 {
 	switch (p->body_case) {
 	case KB__PAYLOAD__BODY_TRAFFIC:
@@ -294,7 +294,7 @@ enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 	if (!p)
 		return rt_fail(RT_EDECODE, "cannot decode a %zu-byte payload", len);
 	*out = p;
-	return check_payload(p);
+	return rt_wire_check_payload(p);
 }
 
 uint32_t rt_dtype_bytes(Kb__DType dtype)
@@ -324,14 +324,5 @@ const char *rt_space_name(Kb__Space space)
 
 ProtobufCMessage *rt_wire_copy(const ProtobufCMessage *msg)
 {
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(len ? len : 1);
-	ProtobufCMessage *copy;
-
-	if (!buf)
-		return NULL;
-	protobuf_c_message_pack(msg, buf);
-	copy = protobuf_c_message_unpack(msg->descriptor, NULL, len, buf);
-	free(buf);
-	return copy;
+	return rt_msg_dup(msg);
 }

@@ -146,6 +146,7 @@ bool sched_hazard_conflicts(const struct sched_hazard_set *later,
 /* ------------------------------------------------------------ core */
 
 #define SCHED_REGIONS 2
+#define SCHED_ENGINES 4 /* DMA_READ, DMA_WRITE, GEMM, MATH: one issue queue each */
 
 /* One command known to the scheduler (queued or running). */
 struct sched_cmd {
@@ -162,6 +163,8 @@ struct sched_cmd {
 	bool *done;          /* per stage: StageDone seen */
 	uint32_t *dep_start; /* CSR of dependents: stage s's dependents are */
 	uint32_t *dep_list;  /*   dep_list[dep_start[s] .. dep_start[s+1]) */
+	uint32_t next[SCHED_ENGINES]; /* per engine: every stage of that
+				       * engine below this index was sent */
 };
 
 enum sched_action_kind {

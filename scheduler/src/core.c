@@ -6,8 +6,19 @@
  *   - it conflicts with no running command, or, once it has conflicted
  *     (it is then a barrier), when no command is running at all; and
  *   - it needs no staging, or a staging region is free.
- * Later commands never overtake it. A running command's stages go out as
- * soon as their dependencies are done, lowest index first. */
+ * Later commands never overtake it.
+ *
+ * In-order issue: each engine (DMA read, DMA write, GEMM, MATH) receives its
+ * stages in program order — running commands in arrival order, each
+ * command's stages in plan order. A stage goes out when its dependencies are
+ * done *and* every earlier stage for the same engine has gone out. Releasing
+ * whatever is ready first (list scheduling) let a later-ready GEMM overtake
+ * an earlier one when some duration changed, so a slower DMA or a busier HBM
+ * could make a kernel finish sooner (docs/attention.md, PE scaling). With a
+ * fixed order per engine every start time is a max of sums of durations,
+ * so latency can only grow when a duration grows. Deps point backwards in
+ * plan order and commands are admitted in order, so the oldest unsent stage
+ * always becomes sendable: in-order issue cannot deadlock. */
 #include "sched.h"
 
 #include <stdlib.h>
@@ -39,7 +50,7 @@ static void cmd_destroy(struct sched_cmd **cmd_p)
 	sched_plan_release(&cmd->plan);
 	sched_hazard_release(&cmd->hazards);
 	if (cmd->msg)
-		kb__command__free_unpacked(cmd->msg, NULL);
+		rt_msg_free(cmd->msg);
 	free(cmd->pending);
 	free(cmd->done);
 	free(cmd->dep_start);
@@ -92,6 +103,35 @@ static enum rt_err send_stage(struct sched_core *core,
 	return push_action(core, &a);
 }
 
+/* Sends, per engine, the ready stages at the head of its program order;
+ * stops an engine at its first stage whose dependencies are not done. */
+static enum rt_err release(struct sched_core *core)
+{
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t e = 0; !err && e < SCHED_ENGINES; e++) {
+		for (uint32_t i = 0; !err && i < core->n_cmds; i++) {
+			struct sched_cmd *cmd = core->cmds[i];
+			const struct sched_plan *p = &cmd->plan;
+			uint32_t *s = &cmd->next[e];
+
+			if (!cmd->running)
+				break; /* running commands are a prefix */
+			while (*s < p->n_stages &&
+			       ((uint32_t)p->stages[*s].engine != e ||
+				cmd->pending[*s] == 0)) {
+				if ((uint32_t)p->stages[*s].engine == e &&
+				    (err = send_stage(core, cmd, *s)))
+					return err;
+				(*s)++;
+			}
+			if (*s < p->n_stages)
+				break; /* this engine waits for that stage */
+		}
+	}
+	return err;
+}
+
 /* Builds the dependents lists (CSR, ascending) and pending counters. */
 static enum rt_err index_deps(struct sched_cmd *cmd)
 {
@@ -129,8 +169,8 @@ static enum rt_err index_deps(struct sched_cmd *cmd)
 	return RT_EOK;
 }
 
-/* Starts `cmd`: takes a staging region if it needs one, sends its ready
- * stages. */
+/* Starts `cmd`: takes a staging region if it needs one (release() sends
+ * its stages). */
 static enum rt_err start_cmd(struct sched_core *core, struct sched_cmd *cmd)
 {
 	enum rt_err err = index_deps(cmd);
@@ -145,10 +185,7 @@ static enum rt_err start_cmd(struct sched_core *core, struct sched_cmd *cmd)
 				  sched_region_base(core->cfg, cmd->region));
 	}
 	cmd->running = true;
-	for (uint32_t s = 0; !err && s < cmd->plan.n_stages; s++)
-		if (cmd->pending[s] == 0)
-			err = send_stage(core, cmd, s);
-	return err;
+	return RT_EOK;
 }
 
 /* Starts queued commands in order until one must wait. */
@@ -171,6 +208,14 @@ static enum rt_err admit(struct sched_core *core)
 			return err;
 	}
 	return RT_EOK;
+}
+
+/* Admits what may start, then sends what may go. */
+static enum rt_err admit_and_release(struct sched_core *core)
+{
+	enum rt_err err = admit(core);
+
+	return err ? err : release(core);
 }
 
 static uint64_t command_id(const Kb__Command *cmd)
@@ -255,7 +300,7 @@ enum rt_err sched_core_submit(struct sched_core *core, const Kb__Command *msg,
 		core->cap_cmds = cap;
 	}
 	core->cmds[core->n_cmds++] = cmd;
-	return admit(core);
+	return admit_and_release(core);
 }
 
 /* Retires a finished command: CommandDone, its region back to the FIFO. */
@@ -283,21 +328,17 @@ enum rt_err sched_core_stage_done(struct sched_core *core, uint64_t command,
 
 	core->n_actions = 0;
 	if (!cmd || !cmd->running || index >= cmd->plan.n_stages ||
-	    cmd->done[index] || cmd->pending[index] != 0)
+	    cmd->done[index] ||
+	    index >= cmd->next[cmd->plan.stages[index].engine])
 		return rt_fail(RT_EPROTOCOL,
 			       "scheduler: unexpected StageDone for command %llu "
 			       "stage %u (not issued or already done)",
 			       (unsigned long long)command, index);
 	cmd->done[index] = true;
 	cmd->n_done++;
-	for (uint32_t i = cmd->dep_start[index];
-	     !err && i < cmd->dep_start[index + 1]; i++) {
-		uint32_t s = cmd->dep_list[i];
-
-		if (--cmd->pending[s] == 0)
-			err = send_stage(core, cmd, s);
-	}
-	if (!err && cmd->n_done == cmd->plan.n_stages)
+	for (uint32_t i = cmd->dep_start[index]; i < cmd->dep_start[index + 1]; i++)
+		cmd->pending[cmd->dep_list[i]]--;
+	if (cmd->n_done == cmd->plan.n_stages)
 		err = finish_cmd(core, at);
-	return err ? err : admit(core);
+	return err ? err : admit_and_release(core);
 }

@@ -207,7 +207,7 @@ Test(ipcq_link, sharing_holds_for_other_ring_sizes_and_widths, .timeout = 120)
 
 struct ring_figs {
 	double hidden;
-	uint64_t transfer, wait, exposed, latency_wait, imbalance;
+	uint64_t transfer, wait, exposed, latency_wait, imbalance, late_link;
 };
 
 static struct ring_figs ring_run(unsigned ranks, unsigned pes, unsigned bpc, int causal)
@@ -239,11 +239,17 @@ static struct ring_figs ring_run(unsigned ranks, unsigned pes, unsigned bpc, int
 	f.exposed = kb_json_u64(json, "ipcq_exposed_ps");
 	f.latency_wait = kb_json_u64(json, "ipcq_latency_wait_ps");
 	f.imbalance = kb_json_u64(json, "ipcq_imbalance_wait_ps");
+	/* totals list only statistics some host counted above 0 */
+	f.late_link = kb_json_field(json, "totals.ipcq_late_link_ps", field, sizeof(field))
+			      ? strtoull(field, NULL, 10)
+			      : 0;
 	free(json);
 	/* the parts add up, exposure never exceeds the link's busy time, and the
 	 * fraction is computed from them, unclamped */
 	cr_expect_eq(f.exposed + f.latency_wait + f.imbalance, f.wait);
 	cr_expect_leq(f.exposed, f.transfer);
+	cr_expect_leq(f.late_link, f.imbalance, "a late send's serialisation is part of imbalance");
+	cr_expect_leq(f.exposed + f.late_link, f.transfer);
 	cr_expect(within(f.hidden, 1.0 - (double)f.exposed / (double)f.transfer) < 1e-3 ||
 		  f.exposed == 0);
 	return f;
@@ -270,6 +276,33 @@ Test(ring_figures, slow_link_is_exposed, .timeout = 120)
 
 	cr_expect_lt(a.hidden, 0.7, "R=4 P=2 at 4 B/cycle: hidden %.4f", a.hidden);
 	cr_expect_lt(b.hidden, 0.7, "R=2 P=1 at 2 B/cycle: hidden %.4f", b.hidden);
+}
+
+/* Over several ring sizes: a causal ring (waits are load imbalance: a rank
+ * sends a tile only after folding the previous one, the late ranks fold
+ * most) reports hidden >= 0.9 — at R = 8 the old split, which counted the
+ * serialisation of a message sent after the receiver began waiting as
+ * exposed, gave 0.896 — and a link 160x slower than the default (1
+ * B/cycle, every tile's transfer longer than its fold) reports < 0.7. */
+Test(ring_figures, bounds_hold_for_every_ring_size, .timeout = 240)
+{
+	static const unsigned causal_r[] = { 2, 3, 4, 5, 8 };
+	static const unsigned slow_r[] = { 2, 4, 8 };
+
+	for (size_t i = 0; i < sizeof(causal_r) / sizeof(causal_r[0]); i++) {
+		struct ring_figs f = ring_run(causal_r[i], 1, 160, 1);
+
+		cr_expect_geq(f.hidden, 0.9, "causal R=%u: hidden %.4f (exposed %llu of %llu)",
+			      causal_r[i], f.hidden, (unsigned long long)f.exposed,
+			      (unsigned long long)f.transfer);
+	}
+	for (size_t i = 0; i < sizeof(slow_r) / sizeof(slow_r[0]); i++) {
+		struct ring_figs f = ring_run(slow_r[i], 1, 1, 0);
+
+		cr_expect_lt(f.hidden, 0.7, "R=%u at 1 B/cycle: hidden %.4f", slow_r[i], f.hidden);
+		cr_expect_gt(f.exposed, f.wait / 2, "R=%u at 1 B/cycle: the waits are transfers",
+			     slow_r[i]);
+	}
 }
 
 /* ---------------------------------------------------------------- plug-in */

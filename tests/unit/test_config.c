@@ -599,3 +599,73 @@ Test(config_yaml, default_yaml_is_the_emitted_defaults, .timeout = 10)
 	rt_buf_release(&want);
 	rt_buf_release(&file);
 }
+
+/* ------------------------------------------------------------ plug-in params */
+
+/* Loads `text` over the defaults; returns the error (RT_EOK if none). */
+static enum rt_err load_over_defaults(struct rt_config *cfg, const char *text)
+{
+	rt_config_defaults(cfg);
+	return rt_config_load_text(cfg, text, strlen(text), "p.yaml");
+}
+
+/* A plug-in's parameters as a YAML mapping, flow or block style, become the
+ * very string `--set gemm.params=...` gives (in document order). */
+Test(config_params, yaml_mapping_is_the_set_string, .timeout = 10)
+{
+	struct rt_config a, b, c, set;
+
+	rt_config_defaults(&set);
+	cr_assert_eq(rt_config_set(&set, "gemm.params=cycles=900,mode=fast"), RT_EOK, "%s",
+		     rt_last_error());
+	cr_assert_eq(load_over_defaults(&a, "gemm:\n  params: {cycles: 900, mode: fast}\n"),
+		     RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(load_over_defaults(&b, "gemm:\n  array_rows: 64\n  params:\n"
+					    "    cycles: 900\n    mode: fast\n  array_cols: 32\n"),
+		     RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(load_over_defaults(&c, "gemm:\n  params: \"cycles=900,mode=fast\"\n"), RT_EOK,
+		     "%s", rt_last_error());
+	cr_expect_str_eq(a.gemm_params, set.gemm_params);
+	cr_expect_str_eq(b.gemm_params, set.gemm_params);
+	cr_expect_str_eq(c.gemm_params, set.gemm_params);
+	/* keys around a block mapping are still read */
+	cr_expect_eq(b.gemm_array_rows, 64);
+	cr_expect_eq(b.gemm_array_cols, 32);
+	/* each engine has its own */
+	cr_assert_eq(load_over_defaults(&a, "math:\n  params: {lanes: 4}\ndma:\n  params: {x: y}\n"),
+		     RT_EOK, "%s", rt_last_error());
+	cr_expect_str_eq(a.math_params, "lanes=4");
+	cr_expect_str_eq(a.dma_params, "x=y");
+	cr_expect_str_eq(a.gemm_params, "none");
+	/* an empty mapping: no parameters */
+	cr_assert_eq(load_over_defaults(&a, "gemm:\n  params: {}\n"), RT_EOK);
+	cr_expect_str_eq(a.gemm_params, "none");
+}
+
+/* What the name=value,... form cannot carry is one line naming the key and
+ * its line, and the configuration is left as it was. */
+Test(config_params, bad_yaml_params_are_one_line, .timeout = 10)
+{
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		{ "gemm:\n  params:\n    cycles: [1, 2]\n", "value of parameter 'cycles' must be a scalar" },
+		{ "gemm:\n  params:\n    cycles: {a: 1}\n", "must be a scalar" },
+		{ "gemm:\n  params: [1, 2]\n", "must be a mapping" },
+		{ "gemm:\n  params: {a=b: 1}\n", "parameter name 'a=b'" },
+		{ "gemm:\n  params: {a: \"1,2\"}\n", "may not contain ','" },
+	};
+	struct rt_config cfg;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(load_over_defaults(&cfg, bad[i].text), RT_ECONFIG, "%s", bad[i].text);
+		cr_expect(strstr(rt_last_error(), "key 'gemm.params'") &&
+			  strstr(rt_last_error(), "p.yaml") && strstr(rt_last_error(), bad[i].says),
+			  "%s -> %s", bad[i].text, rt_last_error());
+		cr_expect(!strchr(rt_last_error(), '\n'));
+		cr_expect_str_eq(cfg.gemm_params, "none");
+	}
+	cr_expect_eq(load_over_defaults(&cfg, "gemm:\n  array_rows: 8\n  params: [1]\n"), RT_ECONFIG);
+	cr_expect(strstr(rt_last_error(), "(line 3)"), "%s", rt_last_error());
+	cr_expect_eq(cfg.gemm_array_rows, 128, "nothing applied from a refused file");
+}

@@ -97,6 +97,18 @@ static struct cc *math_cmd(uint64_t id, uint64_t base, Kb__TensorRef *h_like)
 	return c;
 }
 
+/* gemm over pinned TCM operands: no DMA, ready at once. */
+static struct cc *tcm_gemm_cmd(uint64_t id, uint64_t base)
+{
+	struct cc *c = cc_new(id);
+	Kb__TensorRef *a = ten(c, KB__SPACE__SPACE_TCM, base, 8, 128);
+	Kb__TensorRef *b = ten(c, KB__SPACE__SPACE_TCM, base + 0x1000, 128, 128);
+	Kb__TensorRef *o = ten(c, KB__SPACE__SPACE_TCM, base + 0x10000, 8, 128);
+
+	op2(c, "gemm", o, a, b);
+	return c;
+}
+
 /* gemm over HBM operands: needs a staging region. */
 static struct cc *gemm_cmd(uint64_t id, uint64_t out_addr)
 {
@@ -285,7 +297,8 @@ Test(sched_core, adr0065_t4_strict_fifo_for_composites_sharing_an_rw_handle, .ti
 	submit(s, c1, 100);
 	cr_expect_eq(s->core.n_actions, 1, "c1's first stage goes out");
 	submit(s, c3, 110);
-	cr_expect_eq(s->core.n_actions, 1, "non-conflicting c3 starts at once");
+	cr_expect_eq(s->core.n_actions, 0, "non-conflicting c3 is admitted at once, but its "
+		     "MATH stage issues in order behind c1's second one");
 	submit(s, c2, 120);
 	cr_expect_eq(s->core.n_actions, 0, "c2 shares m with c1: it waits");
 	submit(s, c4, 130);
@@ -380,6 +393,35 @@ Test(sched_core, every_stage_waits_for_its_deps_and_done_comes_last, .timeout = 
 	cr_expect_eq(s->done_issued[7], 55);
 	sim_destroy(s);
 	free(g);
+}
+
+/* A ready stage never overtakes an earlier stage of the same engine (the
+ * list-scheduling anomaly: a later-ready GEMM running first made a slower
+ * DMA finish a kernel sooner); other engines are not held up. */
+Test(sched_core, each_engine_issues_in_program_order, .timeout = 10)
+{
+	struct sim *s = sim_new();
+	struct cc *g1 = gemm_cmd(1, 0x10000);      /* reads, then its GEMMs */
+	struct cc *g2 = tcm_gemm_cmd(2, 0x40000);  /* GEMM ready at once */
+	uint32_t n_gemm = 0;
+
+	submit(s, g1, 0);
+	submit(s, g2, 0);
+	cr_expect_eq(sched_core_running(&s->core), 2, "no conflict: both admitted");
+	cr_expect_eq(s->core.n_actions, 0, "g2's ready GEMM waits for g1's GEMMs");
+	cr_expect_eq(s->q_tail[KB__ENGINE__ENGINE_GEMM], 0);
+	cr_expect_eq(s->q_tail[KB__ENGINE__ENGINE_DMA_READ], 4, "g1's reads all went");
+	while (sim_step(s))
+		;
+	n_gemm = s->q_tail[KB__ENGINE__ENGINE_GEMM];
+	cr_assert_eq(n_gemm, 3);
+	cr_expect_eq(s->q_cmd[KB__ENGINE__ENGINE_GEMM][0], 1);
+	cr_expect_eq(s->q_cmd[KB__ENGINE__ENGINE_GEMM][1], 1);
+	cr_expect_eq(s->q_cmd[KB__ENGINE__ENGINE_GEMM][2], 2, "g2's GEMM last");
+	cr_expect_eq(sched_core_running(&s->core), 0);
+	sim_destroy(s);
+	free(g1);
+	free(g2);
 }
 
 Test(sched_core, unexpected_stage_done_and_duplicate_ids_are_errors, .timeout = 10)

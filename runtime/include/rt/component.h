@@ -81,6 +81,13 @@ enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst,
 			    uint64_t send_ps, uint64_t extra_ps,
 			    uint32_t priority, const Kb__Payload *msg);
+/* Keeps `msg` — the message being delivered or one of its sub-messages —
+ * beyond the handler: the caller owns what is returned and frees it with
+ * rt_msg_free. A message from a component of the same daemon is handed
+ * over as it is (no copy, once per delivery); otherwise, or a second time,
+ * it is copied (rt_msg_dup, no protobuf round trip). NULL when out of
+ * memory. */
+void *rt_keep(struct rt_ctx *ctx, const ProtobufCMessage *msg);
 /* Sets a timer for this component at `at_ps` (>= now). */
 enum rt_err rt_timer(struct rt_ctx *ctx, uint64_t at_ps, uint64_t tag);
 

@@ -22,18 +22,25 @@ struct rt_key {
 	uint64_t seq;      /* per-source sequence */
 };
 
-/* Inline payload capacity: small messages avoid a heap allocation. */
-#define RT_EVENT_INLINE 40
-
+/* A message from another daemon holds its packed bytes (on the heap); one
+ * from a component of the same daemon holds an in-process copy (rt/msg.h)
+ * and its content digest instead, and is never packed. 64 bytes: the heap
+ * moves events by value. */
 struct rt_event {
 	struct rt_key key;
-	uint32_t dst;       /* destination component id */
-	bool is_timer;      /* a component's own timer, not a message */
 	uint64_t send_ps;   /* message: simulated send time */
-	uint64_t tag;       /* timer: the component's tag */
-	uint32_t len;       /* message: packed payload length */
-	uint8_t *heap;      /* message: payload when len > RT_EVENT_INLINE */
-	uint8_t inline_bytes[RT_EVENT_INLINE];
+	union {
+		uint64_t tag;    /* timer: the component's tag */
+		uint64_t digest; /* local message: rt_msg_digest of it */
+	};
+	union {
+		uint8_t *heap;   /* packed message: its bytes */
+		void *msg;       /* local message: its copy (owned; rt_msg_free) */
+	};
+	uint32_t dst;       /* destination component id */
+	uint32_t len;       /* packed message: payload length */
+	bool is_timer;      /* a component's own timer, not a message */
+	bool is_local;      /* message: `msg` and `digest`, not bytes */
 };
 
 struct rt_queue {
@@ -57,13 +64,13 @@ bool rt_queue_pop(struct rt_queue *q, struct rt_event *out);
 
 /* Payload bytes of a message event. */
 const uint8_t *rt_event_bytes(const struct rt_event *ev);
-/* Makes room for a `len`-byte payload (inline or heap) and returns where to
- * write it; NULL when out of memory. */
+/* Makes room for a `len`-byte payload and returns where to write it; NULL
+ * when out of memory. */
 uint8_t *rt_event_reserve(struct rt_event *ev, size_t len);
-/* Copies `len` bytes into the event (inline or heap). */
+/* Copies `len` bytes into the event. */
 enum rt_err rt_event_set_bytes(struct rt_event *ev, const void *bytes,
 			       size_t len);
-/* Frees a heap payload. */
+/* Frees a heap payload or a local message's copy. */
 void rt_event_release(struct rt_event *ev);
 
 #endif

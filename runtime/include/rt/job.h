@@ -67,12 +67,17 @@ enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
 const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 			   const char *def);
 
-/* Launcher: writes `job` into a sealed memory file (close-on-exec off,
- * so spawned daemons inherit it); *fd_out is its descriptor. */
-enum rt_err rt_job_share(const struct rt_job *job, int *fd_out);
+/* Launcher: writes `job`, and the placed topology `topo` if not NULL
+ * (rt_topology_write), into a sealed memory file (close-on-exec off, so
+ * spawned daemons inherit it); *fd_out is its descriptor. */
+enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo,
+			 int *fd_out);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
  * RT_EDECODE if it is not one (wrong size, magic or checksum). */
 enum rt_err rt_job_adopt(int fd, struct rt_job *job);
+/* Daemon: maps the topology the launcher shared in the same file
+ * (rt_topology_map); RT_ENOTFOUND if it shared none: build it. */
+enum rt_err rt_job_topology(int fd, struct rt_topology *topo);
 /* Environment variable naming the shared job's descriptor. */
 #define RT_JOB_FD_ENV "KB_JOB_FD"
 

@@ -59,6 +59,9 @@ struct rt_topology {
 	struct rt_daemon_desc *daemons;
 	uint64_t lookahead_ps;     /* min latency of a daemon-crossing link,
 				      RT_TIME_NEVER if no link crosses */
+	void *map;                 /* adopted from the launcher: the shared
+				      file (links, daemons live in it) */
+	size_t map_len;
 };
 
 void rt_topology_init(struct rt_topology *t);
@@ -79,6 +82,21 @@ enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how);
 /* Latency of src -> dst, 0 if not linked (a binary search once placed). */
 uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src,
 			     uint32_t dst);
+
+/* Sharing with daemon processes (rt_job_share carries it): the launcher
+ * builds and places the topology once; a daemon maps the links, their
+ * index and the daemon table read-only from the sealed job file (one copy
+ * in memory for all daemons) and copies only the component table, instead
+ * of running the workload's build and sorting every link itself.
+ * Writes `t` (placed) at fd's current offset: header, then the tables.
+ * If a component's ops table is not in the executable's own image (only
+ * those are at the same place in every process of the binary), writes a
+ * header that says "not shared", and daemons build their own. */
+enum rt_err rt_topology_write(const struct rt_topology *t, int fd);
+/* Daemon: maps the topology written at `offset` of `fd`. RT_ENOTFOUND if
+ * the launcher did not share one (build it instead), RT_EDECODE if the
+ * file is not one. Release with rt_topology_release. */
+enum rt_err rt_topology_map(int fd, uint64_t offset, struct rt_topology *t);
 
 /* Parses "none|pe|rank|all". */
 enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out);

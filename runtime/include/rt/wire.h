@@ -12,6 +12,7 @@
 #include "kernbench.pb-c.h"
 #include "rt/buf.h"
 #include "rt/err.h"
+#include "rt/msg.h"
 
 /* Decodes a lockstep frame and checks its schema version and shape.
  * Caller owns *out: free with rt_wire_free_sync. */
@@ -41,9 +42,14 @@ void rt_arena_reset(struct rt_arena *a);
 enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 				   struct rt_arena *arena, Kb__Payload **out);
 
-/* A deep copy of any message, owned by the caller (free it with
- * protobuf_c_message_free_unpacked(copy, NULL)); NULL when out of memory.
- * Components use it to keep a message they were only lent. */
+/* Checks a decoded (or in-process) payload: a body is set, views and
+ * tensors have sane dimensions. */
+enum rt_err rt_wire_check_payload(const Kb__Payload *p);
+
+/* A deep copy of any message in one block, owned by the caller (free it
+ * with rt_msg_free); NULL when out of memory. No protobuf round trip: a
+ * walk over the descriptor (rt_msg_dup). Components use it to keep a
+ * message they were only lent. */
 ProtobufCMessage *rt_wire_copy(const ProtobufCMessage *msg);
 
 /* Bytes per element of a wire dtype (0 for an unknown one). */

@@ -1,0 +1,380 @@
+/* msg.c — in-process messages: a canonical copy and a content digest, both
+ * one walk over the protobuf-c descriptors (rt/msg.h says why). The rules
+ * mirror protobuf-c 1.4's packer (which fields it writes) and unpacker (what
+ * an absent field decodes to). */
+#include "rt/msg.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt/buf.h"
+#include "rt/rand.h"
+
+/* One walk both measures and (when `base` is set) copies, so the two can
+ * never disagree about the layout. */
+struct walk {
+	uint8_t *base; /* NULL: measure only */
+	size_t cap;    /* bytes at base; past them only measure */
+	size_t used;
+	bool hashing;
+	uint64_t h;
+};
+
+static void *take(struct walk *w, size_t size)
+{
+	size_t at = (w->used + 7) & ~(size_t)7;
+
+	w->used = at + size;
+	return w->base && w->used <= w->cap ? w->base + at : NULL;
+}
+
+/* Folds `v` into the digest: one multiply and a rotation per word (a
+ * dependent chain of full mixers cost more than the copy); the result is
+ * finished with a full mixer. */
+static inline void mix(struct walk *w, uint64_t v)
+{
+	if (w->hashing) {
+		uint64_t h = (w->h ^ v) * 0x9e3779b97f4a7c15ULL;
+
+		w->h = h << 31 | h >> 33;
+	}
+}
+
+/* Would the packer write this field? (optional_field_pack, oneof_field_pack
+ * and field_is_zeroish in protobuf-c.c) */
+static bool present(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m,
+		    const void *member)
+{
+	const void *q = (const char *)m + f->quantifier_offset;
+	bool pointer = f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_STRING;
+
+	if (f->label == PROTOBUF_C_LABEL_REQUIRED)
+		return true;
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+		if (*(const uint32_t *)q != f->id)
+			return false;
+		return !pointer || (*(const void *const *)member &&
+				    *(const void *const *)member != f->default_value);
+	}
+	if (f->label == PROTOBUF_C_LABEL_OPTIONAL)
+		return pointer ? *(const void *const *)member &&
+					 *(const void *const *)member != f->default_value
+			       : *(const protobuf_c_boolean *)q != 0;
+	switch (f->type) { /* proto3, no label: left out when zero */
+	case PROTOBUF_C_TYPE_BOOL:
+		return *(const protobuf_c_boolean *)member != 0;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		return *(const uint64_t *)member != 0;
+	case PROTOBUF_C_TYPE_FLOAT:
+		return *(const float *)member != 0; /* -0.0 is left out too */
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return *(const double *)member != 0;
+	case PROTOBUF_C_TYPE_STRING:
+		return *(const char *const *)member && **(const char *const *)member;
+	case PROTOBUF_C_TYPE_BYTES:
+		return ((const ProtobufCBinaryData *)member)->len != 0;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return *(const void *const *)member != NULL;
+	default: /* the 32-bit integers and enums */
+		return *(const uint32_t *)member != 0;
+	}
+}
+
+static size_t elt_size(ProtobufCType type)
+{
+	switch (type) {
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+	case PROTOBUF_C_TYPE_DOUBLE:
+		return 8;
+	case PROTOBUF_C_TYPE_BOOL:
+		return sizeof(protobuf_c_boolean);
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return sizeof(void *);
+	case PROTOBUF_C_TYPE_BYTES:
+		return sizeof(ProtobufCBinaryData);
+	default:
+		return 4;
+	}
+}
+
+static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src);
+
+static void walk_bytes(struct walk *w, const uint8_t *data, size_t len, uint8_t **out,
+		       bool terminate)
+{
+	uint8_t *at = len || terminate ? take(w, len + terminate) : NULL;
+
+	if (w->hashing)
+		w->h = rt_hash(w->h, data, len);
+	if (at) {
+		if (len)
+			memcpy(at, data, len);
+		if (terminate)
+			at[len] = '\0';
+	}
+	*out = at;
+}
+
+/* One value of `f` from `src` to `dst` (dst NULL while measuring). */
+static void walk_value(struct walk *w, const ProtobufCFieldDescriptor *f, const void *src,
+		       void *dst)
+{
+	uint64_t v;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_STRING: {
+		const char *s = *(const char *const *)src;
+		uint8_t *copy = NULL;
+
+		walk_bytes(w, (const uint8_t *)(s ? s : ""), s ? strlen(s) : 0, &copy, true);
+		if (dst)
+			*(char **)dst = (char *)copy;
+		return;
+	}
+	case PROTOBUF_C_TYPE_BYTES: {
+		const ProtobufCBinaryData *b = src;
+		uint8_t *copy = NULL;
+
+		walk_bytes(w, b->data, b->len, &copy, false);
+		if (dst)
+			*(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){ b->len, copy };
+		return;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE: {
+		ProtobufCMessage *copy = walk_msg(w, *(const ProtobufCMessage *const *)src);
+
+		if (dst)
+			*(ProtobufCMessage **)dst = copy;
+		return;
+	}
+	case PROTOBUF_C_TYPE_BOOL:
+		v = *(const protobuf_c_boolean *)src != 0; /* the wire has 0 or 1 */
+		if (dst)
+			*(protobuf_c_boolean *)dst = (protobuf_c_boolean)v;
+		break;
+	default:
+		if (elt_size(f->type) == 8) {
+			memcpy(&v, src, 8);
+			if (dst)
+				memcpy(dst, &v, 8);
+		} else {
+			uint32_t v32;
+
+			memcpy(&v32, src, 4);
+			v = v32;
+			if (dst)
+				memcpy(dst, &v32, 4);
+		}
+		break;
+	}
+	mix(w, v);
+}
+
+static void walk_repeated(struct walk *w, const ProtobufCFieldDescriptor *f,
+			  const ProtobufCMessage *src, ProtobufCMessage *dst)
+{
+	size_t n = *(const size_t *)((const char *)src + f->quantifier_offset);
+	size_t size = elt_size(f->type);
+	const uint8_t *from = *(const uint8_t *const *)((const char *)src + f->offset);
+	uint8_t *to;
+
+	if (!n)
+		return; /* decodes as 0 elements, NULL array: the init values */
+	mix(w, f->id);
+	mix(w, n);
+	to = take(w, n * size);
+	for (size_t i = 0; i < n; i++)
+		walk_value(w, f, from + i * size, to ? to + i * size : NULL);
+	if (dst) {
+		*(size_t *)((char *)dst + f->quantifier_offset) = n;
+		*(uint8_t **)((char *)dst + f->offset) = to;
+	}
+}
+
+static void walk_unknown(struct walk *w, const ProtobufCMessage *src, ProtobufCMessage *dst)
+{
+	ProtobufCMessageUnknownField *to;
+
+	if (!src->n_unknown_fields)
+		return;
+	mix(w, src->n_unknown_fields);
+	to = take(w, src->n_unknown_fields * sizeof(*to));
+	for (size_t i = 0; i < src->n_unknown_fields; i++) {
+		const ProtobufCMessageUnknownField *u = &src->unknown_fields[i];
+		uint8_t *data = NULL;
+
+		mix(w, u->tag);
+		mix(w, u->wire_type);
+		walk_bytes(w, u->data, u->len, &data, false);
+		if (to)
+			to[i] = (ProtobufCMessageUnknownField){ u->tag, u->wire_type, u->len, data };
+	}
+	if (dst) {
+		dst->n_unknown_fields = src->n_unknown_fields;
+		dst->unknown_fields = to;
+	}
+}
+
+static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
+{
+	const ProtobufCMessageDescriptor *desc = src->descriptor;
+	/* each message is preceded by a pointer to its block, so any of them
+	 * (a kept sub-message) finds what to free */
+	void **at = take(w, sizeof(void *) + desc->sizeof_message);
+	ProtobufCMessage *dst = at ? (ProtobufCMessage *)(at + 1) : NULL;
+
+	if (at)
+		*at = w->base;
+
+	if (dst)
+		desc->message_init(dst); /* absent fields: what unpack leaves */
+	mix(w, 0x6d7367); /* brackets the message, so nesting is hashed */
+	for (unsigned i = 0; i < desc->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &desc->fields[i];
+		const void *member = (const char *)src + f->offset;
+
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			walk_repeated(w, f, src, dst);
+			continue;
+		}
+		/* the common case first: another member of a oneof */
+		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    *(const uint32_t *)((const char *)src + f->quantifier_offset) != f->id)
+			continue;
+		if (!present(f, src, member))
+			continue;
+		mix(w, f->id);
+		if (dst && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+			*(uint32_t *)((char *)dst + f->quantifier_offset) = f->id;
+		else if (dst && f->label == PROTOBUF_C_LABEL_OPTIONAL &&
+			 f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING)
+			*(protobuf_c_boolean *)((char *)dst + f->quantifier_offset) = 1;
+		walk_value(w, f, member, dst ? (char *)dst + f->offset : NULL);
+	}
+	walk_unknown(w, src, dst);
+	mix(w, 0x656e64);
+	return dst;
+}
+
+size_t rt_msg_size(const ProtobufCMessage *m)
+{
+	struct walk w = { 0 };
+
+	walk_msg(&w, m);
+	return (w.used + 7) & ~(size_t)7;
+}
+
+ProtobufCMessage *rt_msg_copy(const ProtobufCMessage *m, void *block, size_t cap, size_t *need,
+			      uint64_t *digest)
+{
+	struct walk w = { .base = block, .cap = cap, .hashing = true, .h = RT_HASH_INIT };
+	ProtobufCMessage *copy = walk_msg(&w, m);
+
+	*need = (w.used + 7) & ~(size_t)7;
+	*digest = rt_mix64(w.h);
+	return *need <= cap ? copy : NULL;
+}
+
+uint64_t rt_msg_digest(const ProtobufCMessage *m)
+{
+	struct walk w = { .hashing = true, .h = RT_HASH_INIT };
+
+	walk_msg(&w, m);
+	return rt_mix64(w.h);
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+#define POOL_MAX 65536u    /* recycled blocks kept at most */
+
+struct blk {
+	size_t cap;
+	struct blk *next;
+};
+
+static void *blk_new(size_t size)
+{
+	size_t cap = size <= RT_MSG_SMALL ? RT_MSG_SMALL : size;
+	struct blk *b = malloc(sizeof(*b) + cap);
+
+	if (!b)
+		return NULL;
+	b->cap = cap;
+	b->next = NULL;
+	return b + 1;
+}
+
+ProtobufCMessage *rt_msg_dup(const ProtobufCMessage *m)
+{
+	size_t size = rt_msg_size(m), need;
+	uint64_t digest;
+	void *block = blk_new(size);
+
+	return block ? rt_msg_copy(m, block, size, &need, &digest) : NULL;
+}
+
+void *rt_msg_block(const void *copy)
+{
+	return ((void *const *)copy)[-1];
+}
+
+bool rt_msg_in_block(const void *block, const void *msg)
+{
+	const struct blk *b = (const struct blk *)block - 1;
+	uintptr_t at = (uintptr_t)msg, start = (uintptr_t)block;
+
+	return at >= start + sizeof(void *) && at < start + b->cap;
+}
+
+void rt_msg_free(void *copy)
+{
+	if (copy)
+		free((struct blk *)rt_msg_block(copy) - 1);
+}
+
+void *rt_msg_pool_get(struct rt_msg_pool *p, size_t size)
+{
+	struct blk *b = p->free_small;
+
+	if (size > RT_MSG_SMALL || !b)
+		return blk_new(size);
+	p->free_small = b->next;
+	p->n_free--;
+	return b + 1;
+}
+
+void rt_msg_pool_put(struct rt_msg_pool *p, void *block)
+{
+	struct blk *b = block ? (struct blk *)block - 1 : NULL;
+
+	if (!b)
+		return;
+	if (b->cap != RT_MSG_SMALL || p->n_free >= POOL_MAX) {
+		free(b);
+		return;
+	}
+	b->next = p->free_small;
+	p->free_small = b;
+	p->n_free++;
+}
+
+void rt_msg_pool_release(struct rt_msg_pool *p)
+{
+	while (p->free_small) {
+		struct blk *b = p->free_small;
+
+		p->free_small = b->next;
+		free(b);
+	}
+	p->n_free = 0;
+}
