@@ -31,7 +31,7 @@ PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
 	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
-	python3-matplotlib libsystemc-dev g++
+	python3-matplotlib libsystemc-dev g++ openmpi-bin
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
@@ -223,9 +223,13 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 	$(CC) $(CFLAGS) -iquote kernel_host/include -shared -o $@ $<
 
 # ---------------------------------------------------------------- tests
-$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS)
+# launcher files with unit tests of their own (the rest needs a whole run)
+UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c)
+
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(TEST_OBJ) $(ALL_LIBS) -lcriterion $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) \
+	  -lcriterion $(LDLIBS)
 
 $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -280,7 +284,7 @@ RUN_FLAGS ?= --mode data --arg seq_kv=8192
 
 bench: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN) $(BUILD)/bench/systemc_traffic
-	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) \
+	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) \
 	  KB_SYSTEMC_BIN=$(abspath $(BUILD)/bench/systemc_traffic) $$b || exit 1; done
 
 # the SystemC reference for sync_bench (Debian libsystemc-dev)

@@ -1,0 +1,454 @@
+/* hosts_bench.c — what running across hosts costs, measured side by side
+ * over a real network path: network namespaces joined by a bridge
+ * (tests/netns.sh), the coordinator in namespace 0, agents in 1 and 2.
+ *
+ * 1. Cross-host window cost ÷ a bare ZeroMQ round over the same bridge
+ *    (target <= 1.3). Bare: a ROUTER in namespace 0 and one DEALER in each
+ *    agent namespace exchanging one small frame each way per round, with
+ *    CURVE as the run has it (and without, for reference). kernbench:
+ *    windows_wall_s / global_windows of ring_attention over 2 hosts with
+ *    --colocate rank (a daemon per rank: about one local window per global
+ *    one, so the figure is the cross-host round plus one local round).
+ * 2. Two-host per-component ring wall ÷ the one-host per-component run
+ *    (target <= 1.5): ring_attention with a daemon per component, the
+ *    whole command's wall (start-up included), best of 3 each.
+ * Figures are printed, never asserted. Needs root for the namespaces
+ * (otherwise one line says it skipped), KB_BIN and KB_ROOT (set by
+ * `make bench`). */
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define ROUNDS 3000
+#define BARE_PORT "5600"
+#define RUN_PORT "5555"
+
+static char net_id[16];
+static char tmp_dir[128];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int netns(const char *args)
+{
+	char cmd[1200];
+	const char *root = getenv("KB_ROOT");
+
+	snprintf(cmd, sizeof(cmd), "sh '%s/tests/netns.sh' %s", root ? root : ".", args);
+	return system(cmd);
+}
+
+static void down(void)
+{
+	char args[64], cmd[200];
+
+	if (net_id[0]) {
+		snprintf(args, sizeof(args), "down %s", net_id);
+		netns(args);
+		net_id[0] = '\0';
+	}
+	if (tmp_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "hosts_bench: could not remove %s\n", tmp_dir);
+	}
+}
+
+static void on_signal(int sig)
+{
+	down();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Moves this process into namespace `host`. */
+static bool enter(int host)
+{
+	char path[128];
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/run/netns/kb-%s-h%d", net_id, host);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = setns(fd, CLONE_NEWNET) == 0;
+	close(fd);
+	return ok;
+}
+
+/* ---------------------------------------------------------------- bare round */
+
+struct curve {
+	char server_pub[41], server_sec[41], client_pub[41], client_sec[41];
+	bool on;
+};
+
+static void peer(int host, const struct curve *k)
+{
+	void *ctx, *s;
+	char id[16], buf[64];
+	int zero = 0;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (!enter(host))
+		_exit(1);
+	ctx = zmq_ctx_new();
+	s = zmq_socket(ctx, ZMQ_DEALER);
+	snprintf(id, sizeof(id), "p%d", host);
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+	if (k->on) {
+		zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, k->server_pub, 41);
+		zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, k->client_pub, 41);
+		zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->client_sec, 41);
+	}
+	zmq_connect(s, "tcp://10.77.0.1:" BARE_PORT);
+	zmq_send(s, "ready", 5, 0);
+	for (;;) {
+		int n = zmq_recv(s, buf, sizeof(buf), 0);
+
+		if (n <= 0 || buf[0] == 'q')
+			break;
+		zmq_send(s, "done", 4, 0);
+	}
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	_exit(0);
+}
+
+/* The coordinator's side, in namespace 0 (a child, so this process stays
+ * in the root namespace); writes µs per round to `fd`. */
+static void coordinator(int fd, const struct curve *k, int n_peers)
+{
+	void *ctx, *s;
+	char id[16], buf[64];
+	int zero = 0, one = 1;
+	double t0, us;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (!enter(0))
+		_exit(1);
+	ctx = zmq_ctx_new();
+	s = zmq_socket(ctx, ZMQ_ROUTER);
+	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
+	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+	if (k->on) {
+		zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one));
+		zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->server_sec, 41);
+	}
+	if (zmq_bind(s, "tcp://10.77.0.1:" BARE_PORT))
+		_exit(1);
+	for (int i = 0; i < n_peers; i++) {
+		zmq_recv(s, id, sizeof(id), 0);
+		zmq_recv(s, buf, sizeof(buf), 0);
+	}
+	t0 = now_s();
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int p = 1; p <= n_peers; p++) {
+			snprintf(id, sizeof(id), "p%d", p);
+			zmq_send(s, id, strlen(id), ZMQ_SNDMORE);
+			zmq_send(s, "grant", 5, 0);
+		}
+		for (int p = 0; p < n_peers; p++) {
+			zmq_recv(s, id, sizeof(id), 0);
+			zmq_recv(s, buf, sizeof(buf), 0);
+		}
+	}
+	us = (now_s() - t0) / ROUNDS * 1e6;
+	for (int p = 1; p <= n_peers; p++) {
+		snprintf(id, sizeof(id), "p%d", p);
+		zmq_send(s, id, strlen(id), ZMQ_SNDMORE);
+		zmq_send(s, "q", 1, 0);
+	}
+	dprintf(fd, "%.3f\n", us);
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	_exit(0);
+}
+
+/* µs per round between namespace 0 and namespaces 1..2, or -1. */
+static double bare_round(bool curve)
+{
+	struct curve k = { .on = curve };
+	int fds[2];
+	pid_t kids[3];
+	char buf[64] = "";
+	ssize_t n;
+
+	if (curve && (zmq_curve_keypair(k.server_pub, k.server_sec) ||
+		      zmq_curve_keypair(k.client_pub, k.client_sec)))
+		return -1;
+	if (pipe(fds))
+		return -1;
+	kids[0] = fork();
+	if (kids[0] == 0)
+		coordinator(fds[1], &k, 2);
+	for (int p = 1; p <= 2; p++) {
+		kids[p] = fork();
+		if (kids[p] == 0)
+			peer(p, &k);
+	}
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	for (int i = 0; i < 3; i++)
+		waitpid(kids[i], NULL, 0);
+	return n > 0 ? atof(buf) : -1;
+}
+
+/* ---------------------------------------------------------------- kernbench runs */
+
+/* The ring job: 4 ranks x 1 PE, small heads, data mode. */
+static int ring_args(char **argv, int n, const char *colocate, const char *out)
+{
+	static const char *const fixed[] = {
+		"run", "ring_attention", "--ranks", "4", "--pes", "1", "--mode", "data",
+		"--arg", "heads_q=4", "--arg", "heads_kv=2", "--arg", "head_dim=32", "--arg",
+		"tile=16", "--arg", "seq_kv=64", "--arg", "pass=kv", "--trace", "off", "--quiet",
+	};
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		argv[n++] = (char *)fixed[i];
+	argv[n++] = (char *)"--colocate";
+	argv[n++] = (char *)colocate;
+	argv[n++] = (char *)"--out";
+	argv[n++] = (char *)out;
+	argv[n] = NULL;
+	return n;
+}
+
+/* Starts argv in namespace `host` (host < 0: here); stderr to /dev/null. */
+static pid_t start(int host, char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (host >= 0 && !enter(host))
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool ok(pid_t pid)
+{
+	int st;
+
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Wall seconds of the one-host run (here), or -1. */
+static double one_host(const char *colocate, const char *out)
+{
+	char *argv[48];
+	double t0 = now_s();
+
+	argv[0] = getenv("KB_BIN");
+	ring_args(argv, 1, colocate, out);
+	return ok(start(-1, argv)) ? now_s() - t0 : -1;
+}
+
+/* Wall seconds of the two-host run over the bridge, or -1. */
+static double two_hosts(const char *colocate, const char *out, const char *hosts,
+			const char *keys)
+{
+	char *run[48], *agent[12], idx[2][4];
+	pid_t pid[3];
+	double t0 = now_s();
+	bool all = true;
+	int n;
+
+	run[0] = getenv("KB_BIN");
+	n = ring_args(run, 1, colocate, out);
+	run[n++] = (char *)"--hosts";
+	run[n++] = (char *)hosts;
+	run[n++] = (char *)"--keys";
+	run[n++] = (char *)keys;
+	run[n] = NULL;
+	pid[0] = start(0, run);
+	for (int h = 0; h < 2; h++) {
+		char *a[] = { getenv("KB_BIN"), (char *)"agent", (char *)"--coordinator",
+			      (char *)"tcp://10.77.0.1:" RUN_PORT, (char *)"--index", idx[h],
+			      (char *)"--keys", (char *)keys, NULL };
+
+		snprintf(idx[h], sizeof(idx[h]), "%d", h);
+		memcpy(agent, a, sizeof(a));
+		pid[h + 1] = start(h + 1, agent);
+	}
+	for (int i = 0; i < 3; i++)
+		all &= ok(pid[i]);
+	return all ? now_s() - t0 : -1;
+}
+
+/* A number from DIR/summary.json (top-level key), or -1. */
+static double summary(const char *dir, const char *key)
+{
+	char path[300], pat[80], line[512];
+	FILE *f;
+	double v = -1;
+
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	snprintf(pat, sizeof(pat), "  \"%s\": ", key);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, pat, strlen(pat)))
+			v = atof(line + strlen(pat));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static double best_of(int n, double (*one)(void))
+{
+	double best = -1;
+
+	for (int i = 0; i < n; i++) {
+		double t = one();
+
+		if (t > 0 && (best < 0 || t < best))
+			best = t;
+	}
+	return best;
+}
+
+static char hosts_path[200], keys_path[200], out_one[200], out_two[200];
+
+static double one_host_none(void)
+{
+	return one_host("none", out_one);
+}
+
+static double two_hosts_none(void)
+{
+	return two_hosts("none", out_two, hosts_path, keys_path);
+}
+
+static double bare_plain_round(void)
+{
+	return bare_round(false);
+}
+
+static double bare_curve_round(void)
+{
+	return bare_round(true);
+}
+
+/* µs per global window of the two-host --colocate rank run, or -1. */
+static double global_window_us(void)
+{
+	if (two_hosts("rank", out_two, hosts_path, keys_path) < 0)
+		return -1;
+	return summary(out_two, "windows_wall_s") / summary(out_two, "global_windows") * 1e6;
+}
+
+/* The same job on one host: what a window costs without the network. */
+static double one_host_window_us(void)
+{
+	if (one_host("rank", out_one) < 0)
+		return -1;
+	return summary(out_one, "windows_wall_s") / summary(out_one, "windows") * 1e6;
+}
+
+int main(void)
+{
+	char args[64], cmd[400];
+	double bare, bare_plain, one, two, win_us, one_win_us, global, local;
+	FILE *f;
+
+	if (!getenv("KB_BIN")) {
+		fprintf(stderr, "hosts_bench: KB_BIN is not set (run it with `make bench`)\n");
+		return 2;
+	}
+	if (geteuid() != 0 || netns("probe") != 0) {
+		printf("hosts_bench: skipped: needs root and network namespaces (tests/netns.sh probe)\n");
+		return 0;
+	}
+	snprintf(net_id, sizeof(net_id), "%dq", (int)getpid());
+	snprintf(args, sizeof(args), "up %s 3", net_id);
+	atexit(down);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (netns(args) != 0) {
+		fprintf(stderr, "hosts_bench: could not set up namespaces\n");
+		return 1;
+	}
+	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/kb-hosts-bench-XXXXXX");
+	if (!mkdtemp(tmp_dir)) {
+		tmp_dir[0] = '\0';
+		return 1;
+	}
+	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts.yaml", tmp_dir);
+	snprintf(keys_path, sizeof(keys_path), "%s/run.keys", tmp_dir);
+	snprintf(out_one, sizeof(out_one), "%s/one", tmp_dir);
+	snprintf(out_two, sizeof(out_two), "%s/two", tmp_dir);
+	f = fopen(hosts_path, "w");
+	if (!f)
+		return 1;
+	fprintf(f, "coordinator: tcp://10.77.0.1:" RUN_PORT "\nhosts:\n  - ranks: [0, 1]\n"
+		"  - ranks: [2, 3]\n");
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' keygen --out '%s'", getenv("KB_BIN"), keys_path);
+	if (system(cmd) != 0)
+		return 1;
+
+	printf("runs across hosts: namespaces on a bridge (10.77.0.0/24), coordinator + 2 agents, "
+	       "CURVE\n");
+	/* best of 3 everywhere: the machine may be shared, and the least
+	 * disturbed measurement is the closest to what each thing costs */
+	bare_plain = best_of(3, bare_plain_round);
+	bare = best_of(3, bare_curve_round);
+	printf("  bare ZeroMQ round over the bridge, 2 peers: %8.1f us (CURVE), %8.1f us (plain); "
+	       "best of 3 x %d rounds\n", bare, bare_plain, ROUNDS);
+
+	win_us = best_of(3, global_window_us);
+	global = summary(out_two, "global_windows");
+	local = summary(out_two, "windows");
+	one_win_us = best_of(3, one_host_window_us);
+	if (win_us < 0 || one_win_us < 0) {
+		fprintf(stderr, "hosts_bench: a --colocate rank run failed\n");
+		return 1;
+	}
+	printf("  cross-host global window (ring 4x1, --colocate rank): %8.1f us  "
+	       "(%.0f global windows, %.2f local windows each)\n", win_us, global, local / global);
+	printf("  one-host window, same job (4 daemons over ipc):      %8.1f us  (%.0f windows)\n",
+	       one_win_us, summary(out_one, "windows"));
+
+	one = best_of(3, one_host_none);
+	two = best_of(3, two_hosts_none);
+	if (one < 0 || two < 0) {
+		fprintf(stderr, "hosts_bench: a per-component ring run failed\n");
+		return 1;
+	}
+	printf("  ring 4x1 per component, wall (best of 3): one host %.3f s, two hosts %.3f s\n",
+	       one, two);
+	printf("ratios:\n");
+	printf("  cross-host window / bare round (CURVE)   %6.2f   (target <= 1.3)\n", win_us / bare);
+	printf("  (cross-host window - one-host window) / bare round   %6.2f   (what the network "
+	       "level adds)\n", (win_us - one_win_us) / bare);
+	printf("  two-host ring wall / one-host ring wall  %6.2f   (target <= 1.5)\n", two / one);
+	return 0;
+}
