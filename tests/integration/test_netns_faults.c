@@ -186,10 +186,9 @@ static void expect_swept_by_next_comers(struct flight *f, int host, pid_t killed
 	cr_expect_eq(mh_leftovers(next, 2), 0, "the next agent or run left entries behind");
 }
 
-/* `text` is one line and holds `label`. Under the sanitizers this fails
- * today for agents whose daemons were stopped mid-kernel: LeakSanitizer
- * reports the ring kernel's coroutine allocations at their exit, into the
- * agent's stderr (docs/multihost.md, "Known gaps"). */
+/* `text` is one line and holds `label`. Daemons stopped mid-kernel must
+ * not add to it (under the sanitizers, a leak report of what the stopped
+ * kernels held would). */
 static void expect_one_line_naming(const char *path, const char *who, const char *label)
 {
 	char *text = kb_slurp_stderr(path);
