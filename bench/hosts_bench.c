@@ -28,20 +28,15 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bench.h"
+#include "bench_zmq.h"
+
 #define ROUNDS 3000
 #define BARE_PORT "5600"
 #define RUN_PORT "5555"
 
 static char net_id[16];
 static char tmp_dir[128];
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int netns(const char *args)
 {
@@ -101,35 +96,18 @@ struct curve {
 static void peer(int host, const struct curve *k)
 {
 	void *ctx, *s;
-	char id[16], buf[64];
-	int zero = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (!enter(host))
 		_exit(1);
 	ctx = zmq_ctx_new();
 	s = zmq_socket(ctx, ZMQ_DEALER);
-	snprintf(id, sizeof(id), "p%d", host);
-	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
-	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
 	if (k->on) {
 		zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, k->server_pub, 41);
 		zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, k->client_pub, 41);
 		zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->client_sec, 41);
 	}
-	zmq_connect(s, "tcp://10.77.0.1:" BARE_PORT);
-	zmq_send(s, "ready", 5, 0);
-	for (;;) {
-		int n = zmq_recv(s, buf, sizeof(buf), 0);
-
-		if (n <= 0 || buf[0] == 'q')
-			break;
-		zmq_send(s, "done", 4, 0);
-	}
-	zmq_close(s);
-	zmq_ctx_term(ctx);
-	_exit(0);
+	bench_bare_peer(ctx, s, host, "tcp://10.77.0.1:" BARE_PORT);
 }
 
 /* The coordinator's side, in namespace 0 (a child, so this process stays
@@ -159,7 +137,7 @@ static void coordinator(int fd, const struct curve *k, int n_peers)
 		zmq_recv(s, id, sizeof(id), 0);
 		zmq_recv(s, buf, sizeof(buf), 0);
 	}
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int p = 1; p <= n_peers; p++) {
 			snprintf(id, sizeof(id), "p%d", p);
@@ -171,7 +149,7 @@ static void coordinator(int fd, const struct curve *k, int n_peers)
 			zmq_recv(s, buf, sizeof(buf), 0);
 		}
 	}
-	us = (now_s() - t0) / ROUNDS * 1e6;
+	us = (bench_now_s() - t0) / ROUNDS * 1e6;
 	for (int p = 1; p <= n_peers; p++) {
 		snprintf(id, sizeof(id), "p%d", p);
 		zmq_send(s, id, strlen(id), ZMQ_SNDMORE);
@@ -265,11 +243,11 @@ static bool ok(pid_t pid)
 static double one_host(const char *colocate, const char *out)
 {
 	char *argv[48];
-	double t0 = now_s();
+	double t0 = bench_now_s();
 
 	argv[0] = getenv("KB_BIN");
 	ring_args(argv, 1, colocate, out);
-	return ok(start(-1, argv)) ? now_s() - t0 : -1;
+	return ok(start(-1, argv)) ? bench_now_s() - t0 : -1;
 }
 
 /* Wall seconds of the two-host run over the bridge, or -1. */
@@ -278,7 +256,7 @@ static double two_hosts(const char *colocate, const char *out, const char *hosts
 {
 	char *run[48], *agent[12], idx[2][4];
 	pid_t pid[3];
-	double t0 = now_s();
+	double t0 = bench_now_s();
 	bool all = true;
 	int n;
 
@@ -301,7 +279,7 @@ static double two_hosts(const char *colocate, const char *out, const char *hosts
 	}
 	for (int i = 0; i < 3; i++)
 		all &= ok(pid[i]);
-	return all ? now_s() - t0 : -1;
+	return all ? bench_now_s() - t0 : -1;
 }
 
 /* A number from DIR/summary.json (top-level key), or -1. */

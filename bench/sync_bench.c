@@ -30,33 +30,16 @@
 #include "rt/event.h"
 #include "rt/rand.h"
 #include "bench.h"
+#include "bench_zmq.h"
 
 /* ---------------------------------------------------------------- bare round */
 
 static void participant(const char *endpoint, int index)
 {
 	void *ctx = zmq_ctx_new();
-	void *s = zmq_socket(ctx, ZMQ_DEALER);
-	char id[16], buf[64];
-	int zero = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	snprintf(id, sizeof(id), "p%d", index);
-	zmq_setsockopt(s, ZMQ_ROUTING_ID, id, strlen(id));
-	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_connect(s, endpoint);
-	zmq_send(s, "ready", 5, 0);
-	for (;;) {
-		int n = zmq_recv(s, buf, sizeof(buf), 0);
-
-		if (n <= 0 || buf[0] == 'q')
-			break;
-		zmq_send(s, "done", 4, 0);
-	}
-	zmq_close(s);
-	zmq_ctx_term(ctx);
-	_exit(0);
+	bench_bare_peer(ctx, zmq_socket(ctx, ZMQ_DEALER), index, endpoint);
 }
 
 static void recv_from(void *router)

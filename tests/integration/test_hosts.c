@@ -30,6 +30,25 @@ static void write_hosts(const char *path, int port, const char *hosts)
 	fclose(f);
 }
 
+/* One test's folder: the outputs of a run (out) or of the one-host and
+ * two-host runs (one, two), its hosts file and each process's stderr. */
+struct hosts_case {
+	char base[256], out[300], one[300], two[300], hosts[300], e0[300], e1[300], ec[300];
+};
+
+static void hosts_case(struct hosts_case *c, const char *tag, int port, const char *hosts)
+{
+	kb_tmpdir(c->base, sizeof(c->base), tag);
+	snprintf(c->out, sizeof(c->out), "%s/out", c->base);
+	snprintf(c->one, sizeof(c->one), "%s/one", c->base);
+	snprintf(c->two, sizeof(c->two), "%s/two", c->base);
+	snprintf(c->hosts, sizeof(c->hosts), "%s/hosts.yaml", c->base);
+	snprintf(c->e0, sizeof(c->e0), "%s/a0.err", c->base);
+	snprintf(c->e1, sizeof(c->e1), "%s/a1.err", c->base);
+	snprintf(c->ec, sizeof(c->ec), "%s/c.err", c->base);
+	write_hosts(c->hosts, port, hosts);
+}
+
 /* Waits (20 s at most) until agent `pid` has its folder, made once the
  * coordinator assigned it a host. */
 static bool agent_started(pid_t pid)
@@ -101,8 +120,8 @@ static void same_outputs(const char *one, const char *two)
 	char *sa, *sb;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(a, sizeof(a), "%s/%s", one, files[i]);
-		snprintf(b, sizeof(b), "%s/%s", two, files[i]);
+	snprintf(a, sizeof(a), "%s/%s", one, files[i]);
+	snprintf(b, sizeof(b), "%s/%s", two, files[i]);
 		if (i == 0 && access(a, F_OK) && access(b, F_OK))
 			continue; /* timing mode writes no tensors */
 		cr_expect(kb_same_file(a, b), "%s differs between one host and two", files[i]);
@@ -123,44 +142,37 @@ static void same_outputs(const char *one, const char *two)
 /* One host, then the same job over two agents; outputs compared. */
 static void two_hosts_match(const char *tag, const char *pass, const char *colocate, int port_off)
 {
-	char base[256], one[300], two[300], hosts[300], e0[300], e1[300], ec[300];
+	struct hosts_case c;
 	char *argv[32];
 	struct kb_result res;
 	int port = test_port(port_off);
 	pid_t coord, a0, a1;
 	uint64_t latency, global, lookahead;
 
-	kb_tmpdir(base, sizeof(base), tag);
-	snprintf(one, sizeof(one), "%s/one", base);
-	snprintf(two, sizeof(two), "%s/two", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(e1, sizeof(e1), "%s/a1.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	ring_argv(argv, one, pass, colocate, NULL);
+	hosts_case(&c, tag, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, c.one, pass, colocate, NULL);
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
 
-	ring_argv(argv, two, pass, colocate, hosts);
-	coord = kb_spawn(argv, ec);
+	ring_argv(argv, c.two, pass, colocate, c.hosts);
+	coord = kb_spawn(argv, c.ec);
 	/* agents may start before the coordinator binds: ZeroMQ reconnects */
-	a1 = spawn_agent(port, 1, e1);
-	a0 = spawn_agent(port, 0, e0);
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
-	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(e0));
-	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(e1));
-	same_outputs(one, two);
+	a1 = spawn_agent(port, 1, c.e1);
+	a0 = spawn_agent(port, 0, c.e0);
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
+	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
+	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
+	same_outputs(c.one, c.two);
 
 	/* two-level sync: one global window per ring-link latency at most */
-	latency = kb_summary_u64(two, "latency_ps");
-	lookahead = kb_summary_u64(two, "lookahead_ps");
-	global = kb_summary_u64(two, "global_windows");
+	latency = kb_summary_u64(c.two, "latency_ps");
+	lookahead = kb_summary_u64(c.two, "lookahead_ps");
+	global = kb_summary_u64(c.two, "global_windows");
 	cr_expect_eq(lookahead, 500u * 1000u, "global lookahead is the ring link latency");
 	cr_expect(global >= 1 && global <= latency / lookahead + 2,
 		  "global_windows %llu > %llu / %llu + 2", (unsigned long long)global,
 		  (unsigned long long)latency, (unsigned long long)lookahead);
-	cr_expect_eq(kb_summary_u64(one, "global_windows"), 0);
+	cr_expect_eq(kb_summary_u64(c.one, "global_windows"), 0);
 }
 
 Test(hosts, two_agents_match_one_host_pass_q, .timeout = 120)
@@ -180,27 +192,22 @@ Test(hosts, two_agents_match_one_host_colocate_rank, .timeout = 120)
 
 Test(hosts, missing_agent_is_named_with_its_ranks, .timeout = 60)
 {
-	char base[256], out[300], hosts[300], e0[300], ec[300];
+	struct hosts_case c;
 	char *argv[40];
 	int port = test_port(3), n;
 	pid_t coord, a0;
 	char *err;
 
-	kb_tmpdir(base, sizeof(base), "hosts_missing");
-	snprintf(out, sizeof(out), "%s/out", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, out, "q", "none", hosts);
+	hosts_case(&c, "hosts_missing", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", "none", c.hosts);
 	argv[n++] = (char *)"--agent-timeout";
 	argv[n++] = (char *)"2";
 	argv[n] = NULL;
 	kb_adopt_orphans();
-	coord = kb_spawn(argv, ec);
-	a0 = spawn_agent(port, 0, e0);
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
 	cr_assert_eq(kb_wait(coord), 1);
-	err = kb_slurp_stderr(ec);
+	err = kb_slurp_stderr(c.ec);
 	cr_assert(err && strstr(err, "host 1 (rank 1)") && strstr(err, "no agent joined"),
 		  "stderr: %s", err);
 	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
@@ -212,22 +219,19 @@ Test(hosts, missing_agent_is_named_with_its_ranks, .timeout = 60)
 /* An index the hosts file does not have is refused at once (usage). */
 Test(hosts, agent_with_an_index_beyond_the_hosts_is_refused, .timeout = 60)
 {
-	char base[256], out[300], hosts[300], e[300], ec[300];
+	struct hosts_case c;
+	char e[300];
 	char *argv[40], *err;
 	int port = test_port(8), n;
 	pid_t coord, stray;
 
-	kb_tmpdir(base, sizeof(base), "hosts_stray");
-	snprintf(out, sizeof(out), "%s/out", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e, sizeof(e), "%s/a7.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, out, "q", "none", hosts);
+	hosts_case(&c, "hosts_stray", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	snprintf(e, sizeof(e), "%s/a7.err", c.base);
+	n = ring_argv(argv, c.out, "q", "none", c.hosts);
 	argv[n++] = (char *)"--agent-timeout";
 	argv[n++] = (char *)"3";
 	argv[n] = NULL;
-	coord = kb_spawn(argv, ec);
+	coord = kb_spawn(argv, c.ec);
 	stray = spawn_agent(port, 7, e);
 	cr_expect_eq(kb_wait(stray), 2);
 	err = kb_slurp_stderr(e);
@@ -241,68 +245,58 @@ Test(hosts, agent_with_an_index_beyond_the_hosts_is_refused, .timeout = 60)
  * one-host run, byte for byte. */
 Test(hosts, three_hosts_with_ranks_out_of_order_match_one_host, .timeout = 120)
 {
-	char base[256], one[300], two[300], hosts[300], e[3][300], ec[300];
+	struct hosts_case c;
+	char e[3][300];
 	char *argv[40];
 	struct kb_result res;
 	int port = test_port(9), n;
 	pid_t coord, a[3];
 
-	kb_tmpdir(base, sizeof(base), "hosts_three");
-	snprintf(one, sizeof(one), "%s/one", base);
-	snprintf(two, sizeof(two), "%s/two", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [3, 0]\n  - ranks: [2]\n  - ranks: [1]\n");
-	n = ring_argv(argv, one, "q", "rank", NULL);
+	hosts_case(&c, "hosts_three", port, "  - ranks: [3, 0]\n  - ranks: [2]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.one, "q", "rank", NULL);
 	argv[4] = (char *)"4";  /* --ranks */
 	argv[6] = (char *)"1";  /* --pes */
 	argv[8] = (char *)"timing";
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
-	n = ring_argv(argv, two, "q", "rank", hosts);
+	n = ring_argv(argv, c.two, "q", "rank", c.hosts);
 	argv[4] = (char *)"4";
 	argv[6] = (char *)"1";
 	argv[8] = (char *)"timing";
 	(void)n;
-	coord = kb_spawn(argv, ec);
+	coord = kb_spawn(argv, c.ec);
 	for (int i = 0; i < 3; i++) {
-		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", base, i);
+		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", c.base, i);
 		a[i] = spawn_agent(port, 2 - i, e[i]);
 	}
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	for (int i = 0; i < 3; i++)
 		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", 2 - i, kb_slurp_stderr(e[i]));
-	same_outputs(one, two);
+	same_outputs(c.one, c.two);
 }
 
 Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
 {
-	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	struct hosts_case c;
 	char *argv[40];
 	int port = test_port(4), n;
 	pid_t coord, a0, a1;
 	char *err;
 
-	kb_tmpdir(base, sizeof(base), "hosts_kill");
-	snprintf(out, sizeof(out), "%s/out", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(e1, sizeof(e1), "%s/a1.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, out, "q", "none", hosts);
+	hosts_case(&c, "hosts_kill", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", "none", c.hosts);
 	argv[n - 8] = (char *)"seq_kv=65536"; /* long enough to be killed mid-run */
 	kb_adopt_orphans();
-	coord = kb_spawn(argv, ec);
-	a0 = spawn_agent(port, 0, e0);
-	a1 = spawn_agent(port, 1, e1);
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
+	a1 = spawn_agent(port, 1, c.e1);
 	cr_assert(agent_started(a0) && agent_started(a1));
 	sleep(4); /* into the run: both sent READY long before */
 	cr_assert_eq(kill(a1, SIGKILL), 0);
-	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(c.ec));
 	cr_expect_eq(kb_wait(a1), 128 + SIGKILL);
 	cr_expect_neq(kb_wait(a0), 0, "the other agent stops too");
-	err = kb_slurp_stderr(ec);
+	err = kb_slurp_stderr(c.ec);
 	cr_assert(err && strstr(err, "host 1 (rank 1)") && strstr(err, "is gone"), "stderr: %s",
 		  err);
 	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
@@ -327,20 +321,18 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
 		{ "coordinator: tcp://127.0.0.1:1\nhost:\n  - ranks: [0, 1]\n", "unknown" },
 		{ "coordinator: tcp://127.0.0.1:1\nhosts:\n  - rank: [0, 1]\n", "one key" },
 	};
-	char base[256], hosts[300], out[300];
+	struct hosts_case c;
 
-	kb_tmpdir(base, sizeof(base), "hosts_bad");
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(out, sizeof(out), "%s/out", base);
+	hosts_case(&c, "hosts_bad", 1, ""); /* each case below rewrites the file */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct kb_result res;
-		FILE *f = fopen(hosts, "w");
+		FILE *f = fopen(c.hosts, "w");
 
 		cr_assert_not_null(f);
 		fputs(bad[i][0], f);
 		fclose(f);
-		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", out,
-		       "--hosts", hosts, NULL);
+		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", c.out,
+		       "--hosts", c.hosts, NULL);
 		cr_expect_eq(res.status, 2, "file %zu: status %d: %s", i, res.status, res.err);
 		cr_expect(strstr(res.err, bad[i][1]) != NULL, "file %zu: '%s' not in: %s", i,
 			  bad[i][1], res.err);
@@ -349,7 +341,7 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
 	{
 		struct kb_result res;
 
-		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", out,
+		kb_run(&res, "run", "ring_attention", "--ranks", "2", "--quiet", "--out", c.out,
 		       "--hosts", "/nonexistent/hosts.yaml", NULL);
 		cr_expect_eq(res.status, 2);
 		kb_run(&res, "agent", "--index", "0", NULL);
@@ -363,31 +355,25 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
  * goes unanswered), names the coordinator, and kills its daemons. */
 Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
 {
-	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	struct hosts_case c;
 	char *argv[40], *err;
 	int port = test_port(5), n;
 	pid_t coord, a[2];
 
-	kb_tmpdir(base, sizeof(base), "hosts_kill_coord");
-	snprintf(out, sizeof(out), "%s/out", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(e1, sizeof(e1), "%s/a1.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, out, "q", "none", hosts);
+	hosts_case(&c, "hosts_kill_coord", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", "none", c.hosts);
 	argv[n - 8] = (char *)"seq_kv=65536";
 	kb_adopt_orphans();
-	coord = kb_spawn(argv, ec);
-	a[0] = spawn_agent(port, 0, e0);
-	a[1] = spawn_agent(port, 1, e1);
+	coord = kb_spawn(argv, c.ec);
+	a[0] = spawn_agent(port, 0, c.e0);
+	a[1] = spawn_agent(port, 1, c.e1);
 	cr_assert(agent_started(a[0]) && agent_started(a[1]));
 	sleep(4); /* into the run */
 	cr_assert_eq(kill(coord, SIGKILL), 0);
 	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
 	for (int i = 0; i < 2; i++) {
 		cr_expect_eq(kb_wait(a[i]), 1, "agent %d", i);
-		err = kb_slurp_stderr(i ? e1 : e0);
+		err = kb_slurp_stderr(i ? c.e1 : c.e0);
 		cr_expect(err && strstr(err, "the coordinator at tcp://127.0.0.1") &&
 			  strstr(err, "is gone") && strstr(err, i ? "host 1 (rank 1)" : "host 0 (rank 0)"),
 			  "agent %d: %s", i, err);
@@ -401,31 +387,25 @@ Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
  * its ranks and the daemon, and every host tears down. */
 Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
 {
-	char base[256], out[300], hosts[300], e0[300], e1[300], ec[300];
+	struct hosts_case c;
 	char *argv[40], *err;
 	int port = test_port(6);
 	pid_t coord, a0, a1;
 
-	kb_tmpdir(base, sizeof(base), "hosts_crash");
-	snprintf(out, sizeof(out), "%s/out", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(e1, sizeof(e1), "%s/a1.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	ring_argv(argv, out, "q", "none", hosts);
+	hosts_case(&c, "hosts_crash", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, c.out, "q", "none", c.hosts);
 	kb_adopt_orphans();
-	coord = kb_spawn(argv, ec);
-	a0 = spawn_agent(port, 0, e0);
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
 	setenv("KB_FAULT", "crash@r1.pe0.dma:3", 1);
-	a1 = spawn_agent(port, 1, e1);
+	a1 = spawn_agent(port, 1, c.e1);
 	unsetenv("KB_FAULT");
 	cr_assert_eq(kb_wait(coord), 1);
 	cr_expect_eq(kb_wait(a1), 1);
 	cr_expect_eq(kb_wait(a0), 1);
-	err = kb_slurp_stderr(ec);
+	err = kb_slurp_stderr(c.ec);
 	cr_assert(err && strstr(err, "host 1 (rank 1): daemon kb-dma r1.pe0.dma") &&
-		  strstr(err, "died"), "stderr: %s (agent 1: %s)", err, kb_slurp_stderr(e1));
+		  strstr(err, "died"), "stderr: %s (agent 1: %s)", err, kb_slurp_stderr(c.e1));
 	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
 	free(err);
 	cr_expect_eq(kb_leftover_daemons(), 0);
@@ -436,31 +416,27 @@ Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
  * coordinator's link. */
 Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
 {
-	char base[256], one[300], two[300], hosts[300], keys[300], e[2][300], ec[300], coord_at[64];
+	struct hosts_case c;
+	char keys[300], e[2][300], coord_at[64];
 	char *argv[40];
 	struct kb_result res;
 	int port = test_port(7), n;
 	pid_t coord, a[2];
 
-	kb_tmpdir(base, sizeof(base), "hosts_env");
-	snprintf(one, sizeof(one), "%s/one", base);
-	snprintf(two, sizeof(two), "%s/two", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(keys, sizeof(keys), "%s/keys", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
+	hosts_case(&c, "hosts_env", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	snprintf(keys, sizeof(keys), "%s/keys", c.base);
 	snprintf(coord_at, sizeof(coord_at), "tcp://127.0.0.1:%d", port);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
 	kb_run(&res, "keygen", "--out", keys, NULL);
 	cr_assert_eq(res.status, 0, "%s", res.err);
-	ring_argv(argv, one, "q", "pe", NULL);
+	ring_argv(argv, c.one, "q", "pe", NULL);
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
 
-	n = ring_argv(argv, two, "q", "pe", hosts);
+	n = ring_argv(argv, c.two, "q", "pe", c.hosts);
 	argv[n++] = (char *)"--keys";
 	argv[n++] = keys;
 	argv[n] = NULL;
-	coord = kb_spawn(argv, ec);
+	coord = kb_spawn(argv, c.ec);
 	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
 	for (int i = 0; i < 2; i++) {
 		char rank[8];
@@ -468,16 +444,16 @@ Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
 				  (char *)"--keys", keys, NULL };
 
 		snprintf(rank, sizeof(rank), "%d", 2 - i); /* host 1 first */
-		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", base, i);
+		snprintf(e[i], sizeof(e[i]), "%s/a%d.err", c.base, i);
 		setenv("OMPI_COMM_WORLD_RANK", rank, 1);
 		a[i] = kb_spawn(aargv, e[i]);
 	}
 	unsetenv("OMPI_COMM_WORLD_RANK");
 	unsetenv("OMPI_COMM_WORLD_SIZE");
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	for (int i = 0; i < 2; i++)
 		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", i, kb_slurp_stderr(e[i]));
-	same_outputs(one, two);
+	same_outputs(c.one, c.two);
 }
 
 /* Strangers on the coordinator's port during a run across hosts: garbage,
@@ -485,7 +461,8 @@ Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
  * None joins or stalls the run; the result is the one-host run's. */
 Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 {
-	char base[256], one[300], two[300], hosts[300], e0[300], e1[300], ec[300], at[64];
+	struct hosts_case c;
+	char at[64];
 	char *argv[32], reply[512];
 	struct kb_result res;
 	int port = test_port(10), zero = 0, wait_ms = 3000;
@@ -498,24 +475,17 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	size_t len;
 	int got;
 
-	kb_tmpdir(base, sizeof(base), "hosts_strangers");
-	snprintf(one, sizeof(one), "%s/one", base);
-	snprintf(two, sizeof(two), "%s/two", base);
-	snprintf(hosts, sizeof(hosts), "%s/hosts.yaml", base);
-	snprintf(e0, sizeof(e0), "%s/a0.err", base);
-	snprintf(e1, sizeof(e1), "%s/a1.err", base);
-	snprintf(ec, sizeof(ec), "%s/c.err", base);
 	snprintf(at, sizeof(at), "tcp://127.0.0.1:%d", port);
-	write_hosts(hosts, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	ring_argv(argv, one, "q", "none", NULL);
+	hosts_case(&c, "hosts_strangers", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, c.one, "q", "none", NULL);
 	argv[12] = (char *)"seq_kv=2048";
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
-	ring_argv(argv, two, "q", "none", hosts);
+	ring_argv(argv, c.two, "q", "none", c.hosts);
 	argv[12] = (char *)"seq_kv=2048";
-	coord = kb_spawn(argv, ec);
-	a0 = spawn_agent(port, 0, e0);
-	a1 = spawn_agent(port, 1, e1);
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
+	a1 = spawn_agent(port, 1, c.e1);
 	/* both agents have their hosts (they made their folders after Assign) */
 	cr_assert(agent_started(a0) && agent_started(a1));
 
@@ -553,8 +523,8 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	zmq_close(s);
 	zmq_ctx_term(zctx);
 
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(ec));
-	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(e0));
-	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(e1));
-	same_outputs(one, two);
+	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
+	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
+	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
+	same_outputs(c.one, c.two);
 }
