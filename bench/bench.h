@@ -1,8 +1,9 @@
-/* bench.h — clocks shared by the bench programs: wall time and the CPU time
- * of reaped children, both in seconds. Header-only: each bench is one file. */
+/* bench.h — what the bench programs share: wall time and the CPU time of
+ * reaped children (seconds), and reading a run's summary.json. Header-only: each bench is one file. */
 #ifndef KB_BENCH_H
 #define KB_BENCH_H
 
+#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -22,6 +23,24 @@ static inline double bench_children_cpu_s(void)
 	getrusage(RUSAGE_CHILDREN, &ru);
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* A top-level number of DIR/summary.json (two-space indented keys), or -1. */
+static inline double bench_summary_number(const char *dir, const char *key)
+{
+	char path[512], line[512], pattern[80];
+	FILE *f;
+	double v = -1;
+
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	snprintf(pattern, sizeof(pattern), "  \"%s\": %%lf", key);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, pattern, &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
 }
 
 #endif

@@ -115,46 +115,21 @@ static void peer(int host, const struct curve *k)
 static void coordinator(int fd, const struct curve *k, int n_peers)
 {
 	void *ctx, *s;
-	char id[16], buf[64];
-	int zero = 0, one = 1;
-	double t0, us;
+	int one = 1;
+	double us;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (!enter(0))
 		_exit(1);
 	ctx = zmq_ctx_new();
-	s = zmq_socket(ctx, ZMQ_ROUTER);
-	zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+	s = bench_router(ctx);
 	if (k->on) {
 		zmq_setsockopt(s, ZMQ_CURVE_SERVER, &one, sizeof(one));
 		zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->server_sec, 41);
 	}
 	if (zmq_bind(s, "tcp://10.77.0.1:" BARE_PORT))
 		_exit(1);
-	for (int i = 0; i < n_peers; i++) {
-		zmq_recv(s, id, sizeof(id), 0);
-		zmq_recv(s, buf, sizeof(buf), 0);
-	}
-	t0 = bench_now_s();
-	for (int r = 0; r < ROUNDS; r++) {
-		for (int p = 1; p <= n_peers; p++) {
-			snprintf(id, sizeof(id), "p%d", p);
-			zmq_send(s, id, strlen(id), ZMQ_SNDMORE);
-			zmq_send(s, "grant", 5, 0);
-		}
-		for (int p = 0; p < n_peers; p++) {
-			zmq_recv(s, id, sizeof(id), 0);
-			zmq_recv(s, buf, sizeof(buf), 0);
-		}
-	}
-	us = (bench_now_s() - t0) / ROUNDS * 1e6;
-	for (int p = 1; p <= n_peers; p++) {
-		snprintf(id, sizeof(id), "p%d", p);
-		zmq_send(s, id, strlen(id), ZMQ_SNDMORE);
-		zmq_send(s, "q", 1, 0);
-	}
+	us = bench_bare_rounds(s, 1, n_peers, 0, ROUNDS);
 	dprintf(fd, "%.3f\n", us);
 	zmq_close(s);
 	zmq_ctx_term(ctx);
@@ -282,24 +257,6 @@ static double two_hosts(const char *colocate, const char *out, const char *hosts
 	return all ? bench_now_s() - t0 : -1;
 }
 
-/* A number from DIR/summary.json (top-level key), or -1. */
-static double summary(const char *dir, const char *key)
-{
-	char path[300], pat[80], line[512];
-	FILE *f;
-	double v = -1;
-
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	snprintf(pat, sizeof(pat), "  \"%s\": ", key);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, pat, strlen(pat)))
-			v = atof(line + strlen(pat));
-	if (f)
-		fclose(f);
-	return v;
-}
-
 static double best_of(int n, double (*one)(void))
 {
 	double best = -1;
@@ -340,7 +297,7 @@ static double global_window_us(void)
 {
 	if (two_hosts("rank", out_two, hosts_path, keys_path) < 0)
 		return -1;
-	return summary(out_two, "windows_wall_s") / summary(out_two, "global_windows") * 1e6;
+	return bench_summary_number(out_two, "windows_wall_s") / bench_summary_number(out_two, "global_windows") * 1e6;
 }
 
 /* The same job on one host: what a window costs without the network. */
@@ -348,7 +305,7 @@ static double one_host_window_us(void)
 {
 	if (one_host("rank", out_one) < 0)
 		return -1;
-	return summary(out_one, "windows_wall_s") / summary(out_one, "windows") * 1e6;
+	return bench_summary_number(out_one, "windows_wall_s") / bench_summary_number(out_one, "windows") * 1e6;
 }
 
 int main(void)
@@ -403,8 +360,8 @@ int main(void)
 	       "best of 3 x %d rounds\n", bare, bare_plain, ROUNDS);
 
 	win_us = best_of(3, global_window_us);
-	global = summary(out_two, "global_windows");
-	local = summary(out_two, "windows");
+	global = bench_summary_number(out_two, "global_windows");
+	local = bench_summary_number(out_two, "windows");
 	one_win_us = best_of(3, one_host_window_us);
 	if (win_us < 0 || one_win_us < 0) {
 		fprintf(stderr, "hosts_bench: a --colocate rank run failed\n");
@@ -413,7 +370,7 @@ int main(void)
 	printf("  cross-host global window (ring 4x1, --colocate rank): %8.1f us  "
 	       "(%.0f global windows, %.2f local windows each)\n", win_us, global, local / global);
 	printf("  one-host window, same job (4 daemons over ipc):      %8.1f us  (%.0f windows)\n",
-	       one_win_us, summary(out_one, "windows"));
+	       one_win_us, bench_summary_number(out_one, "windows"));
 
 	one = best_of(3, one_host_none);
 	two = best_of(3, two_hosts_none);

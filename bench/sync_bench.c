@@ -42,54 +42,23 @@ static void participant(const char *endpoint, int index)
 	bench_bare_peer(ctx, zmq_socket(ctx, ZMQ_DEALER), index, endpoint);
 }
 
-static void recv_from(void *router)
-{
-	char id[16], buf[64];
-
-	zmq_recv(router, id, sizeof(id), 0);
-	zmq_recv(router, buf, sizeof(buf), 0);
-}
-
 /* µs per round of a bare coordinator + n participants over ipc. */
 static double bare_round_us(int n, int rounds)
 {
 	void *ctx = zmq_ctx_new();
-	void *router = zmq_socket(ctx, ZMQ_ROUTER);
-	char endpoint[64], id[16];
+	void *router = bench_router(ctx);
+	char endpoint[64];
 	pid_t pids[64];
-	double start = 0;
-	int one = 1, zero = 0;
+	double us;
 
 	snprintf(endpoint, sizeof(endpoint), "ipc:///tmp/kb-bench-%d", (int)getpid());
-	zmq_setsockopt(router, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	zmq_setsockopt(router, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(router, ZMQ_RCVHWM, &zero, sizeof(zero));
 	zmq_bind(router, endpoint);
 	for (int i = 0; i < n; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0)
 			participant(endpoint, i);
 	}
-	for (int i = 0; i < n; i++)
-		recv_from(router);
-	for (int r = -rounds / 10; r < rounds; r++) {
-		if (r == 0)
-			start = bench_now_s();
-		for (int i = 0; i < n; i++) {
-			snprintf(id, sizeof(id), "p%d", i);
-			zmq_send(router, id, strlen(id), ZMQ_SNDMORE);
-			zmq_send(router, "grant", 5, 0);
-		}
-		for (int i = 0; i < n; i++)
-			recv_from(router);
-	}
-	double us = (bench_now_s() - start) * 1e6 / rounds;
-
-	for (int i = 0; i < n; i++) {
-		snprintf(id, sizeof(id), "p%d", i);
-		zmq_send(router, id, strlen(id), ZMQ_SNDMORE);
-		zmq_send(router, "q", 1, 0);
-	}
+	us = bench_bare_rounds(router, 0, n, rounds / 10, rounds);
 	for (int i = 0; i < n; i++)
 		waitpid(pids[i], NULL, 0);
 	zmq_close(router);
@@ -99,23 +68,6 @@ static double bare_round_us(int n, int rounds)
 }
 
 /* ---------------------------------------------------------------- kernbench */
-
-static double summary_number(const char *dir, const char *key)
-{
-	char path[512], line[512], pattern[80];
-	FILE *f;
-	double v = -1;
-
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	snprintf(pattern, sizeof(pattern), "  \"%s\": %%lf", key);
-	f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, pattern, &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
 
 /* Runs traffic; returns windows and the window loop's wall time. */
 static int run_traffic(int n, long messages, int tokens, const char *transport,
@@ -132,10 +84,10 @@ static int run_traffic(int n, long messages, int tokens, const char *transport,
 		 bin ? bin : "build/bin/kernbench", dir, transport, colocate, n, messages, tokens);
 	if (system(cmd) != 0)
 		return -1;
-	*windows = summary_number(dir, "windows");
-	*loop_s = summary_number(dir, "windows_wall_s");
-	*delivered = summary_number(dir, "messages");
-	*grants = summary_number(dir, "grants");
+	*windows = bench_summary_number(dir, "windows");
+	*loop_s = bench_summary_number(dir, "windows_wall_s");
+	*delivered = bench_summary_number(dir, "messages");
+	*grants = bench_summary_number(dir, "grants");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
