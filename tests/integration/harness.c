@@ -325,16 +325,50 @@ uint64_t kb_json_u64(const char *json, const char *key)
 	return as_u64(v, key);
 }
 
-uint64_t kb_summary_u64(const char *dir, const char *key)
+char *kb_summary_field(const char *dir, const char *key)
 {
-	char path[1024], v[64], *json;
+	char path[1024], v[128], *json;
 
 	snprintf(path, sizeof(path), "%s/summary.json", dir);
 	json = kb_slurp(path, NULL);
 	cr_assert_not_null(json, "no %s", path);
 	cr_assert(kb_json_field(json, key, v, sizeof(v)), "%s has no \"%s\"", path, key);
 	free(json);
-	return as_u64(v, key);
+	return strdup(v);
+}
+
+uint64_t kb_summary_u64(const char *dir, const char *key)
+{
+	char *v = kb_summary_field(dir, key);
+	uint64_t n = as_u64(v, key);
+
+	free(v);
+	return n;
+}
+
+void kb_expect_same_run(const char *one, const char *many, bool tensors)
+{
+	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json" };
+	static const char *const keys[] = { "delivery_digest", "latency_ps", "messages" };
+	char a[1100], b[1100];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(a, sizeof(a), "%s/%s", one, files[i]);
+		snprintf(b, sizeof(b), "%s/%s", many, files[i]);
+		if (i == 0 && !tensors) { /* timing mode writes no tensors */
+			cr_expect(access(a, F_OK) && access(b, F_OK), "timing run wrote %s", files[i]);
+			continue;
+		}
+		cr_expect(kb_same_file(a, b), "%s differs between %s and %s", files[i], one, many);
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char *x = kb_summary_field(one, keys[i]), *y = kb_summary_field(many, keys[i]);
+
+		cr_expect_str_eq(x, y, "summary.json %s differs: %s in %s, %s in %s", keys[i], x,
+				 one, y, many);
+		free(x);
+		free(y);
+	}
 }
 
 bool kb_same_file(const char *a, const char *b)

@@ -368,40 +368,6 @@ void mh_long_argv(char **argv, const char *out, const char *hosts, const char *k
 	add_common(argv, &n, out, hosts, keys);
 }
 
-static char *summary_field(const char *dir, const char *key)
-{
-	char path[700], v[128], *json;
-
-	snprintf(path, sizeof(path), "%s/summary.json", dir);
-	json = kb_slurp(path, NULL);
-	cr_assert_not_null(json, "no %s", path);
-	cr_assert(kb_json_field(json, key, v, sizeof(v)), "%s has no \"%s\"", path, key);
-	free(json);
-	return strdup(v);
-}
-
-void mh_expect_same_run(const char *one, const char *many)
-{
-	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json" };
-	static const char *const keys[] = { "delivery_digest", "latency_ps", "messages" };
-	char a[700], b[700];
-
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(a, sizeof(a), "%s/%s", one, files[i]);
-		snprintf(b, sizeof(b), "%s/%s", many, files[i]);
-		cr_expect(kb_same_file(a, b), "%s differs between one host (%s) and several (%s)",
-			  files[i], one, many);
-	}
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		char *x = summary_field(one, keys[i]), *y = summary_field(many, keys[i]);
-
-		cr_expect_str_eq(x, y, "summary.json %s differs: one host %s, several %s", keys[i],
-				 x, y);
-		free(x);
-		free(y);
-	}
-}
-
 /* Entries of `dir` named kb-<pid>-* or kb-agent-<pid>-* for any of pids. */
 static int leftovers_in(const char *dir, const pid_t *pids, int n)
 {

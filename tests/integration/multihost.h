@@ -68,9 +68,6 @@ void mh_ring_argv(char **argv, const char *out, const char *pass, const char *co
  * the middle. */
 void mh_long_argv(char **argv, const char *out, const char *hosts, const char *keys);
 
-/* o.npy, op_log.jsonl, trace.json byte-identical and delivery_digest and
- * latency_ps equal between the one-host run `one` and `many`. */
-void mh_expect_same_run(const char *one, const char *many);
 
 /* Socket folders, staging folders or shared memory of any of `pids` left
  * behind: /tmp and /dev/shm entries kb-<pid>-* and kb-agent-<pid>-*

@@ -113,32 +113,6 @@ static int ring_argv(char **argv, const char *out, const char *pass, const char 
 	return n;
 }
 
-static void same_outputs(const char *one, const char *two)
-{
-	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json" };
-	char a[600], b[600], da[64], db[64];
-	char *sa, *sb;
-
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-	snprintf(a, sizeof(a), "%s/%s", one, files[i]);
-	snprintf(b, sizeof(b), "%s/%s", two, files[i]);
-		if (i == 0 && access(a, F_OK) && access(b, F_OK))
-			continue; /* timing mode writes no tensors */
-		cr_expect(kb_same_file(a, b), "%s differs between one host and two", files[i]);
-	}
-	snprintf(a, sizeof(a), "%s/summary.json", one);
-	snprintf(b, sizeof(b), "%s/summary.json", two);
-	sa = kb_slurp(a, NULL);
-	sb = kb_slurp(b, NULL);
-	cr_assert(sa && sb);
-	cr_assert(kb_json_field(sa, "delivery_digest", da, sizeof(da)));
-	cr_assert(kb_json_field(sb, "delivery_digest", db, sizeof(db)));
-	cr_expect_str_eq(da, db);
-	cr_expect_eq(kb_json_u64(sa, "latency_ps"), kb_json_u64(sb, "latency_ps"));
-	free(sa);
-	free(sb);
-}
-
 /* One host, then the same job over two agents; outputs compared. */
 static void two_hosts_match(const char *tag, const char *pass, const char *colocate, int port_off)
 {
@@ -162,7 +136,7 @@ static void two_hosts_match(const char *tag, const char *pass, const char *coloc
 	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
 	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
-	same_outputs(c.one, c.two);
+	kb_expect_same_run(c.one, c.two, true);
 
 	/* two-level sync: one global window per ring-link latency at most */
 	latency = kb_summary_u64(c.two, "latency_ps");
@@ -272,7 +246,7 @@ Test(hosts, three_hosts_with_ranks_out_of_order_match_one_host, .timeout = 120)
 	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	for (int i = 0; i < 3; i++)
 		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", 2 - i, kb_slurp_stderr(e[i]));
-	same_outputs(c.one, c.two);
+	kb_expect_same_run(c.one, c.two, false); /* timing mode */
 }
 
 Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
@@ -453,7 +427,7 @@ Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
 	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	for (int i = 0; i < 2; i++)
 		cr_expect_eq(kb_wait(a[i]), 0, "agent %d: %s", i, kb_slurp_stderr(e[i]));
-	same_outputs(c.one, c.two);
+	kb_expect_same_run(c.one, c.two, true);
 }
 
 /* Strangers on the coordinator's port during a run across hosts: garbage,
@@ -526,5 +500,5 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
 	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
 	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
-	same_outputs(c.one, c.two);
+	kb_expect_same_run(c.one, c.two, true);
 }

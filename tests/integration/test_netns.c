@@ -80,7 +80,7 @@ static void across_namespaces(const char *tag, const char *pass, const char *col
 	for (int i = 0; i < n_agents; i++)
 		cr_assert_eq(mh_wait(agents[i], 30), 0, "agent %d: %s", i,
 			     kb_slurp_stderr(err[i + 1]));
-	mh_expect_same_run(one, many);
+	kb_expect_same_run(one, many, true);
 	cr_expect_gt(kb_summary_u64(many, "global_windows"), 0,
 		     "a run across hosts counts its global windows");
 

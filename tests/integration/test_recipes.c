@@ -506,7 +506,7 @@ Test(recipes, k8s_pods_run_in_namespaces_and_match_one_host, .timeout = 150, .fi
 			     kb_slurp_stderr(err[h + 1]));
 	out = opt_value(coord, "--out");
 	cr_assert(out);
-	mh_expect_same_run(one, out);
+	kb_expect_same_run(one, out, true);
 	k8s_free(&k);
 }
 
@@ -571,7 +571,7 @@ Test(recipes, slurm_batch_script_runs_with_srun_tasks_and_matches_one_host, .tim
 	env[8] = e_bin;
 	rc = mh_wait(mh_spawn(NULL, 0, argv, env, errpath), 90);
 	cr_assert_eq(rc, 0, "the batch script exited %d: %s", rc, kb_slurp_stderr(errpath));
-	mh_expect_same_run(one, many);
+	kb_expect_same_run(one, many, true);
 }
 
 Test(recipes, mpi_examples_agree_and_run_sh_matches_one_host, .timeout = 120)
@@ -617,7 +617,7 @@ Test(recipes, mpi_examples_agree_and_run_sh_matches_one_host, .timeout = 120)
 	one_host_reference(one);
 	rc = mh_wait(mh_spawn(NULL, 0, argv, env, errpath), 90);
 	cr_assert_eq(rc, 0, "deploy/mpi/run.sh exited %d: %s", rc, kb_slurp_stderr(errpath));
-	mh_expect_same_run(one, many);
+	kb_expect_same_run(one, many, true);
 }
 
 /* The index paths themselves, without a launcher: agents given only
@@ -666,6 +666,6 @@ Test(recipes, agents_indexed_by_each_launcher_variable_match_one_host, .timeout 
 		for (int i = 0; i < 3; i++)
 			cr_assert_eq(mh_wait(pid[i], 60), 0, "%s: %s %d: %s", ways[w][0],
 				     i ? "agent" : "coordinator", i - 1, kb_slurp_stderr(errs[i]));
-		mh_expect_same_run(one, many);
+		kb_expect_same_run(one, many, true);
 	}
 }
