@@ -243,7 +243,7 @@ static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, 
 
 /* Hands `msg` to a component of this daemon without packing it: an
  * in-process copy, exactly what decoding its packed bytes would give, and
- * its content digest (rt/msg.h; ADR embedded-in-process delivery). */
+ * its content digest (rt/msg.h; ADR 0017). */
 static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
 			      uint64_t send_ps, const Kb__Payload *msg)
 {

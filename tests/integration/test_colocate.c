@@ -1,7 +1,7 @@
-/* test_colocate.c — grouping changes no result (ADR 0005, ADR
- * embedded-in-process delivery): messages between components of one
- * daemon are in-process copies, never packed, and a run must still be
- * byte-identical to one where every message crossed a socket. Data-mode
+/* test_colocate.c — grouping changes no result (ADR 0005, ADR 0017):
+ * messages between components of one daemon are in-process copies, never
+ * packed, and a run must still be byte-identical to one where every
+ * message crossed a socket. Data-mode
  * ring attention (IPCQ bytes between ranks) and the pipelined GEMM
  * plug-in kernel (DMA, GEMM and scheduler traffic inside a PE) run with
  * a daemon per component, per PE, per rank and one for all, over inproc

@@ -48,7 +48,7 @@ struct rt_coord_hooks {
 	void *arg;
 };
 
-/* Runs across hosts (ADR hosts-two-level-sync): which participant hosts
+/* Runs across hosts (ADR 0019): which participant hosts
  * each component. The run's coordinator has one participant per host (an
  * agent); an agent's coordinator has the topology's daemons, of which only
  * those of its ranks are present, and the components of other hosts are

@@ -1,5 +1,4 @@
-/* msg.h — messages that never leave the process (ADR embedded-in-process
- * delivery).
+/* msg.h — messages that never leave the process (ADR 0017).
  *
  * A message between two components of one daemon is not packed and
  * unpacked: the sender's message is copied, in one walk over its protobuf-c
