@@ -10,7 +10,7 @@
  * daemons' BYEs, ships its output files (FilePart) and says BYE with all
  * their reports. Both sides send a heartbeat every second; an agent that
  * hears nothing from its coordinator for RT_COORD_SILENCE_MS stops its
- * daemons (ADR hosts-two-level-sync). */
+ * daemons (ADR 0019). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -682,27 +682,14 @@ static enum rt_err make_staging(struct agent *a)
 }
 
 /* Folders of agents that were killed (their pid is gone). */
-static void sweep_stale(void)
+static void remove_stale_staging(int at, const char *name, void *arg)
 {
-	DIR *d = opendir("/tmp");
-	struct dirent *e;
+	struct agent old = { 0 };
 
-	while (d && (e = readdir(d))) {
-		struct agent old = { 0 };
-		int pid = 0, used = 0;
-		struct stat st;
-
-		if (sscanf(e->d_name, "kb-agent-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
-		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
-		    st.st_uid != geteuid())
-			continue;
-		snprintf(old.staging, sizeof(old.staging), "/tmp/%.40s", e->d_name);
-		remove_staging(&old);
-	}
-	if (d)
-		closedir(d);
+	(void)at;
+	(void)arg;
+	snprintf(old.staging, sizeof(old.staging), "/tmp/%.40s", name);
+	remove_staging(&old);
 }
 
 /* The job as this host runs it: local daemons over ipc (or loopback tcp),
@@ -755,7 +742,7 @@ int kb_agent_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc; /* -1: --help */
 	signal(SIGPIPE, SIG_IGN);
-	sweep_stale();
+	kb_sweep_dead_tmp("kb-agent-", remove_stale_staging, NULL);
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
 	a.job = calloc(1, sizeof(*a.job));

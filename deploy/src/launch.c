@@ -177,35 +177,45 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 
 /* ---------------------------------------------------------------- endpoint */
 
-/* A launcher that was SIGKILLed could not remove its socket directory; the
- * next one removes every /tmp/kb-<pid>-* whose launcher is gone — only a
- * real directory of ours (never a link), and in it only our socket. */
-static void sweep_stale_endpoints(void)
+void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
+		       void *arg)
 {
 	DIR *d = opendir("/tmp");
 	struct dirent *e;
+	char pattern[64];
 
+	snprintf(pattern, sizeof(pattern), "%s%%d-%%n", prefix);
 	while (d && (e = readdir(d))) {
 		struct stat st;
-		int pid = 0, used = 0, fd;
+		int pid = 0, used = 0;
 
-		if (sscanf(e->d_name, "kb-%d-%n", &pid, &used) != 1 || !used || pid <= 0 ||
+		if (sscanf(e->d_name, pattern, &pid, &used) != 1 || !used || pid <= 0 ||
 		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
 		    st.st_uid != geteuid())
 			continue;
-		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
-		    st.st_uid == geteuid())
-			unlinkat(fd, "coord", 0);
-		close(fd);
-		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+		sweep(dirfd(d), e->d_name, arg);
 	}
 	if (d)
 		closedir(d);
+}
+
+/* A launcher that was SIGKILLed could not remove its socket directory; the
+ * next one removes it — in it only our socket. */
+static void remove_endpoint_dir(int at, const char *name, void *arg)
+{
+	struct stat st;
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	(void)arg;
+	if (fd < 0)
+		return;
+	if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
+	    st.st_uid == geteuid())
+		unlinkat(fd, "coord", 0);
+	close(fd);
+	unlinkat(at, name, AT_REMOVEDIR);
 }
 
 static bool is_loopback(const char *host)
@@ -231,7 +241,7 @@ static enum rt_err make_endpoint(struct launch *l)
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
-		sweep_stale_endpoints();
+		kb_sweep_dead_tmp("kb-", remove_endpoint_dir, NULL);
 		/* named for the launcher's pid, so a leak is easy to trace */
 		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-%d-XXXXXX", (int)getpid());
 		if (!mkdtemp(l->ipc_dir))

@@ -61,6 +61,12 @@ int kb_agent_main(int argc, char **argv);
  * start-up) or exits with one line saying how much is needed. */
 void kb_check_stack(char **argv);
 
+/* Calls `sweep` for each real directory of ours in /tmp named
+ * PREFIX<pid>-XXXXXX whose process is gone (SIGKILLed before it could clean
+ * up): the next launcher or agent on the host removes what it left. */
+void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
+		       void *arg);
+
 /* Entry of a re-executed daemon process. */
 int kb_daemon_main(int argc, char **argv);
 
