@@ -267,32 +267,21 @@ static enum rt_err hello(struct agent *a)
 
 /* ---------------------------------------------------------------- heartbeat */
 
-/* Heartbeat up, and the coordinator's: anything else while a window runs
- * is its abort. Called from the local coordinator's wait (every 500 ms at
- * most) and from the agent's own. */
-static enum rt_err keep_alive(void *arg)
+/* Heartbeat up, and whether the coordinator is still there (its connection
+ * open, something from it within RT_COORD_SILENCE_MS). Reads no frame. */
+static enum rt_err beat_up(struct agent *a)
 {
-	struct agent *a = arg;
-	Kb__Sync sync = KB__SYNC__INIT, *got = NULL;
+	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Progress progress = KB__PROGRESS__INIT;
 	uint64_t now = now_ms();
 	enum rt_err err = RT_EOK;
 
-	if (!a->sock)
-		return RT_EOK; /* still starting this host's daemons */
 	if (now - a->beat_ms >= RT_COORD_BEAT_MS) {
 		a->beat_ms = now;
 		progress.events = ++a->beats;
 		sync.body_case = KB__SYNC__BODY_PROGRESS;
 		sync.progress = &progress;
 		err = send_up(a, &sync);
-	}
-	while (!err && !(err = recv_up(a, 0, &got)) && got) {
-		if (got->body_case != KB__SYNC__BODY_PROGRESS) {
-			a->stopped = true;
-			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
-		}
-		rt_wire_free_sync(got);
 	}
 	if (!err && a->joined && connection_closed(a)) {
 		a->stopped = true; /* no one to tell */
@@ -308,7 +297,34 @@ static enum rt_err keep_alive(void *arg)
 	return err;
 }
 
-/* The next frame from the coordinator, heartbeats and children watched. */
+/* While this host runs a window (the local coordinator's wait calls it
+ * every 500 ms at most) or ships its files: the heartbeat, and the
+ * coordinator's frames, of which only a heartbeat or SHUTDOWN can come
+ * now (the next GRANT waits for our DONE). */
+static enum rt_err keep_alive(void *arg)
+{
+	struct agent *a = arg;
+	Kb__Sync *got = NULL;
+	enum rt_err err;
+
+	if (!a->sock)
+		return RT_EOK; /* still starting this host's daemons */
+	err = beat_up(a);
+	while (!err && !(err = recv_up(a, 0, &got)) && got) {
+		if (got->body_case == KB__SYNC__BODY_SHUTDOWN) {
+			a->stopped = true;
+			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+		} else if (got->body_case != KB__SYNC__BODY_PROGRESS) {
+			err = rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator "
+				      "while a window runs", a->label, got->body_case);
+		}
+		rt_wire_free_sync(got);
+	}
+	return err;
+}
+
+/* The coordinator's next frame that is not a heartbeat, heartbeating
+ * meanwhile and watching this host's daemons. */
 static enum rt_err wait_up(struct agent *a, Kb__Sync **out)
 {
 	*out = NULL;
@@ -332,7 +348,8 @@ static enum rt_err wait_up(struct agent *a, Kb__Sync **out)
 			rt_wire_free_sync(*out);
 			*out = NULL;
 		}
-		err = keep_alive(a);
+		/* beats only: a frame read here would be lost to the loop above */
+		err = beat_up(a);
 		if (err)
 			return err;
 	}
