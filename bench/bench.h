@@ -1,5 +1,6 @@
 /* bench.h — what the bench programs share: wall time and the CPU time of
- * reaped children (seconds), and reading a run's summary.json. Header-only: each bench is one file. */
+ * reaped children (seconds), and reading a run's summary.json.
+ * Header-only: each bench is one file. */
 #ifndef KB_BENCH_H
 #define KB_BENCH_H
 

@@ -297,7 +297,8 @@ static double global_window_us(void)
 {
 	if (two_hosts("rank", out_two, hosts_path, keys_path) < 0)
 		return -1;
-	return bench_summary_number(out_two, "windows_wall_s") / bench_summary_number(out_two, "global_windows") * 1e6;
+	return bench_summary_number(out_two, "windows_wall_s") /
+	       bench_summary_number(out_two, "global_windows") * 1e6;
 }
 
 /* The same job on one host: what a window costs without the network. */
@@ -305,7 +306,8 @@ static double one_host_window_us(void)
 {
 	if (one_host("rank", out_one) < 0)
 		return -1;
-	return bench_summary_number(out_one, "windows_wall_s") / bench_summary_number(out_one, "windows") * 1e6;
+	return bench_summary_number(out_one, "windows_wall_s") /
+	       bench_summary_number(out_one, "windows") * 1e6;
 }
 
 int main(void)

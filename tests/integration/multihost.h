@@ -68,7 +68,6 @@ void mh_ring_argv(char **argv, const char *out, const char *pass, const char *co
  * the middle. */
 void mh_long_argv(char **argv, const char *out, const char *hosts, const char *keys);
 
-
 /* Socket folders, staging folders or shared memory of any of `pids` left
  * behind: /tmp and /dev/shm entries kb-<pid>-* and kb-agent-<pid>-*
  * (the runtime's memory is memfds: nothing is named, nothing should be). */

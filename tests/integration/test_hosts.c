@@ -113,6 +113,17 @@ static int ring_argv(char **argv, const char *out, const char *pass, const char 
 	return n;
 }
 
+/* The coordinator and both agents exit 0. All three are waited for
+ * first: an agent's own line often says why the run stopped. */
+static void expect_clean_exits(const struct hosts_case *c, pid_t coord, pid_t a0, pid_t a1)
+{
+	int rc = kb_wait(coord), r0 = kb_wait(a0), r1 = kb_wait(a1);
+
+	cr_assert(rc == 0 && r0 == 0 && r1 == 0,
+		  "exit %d / %d / %d\ncoordinator: %s\nagent 0: %s\nagent 1: %s", rc, r0, r1,
+		  kb_slurp_stderr(c->ec), kb_slurp_stderr(c->e0), kb_slurp_stderr(c->e1));
+}
+
 /* One host, then the same job over two agents; outputs compared. */
 static void two_hosts_match(const char *tag, const char *pass, const char *colocate, int port_off)
 {
@@ -133,9 +144,7 @@ static void two_hosts_match(const char *tag, const char *pass, const char *coloc
 	/* agents may start before the coordinator binds: ZeroMQ reconnects */
 	a1 = spawn_agent(port, 1, c.e1);
 	a0 = spawn_agent(port, 0, c.e0);
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
-	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
-	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
+	expect_clean_exits(&c, coord, a0, a1);
 	kb_expect_same_run(c.one, c.two, true);
 
 	/* two-level sync: one global window per ring-link latency at most */
@@ -497,8 +506,6 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	zmq_close(s);
 	zmq_ctx_term(zctx);
 
-	cr_assert_eq(kb_wait(coord), 0, "coordinator: %s", kb_slurp_stderr(c.ec));
-	cr_assert_eq(kb_wait(a0), 0, "agent 0: %s", kb_slurp_stderr(c.e0));
-	cr_assert_eq(kb_wait(a1), 0, "agent 1: %s", kb_slurp_stderr(c.e1));
+	expect_clean_exits(&c, coord, a0, a1);
 	kb_expect_same_run(c.one, c.two, true);
 }
