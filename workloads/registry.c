@@ -7,7 +7,7 @@
 
 static const struct kb_workload builtins[] = {
 	{ "traffic", "synthetic lockstep fixture: --arg components=K --arg messages=M "
-		     "[--arg tokens=T]", kb_traffic_build },
+		     "[--arg tokens=T] [--ranks R]", kb_traffic_build },
 };
 
 enum rt_err kb_workload_find(const char *name, struct kb_workload *out)

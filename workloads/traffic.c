@@ -1,7 +1,10 @@
 /* traffic.c — the synthetic `traffic` workload: K components pass M
  * messages to seeded random destinations over links with seeded random
  * latencies. It exercises the lockstep core alone (a test fixture and the
- * sync benchmark); it knows nothing of PEs.
+ * sync benchmark); it knows nothing of PEs. `--ranks R` splits the
+ * components into R contiguous blocks, one per rank (one component per
+ * rank when there are fewer), so a run can span hosts (`--hosts`) with
+ * only the lockstep core between them.
  *
  * Each component starts `tokens` tokens; a token hops `hops` times, each hop
  * a message to a random other component after a random processing delay.
@@ -119,13 +122,18 @@ enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo)
 	struct traffic_shape shape;
 	enum rt_err err = traffic_shape(job, &shape);
 	uint64_t seed = job->seed;
+	uint64_t ranks = job->config.ranks ? job->config.ranks : 1;
 
+	if (ranks > shape.components)
+		ranks = shape.components; /* the ranks past them hold none */
 	for (uint32_t i = 0; !err && i < shape.components; i++) {
 		char name[RT_NAME_MAX];
+		uint32_t rank = (uint32_t)(i * ranks / shape.components);
+		uint32_t first = (uint32_t)((rank * shape.components + ranks - 1) / ranks);
 		uint32_t id;
 
 		snprintf(name, sizeof(name), "t%03u", i);
-		err = rt_topology_add(topo, name, &traffic_ops, 0, i, &id);
+		err = rt_topology_add(topo, name, &traffic_ops, rank, i - first, &id);
 	}
 	for (uint32_t s = 0; !err && s < shape.components; s++)
 		for (uint32_t d = 0; !err && d < shape.components; d++) {

@@ -164,3 +164,32 @@ Test(colocate, message_bigger_than_the_decode_arena_in_every_grouping, .timeout 
 		compare_outputs(ref, dir, colocations[c]);
 	}
 }
+
+/* `traffic --ranks R` splits its components over R ranks: each rank a
+ * daemon under --colocate rank, the deliveries those of one rank. */
+Test(colocate, traffic_spread_over_ranks_delivers_the_same, .timeout = 60)
+{
+	char base[256], one[300], three[300];
+	struct kb_result r;
+	char *a, *b;
+
+	kb_tmpdir(base, sizeof(base), "traffic_ranks");
+	snprintf(one, sizeof(one), "%s/one", base);
+	snprintf(three, sizeof(three), "%s/three", base);
+	kb_run(&r, "run", "traffic", "--arg", "components=7", "--quiet", "--out", one, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	kb_run(&r, "run", "traffic", "--arg", "components=7", "--ranks", "3", "--colocate", "rank",
+	       "--quiet", "--out", three, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	a = kb_summary_field(one, "delivery_digest");
+	b = kb_summary_field(three, "delivery_digest");
+	cr_expect_str_eq(a, b);
+	cr_expect_eq(kb_summary_u64(three, "daemons"), 3);
+	free(a);
+	free(b);
+	/* fewer components than ranks: one each, the last rank empty */
+	kb_run(&r, "run", "traffic", "--arg", "components=2", "--ranks", "3", "--colocate", "rank",
+	       "--quiet", "--out", three, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(kb_summary_u64(three, "daemons"), 2);
+}
