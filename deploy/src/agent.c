@@ -53,9 +53,14 @@ struct agent {
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
 	uint64_t heard_ms, beat_ms, beats;
+	uint64_t watched_ms;      /* last look at this host's signals and children */
+	int rcvtimeo_ms;          /* the socket's receive timeout now */
 	bool stopped;             /* the coordinator stopped the run, or is gone */
 	bool joined;              /* READY sent: the coordinator beats to us */
 };
+
+#define WAIT_SLICE_MS 250 /* longest blocking receive */
+#define WATCH_MS 100      /* signals and children between frames */
 
 static uint64_t now_ms(void)
 {
@@ -151,18 +156,20 @@ static enum rt_err send_up(struct agent *a, Kb__Sync *msg)
 }
 
 /* One frame from the coordinator within `wait_ms` (0: none queued is fine:
- * *out stays NULL). */
-static enum rt_err recv_up(struct agent *a, long wait_ms, Kb__Sync **out)
+ * *out stays NULL). A blocking receive, not a poll: the fewest system calls
+ * on the path of every window. */
+static enum rt_err recv_up(struct agent *a, int wait_ms, Kb__Sync **out)
 {
-	zmq_pollitem_t item = { .socket = a->sock, .events = ZMQ_POLLIN };
 	zmq_msg_t msg;
 	enum rt_err err;
 
 	*out = NULL;
-	if (zmq_poll(&item, 1, wait_ms) <= 0 || !(item.revents & ZMQ_POLLIN))
-		return RT_EOK;
+	if (wait_ms && wait_ms != a->rcvtimeo_ms) {
+		zmq_setsockopt(a->sock, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+		a->rcvtimeo_ms = wait_ms;
+	}
 	zmq_msg_init(&msg);
-	if (zmq_msg_recv(&msg, a->sock, ZMQ_DONTWAIT) < 0) {
+	if (zmq_msg_recv(&msg, a->sock, wait_ms ? 0 : ZMQ_DONTWAIT) < 0) {
 		zmq_msg_close(&msg);
 		return RT_EOK;
 	}
@@ -324,30 +331,27 @@ static enum rt_err keep_alive(void *arg)
 }
 
 /* The coordinator's next frame that is not a heartbeat, heartbeating
- * meanwhile and watching this host's daemons. */
+ * meanwhile and watching this host's signals and children: whenever the
+ * wait is idle and at least every WATCH_MS between frames. */
 static enum rt_err wait_up(struct agent *a, Kb__Sync **out)
 {
-	*out = NULL;
 	for (;;) {
-		zmq_pollitem_t items[2] = { { .socket = a->sock, .events = ZMQ_POLLIN },
-					    { .fd = kb_local_sigfd(a->local), .events = ZMQ_POLLIN } };
-		enum rt_err err;
+		enum rt_err err = recv_up(a, WAIT_SLICE_MS, out);
+		uint64_t now = now_ms();
 
-		if (zmq_poll(items, 2, 250) < 0 && errno != EINTR)
-			return rt_fail(RT_ETRANSPORT, "%s: poll failed: %s", a->label,
-				       zmq_strerror(errno));
-		if (items[1].revents & ZMQ_POLLIN) {
+		if (!err && (!*out || now - a->watched_ms >= WATCH_MS)) {
+			a->watched_ms = now;
 			err = kb_local_watch(a->local);
-			if (err)
-				return err;
 		}
-		if (items[0].revents & ZMQ_POLLIN) {
-			err = recv_up(a, 0, out);
-			if (err || (*out && (*out)->body_case != KB__SYNC__BODY_PROGRESS))
-				return err;
-			rt_wire_free_sync(*out);
-			*out = NULL;
+		if (err || (*out && (*out)->body_case != KB__SYNC__BODY_PROGRESS)) {
+			if (err) {
+				rt_wire_free_sync(*out);
+				*out = NULL;
+			}
+			return err;
 		}
+		rt_wire_free_sync(*out);
+		*out = NULL;
 		/* beats only: a frame read here would be lost to the loop above */
 		err = beat_up(a);
 		if (err)
@@ -373,7 +377,7 @@ static enum rt_err send_ready(struct agent *a)
 			ids[ready.n_components++] = id;
 	ready.daemon = a->host;
 	ready.components = ids;
-	ready.next_local_ps = rt_coord_next_ps(kb_local_coord(a->local));
+	ready.next_local_ps = kb_local_next_ps(a->local);
 	ready.pid = getpid();
 	ready.token.data = (uint8_t *)a->token;
 	ready.token.len = strlen(a->token);
@@ -390,7 +394,7 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 	Kb__Done done = KB__DONE__INIT;
 	struct rt_coord_away away;
 	uint64_t window = (*grant_p)->grant->window;
-	enum rt_err err = rt_coord_step(kb_local_coord(a->local), grant_p, &away);
+	enum rt_err err = kb_local_step(a->local, grant_p, &away);
 
 	if (err)
 		return err;
@@ -499,61 +503,32 @@ static void remove_staging(struct agent *a)
 	a->staging[0] = '\0';
 }
 
-static enum rt_err send_bye(struct agent *a)
-{
-	struct rt_end_reports r;
-	Kb__Sync sync = KB__SYNC__INIT;
-	Kb__Bye bye = KB__BYE__INIT;
-	Kb__ComponentReport **reports;
-	struct rt_coord *c = kb_local_coord(a->local);
-	enum rt_err err;
-
-	rt_coord_take_reports(c, &r);
-	reports = calloc(r.n_components ? r.n_components : 1, sizeof(*reports));
-	if (!reports) {
-		rt_end_reports_release(&r);
-		return rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
-	}
-	for (uint32_t id = 0; id < r.n_components; id++)
-		if (r.by_id[id])
-			reports[bye.n_reports++] = (Kb__ComponentReport *)r.by_id[id];
-	bye.daemon = a->host;
-	bye.reports = reports;
-	bye.windows = rt_coord_stats(c)->windows;
-	sync.body_case = KB__SYNC__BODY_BYE;
-	sync.bye = &bye;
-	err = send_up(a, &sync);
-	free(reports);
-	rt_end_reports_release(&r);
-	return err;
-}
-
+/* Outputs written and shipped, then BYE with this host's reports. */
 static enum rt_err finish(struct agent *a)
 {
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Bye bye = KB__BYE__INIT;
 	enum rt_err err;
 
 	/* the run is over: a coordinator busy merging another host's files
 	 * may be silent for a while, and this host ends on its own anyway */
 	a->joined = false;
-	err = rt_coord_finish(kb_local_coord(a->local));
-
+	err = kb_local_finish(a->local, &bye);
 	if (!err)
 		err = ship_dir(a, "", true);
 	if (!err)
 		err = ship_dir(a, RT_PARTS_DIR, true);
-	if (!err)
-		err = send_bye(a);
-	return err;
+	bye.daemon = a->host;
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	return err ? err : send_up(a, &sync);
 }
 
 /* GRANT -> local windows -> DONE, until SHUTDOWN. */
 static enum rt_err participate(struct agent *a)
 {
-	struct rt_coord_hooks hooks;
-	enum rt_err err;
+	enum rt_err err = kb_local_start(a->local, keep_alive, a);
 
-	kb_local_hooks(a->local, keep_alive, a, &hooks);
-	err = rt_coord_start(kb_local_coord(a->local), &hooks);
 	if (!err)
 		err = send_ready(a);
 	a->heard_ms = now_ms();
@@ -709,14 +684,13 @@ static void remove_stale_staging(int at, const char *name, void *arg)
 	remove_staging(&old);
 }
 
-/* The job as this host runs it: local daemons over ipc (or loopback tcp),
- * no CURVE inside the host, parts into its own folder. */
+/* The job as this host runs it: local daemons as the run asks (threads,
+ * ipc or loopback tcp), no CURVE inside the host, parts into its own
+ * folder. */
 static enum rt_err localise_job(struct agent *a)
 {
 	struct rt_job *job = a->job;
 
-	if (job->transport == RT_TRANSPORT_INPROC)
-		job->transport = RT_TRANSPORT_IPC;
 	snprintf(job->config.bind_host, sizeof(job->config.bind_host), "127.0.0.1");
 	memset(&job->keys, 0, sizeof(job->keys));
 	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)

@@ -48,9 +48,11 @@ void kb_cli_run_usage(FILE *out)
 	      "\n"
 	      "  --out DIR                output directory (default out/WORKLOAD)\n"
 	      "  --transport T            inproc | ipc | tcp (default ipc); inproc runs every\n"
-	      "                           daemon as a thread of this process\n"
-	      "  --colocate C             none | pe | rank | all (default none): components per\n"
-	      "                           daemon; changes speed, never results\n"
+	      "                           daemon as a thread of this process (with --hosts:\n"
+	      "                           of its host's agent)\n"
+	      "  --colocate C             none | pe | rank | host | all (default none):\n"
+	      "                           components per daemon (host: one per --hosts host);\n"
+	      "                           changes speed, never results\n"
 	      "  --mode M                 timing | data (default timing); data also moves and\n"
 	      "                           computes real bytes\n"
 	      "  --ranks R, --pes P       machine size (default from config: 1 rank, 8 PEs)\n"
@@ -375,6 +377,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		err = kb_hosts_load(m.hosts, hosts);
 		if (!err)
 			err = kb_hosts_check(hosts, job);
+		for (uint32_t r = 0; !err && r < hosts->n_ranks; r++)
+			job->host_of_rank[r] = (uint8_t)hosts->host_of_rank[r];
 	} else if (!err && m.agent_timeout_s) {
 		err = rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE");
 	}
@@ -435,6 +439,6 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
 	if (!err)
 		err = w.build(job, topo);
 	if (!err)
-		err = rt_topology_place(topo, job->colocate);
+		err = rt_topology_place(topo, job->colocate, job->host_of_rank);
 	return err;
 }

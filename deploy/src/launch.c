@@ -35,6 +35,7 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/wire.h"
 
 extern char **environ;
 
@@ -74,6 +75,11 @@ struct launch {
 	const char **label_ptrs;
 	enum rt_err (*tick)(void *arg); /* an agent's heartbeat (hooks.tick) */
 	void *tick_arg;
+	struct rt_daemon *direct;  /* an agent's one daemon, run by direct calls */
+	uint64_t direct_windows;
+	struct rt_coord_hooks hooks;   /* an agent's local coordinator keeps them */
+	struct rt_end_reports reports; /* an agent's, for its BYE */
+	Kb__ComponentReport **bye_reports;
 };
 
 /* The run in progress, for the exit() and crash guards of inproc daemon
@@ -365,8 +371,11 @@ static enum rt_err spawn_threads(struct launch *l)
 	running = l;
 	guard_crashes();
 	for (uint32_t i = 0; i < n; i++) {
-		struct thread_arg *arg = malloc(sizeof(*arg));
+		struct thread_arg *arg;
 
+		if (!l->daemon_here[i])
+			continue;
+		arg = malloc(sizeof(*arg));
 		l->thread_opts[i] = (struct rt_daemon_opts){ .job = l->job, .topo = &l->topo,
 							     .index = i,
 							     .endpoint = rt_coord_endpoint(l->coord),
@@ -379,7 +388,7 @@ static enum rt_err spawn_threads(struct launch *l)
 			free(arg);
 			return rt_fail(RT_EIO, "cannot start daemon thread %u", i);
 		}
-		l->n_threads++;
+		l->n_threads = i + 1; /* threads[] below it: started or not here */
 	}
 	return RT_EOK;
 }
@@ -611,7 +620,7 @@ static bool join_threads(struct launch *l, int grace_ms)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += grace_ms / 1000;
 	for (uint32_t i = 0; i < l->n_threads; i++)
-		if (pthread_timedjoin_np(l->threads[i], NULL, &until))
+		if (l->daemon_here[i] && pthread_timedjoin_np(l->threads[i], NULL, &until))
 			all = false;
 	return all;
 }
@@ -627,6 +636,9 @@ static void teardown(struct launch *l, bool failed)
 	if (l->n_threads)
 		threads_done = join_threads(l, GRACE_MS);
 	running = NULL;
+	rt_daemon_close(&l->direct);
+	rt_end_reports_release(&l->reports);
+	free(l->bye_reports);
 	rt_coord_destroy(&l->coord);
 	/* a hung daemon thread still holds a socket; the process exit frees it */
 	if (l->zctx && threads_done)
@@ -695,10 +707,10 @@ static uint64_t descriptors_needed(const struct launch *l)
 static uint64_t address_space_needed(const struct launch *l)
 {
 	const struct rt_config *cfg = &l->job->config;
-	uint64_t ranks = l->job->colocate == RT_COLOCATE_ALL ? cfg->ranks : 1;
+	bool many_ranks = l->job->colocate == RT_COLOCATE_ALL || l->job->colocate == RT_COLOCATE_HOST;
+	uint64_t ranks = many_ranks ? cfg->ranks : 1;
 	uint64_t tcm = cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
-	uint64_t pes = l->job->colocate == RT_COLOCATE_ALL || l->job->colocate == RT_COLOCATE_RANK
-			       ? cfg->pes : 1;
+	uint64_t pes = many_ranks || l->job->colocate == RT_COLOCATE_RANK ? cfg->pes : 1;
 
 	uint64_t threads = l->job->transport == RT_TRANSPORT_INPROC ? l->topo.n_daemons : 1;
 
@@ -819,6 +831,38 @@ static enum rt_err launch_tick(void *arg)
 	return l->tick ? l->tick(l->tick_arg) : RT_EOK;
 }
 
+/* An agent whose host holds one daemon, run as a thread, runs it in its
+ * own thread instead, by direct calls: a cross-host window then costs no
+ * local round (two thread wake-ups, which dominate it). */
+static bool runs_direct(const struct launch *l)
+{
+	uint32_t here = 0;
+
+	for (uint32_t i = 0; i < l->topo.n_daemons; i++)
+		here += l->daemon_here[i];
+	return l->rank_here && l->job->transport == RT_TRANSPORT_INPROC && here == 1;
+}
+
+/* During a long direct window: this host's signals and children, then the
+ * agent's heartbeat. */
+static enum rt_err direct_beat(void *arg)
+{
+	struct launch *l = arg;
+	enum rt_err err = on_signal(l);
+
+	return err ? err : launch_tick(l);
+}
+
+static enum rt_err open_direct(struct launch *l)
+{
+	struct rt_daemon_opts opts = { .job = l->job, .topo = &l->topo, .beat = direct_beat,
+				       .beat_arg = l };
+
+	while (!l->daemon_here[opts.index])
+		opts.index++;
+	return rt_daemon_open(&opts, &l->direct);
+}
+
 /* Memory, the job file, the endpoint, the coordinator (an agent's: only
  * its daemons present, steps to global horizons) and the daemons. */
 static enum rt_err start_host(struct launch *l)
@@ -832,6 +876,8 @@ static enum rt_err start_host(struct launch *l)
 		err = check_limits(l);
 	if (!err)
 		err = make_memory(l);
+	if (!err && runs_direct(l))
+		return open_direct(l);
 	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
 		err = share_job(l);
 	if (!err)
@@ -1046,35 +1092,73 @@ enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **a
 	return RT_EOK;
 }
 
-struct rt_coord *kb_local_coord(struct kb_local *local)
-{
-	return ((struct launch *)local)->coord;
-}
-
 const struct rt_topology *kb_local_topology(struct kb_local *local)
 {
 	return &((struct launch *)local)->topo;
 }
 
-void kb_local_hooks(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg,
-		    struct rt_coord_hooks *out)
+enum rt_err kb_local_start(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg)
 {
 	struct launch *l = (struct launch *)local;
 
 	l->tick = tick;
 	l->tick_arg = arg;
-	*out = (struct rt_coord_hooks){ .fd = l->sigfd, .on_fd = on_signal, .tick = launch_tick,
-					.arg = l };
+	l->hooks = (struct rt_coord_hooks){ .fd = l->sigfd, .on_fd = on_signal, .tick = launch_tick,
+					    .arg = l };
+	return l->direct ? RT_EOK : rt_coord_start(l->coord, &l->hooks);
+}
+
+uint64_t kb_local_next_ps(const struct kb_local *local)
+{
+	const struct launch *l = (const struct launch *)local;
+
+	return l->direct ? rt_daemon_next_ps(l->direct) : rt_coord_next_ps(l->coord);
+}
+
+enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out)
+{
+	struct launch *l = (struct launch *)local;
+	enum rt_err err;
+
+	if (!l->direct)
+		return rt_coord_step(l->coord, grant_p, out);
+	/* the daemon copies the GRANT's messages: the frame goes now */
+	err = rt_daemon_window(l->direct, (*grant_p)->grant, &out->envelopes, &out->n);
+	rt_wire_free_sync(*grant_p);
+	*grant_p = NULL;
+	out->next_ps = rt_daemon_next_ps(l->direct);
+	l->direct_windows++;
+	return err;
+}
+
+enum rt_err kb_local_finish(struct kb_local *local, Kb__Bye *bye)
+{
+	struct launch *l = (struct launch *)local;
+	enum rt_err err;
+
+	if (l->direct) {
+		err = rt_daemon_finish(l->direct, bye);
+		bye->windows = l->direct_windows;
+		return err;
+	}
+	err = rt_coord_finish(l->coord);
+	if (err)
+		return err;
+	rt_coord_take_reports(l->coord, &l->reports);
+	l->bye_reports = calloc(l->reports.n_components + 1, sizeof(*l->bye_reports));
+	if (!l->bye_reports)
+		return rt_fail(RT_ENOMEM, "cannot gather this host's reports");
+	for (uint32_t id = 0; id < l->reports.n_components; id++)
+		if (l->reports.by_id[id])
+			l->bye_reports[bye->n_reports++] = (Kb__ComponentReport *)l->reports.by_id[id];
+	bye->reports = l->bye_reports;
+	bye->windows = rt_coord_stats(l->coord)->windows;
+	return RT_EOK;
 }
 
 enum rt_err kb_local_watch(struct kb_local *local)
 {
 	return on_signal(local);
-}
-
-int kb_local_sigfd(struct kb_local *local)
-{
-	return ((struct launch *)local)->sigfd;
 }
 
 void kb_local_close(struct kb_local **local_p, bool failed)

@@ -38,18 +38,25 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char **argv);
 
 /* The daemons of one host, spawned and supervised as a one-host run's are
- * (an agent's ranks; rank_here has one flag per rank). The coordinator it
- * opens has only them present (rt_coord_step). Caller closes it. */
+ * (an agent's ranks; rank_here has one flag per rank), run one global
+ * window at a time: by a local coordinator with only them present
+ * (rt_coord_step), or, for one daemon run as a thread, by direct calls
+ * (rt_daemon_window). Caller closes it. */
 struct kb_local;
 enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **argv,
 			  struct kb_local **out);
-struct rt_coord *kb_local_coord(struct kb_local *local);
 const struct rt_topology *kb_local_topology(struct kb_local *local);
-/* Hooks for the local coordinator: children, signals, and `tick`. */
-void kb_local_hooks(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg,
-		    struct rt_coord_hooks *out);
-/* The signal descriptor, and what to call when it is readable. */
-int kb_local_sigfd(struct kb_local *local);
+/* Starts the host's windows; `tick` runs now and then during each one,
+ * beside the host's own watch of its children and signals. */
+enum rt_err kb_local_start(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg);
+/* Earliest pending time on this host (RT_TIME_NEVER: none). */
+uint64_t kb_local_next_ps(const struct kb_local *local);
+/* Runs one GRANT (taken: *grant_p is NULL after) as rt_coord_step does. */
+enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out);
+/* The end of the run: outputs written, `bye` filled with the reports and
+ * window count (valid until the close). */
+enum rt_err kb_local_finish(struct kb_local *local, Kb__Bye *bye);
+/* Handles this host's pending signals and ended children (never blocks). */
 enum rt_err kb_local_watch(struct kb_local *local);
 /* Tells the daemons to stop (failed: at once), reaps them, frees memory. */
 void kb_local_close(struct kb_local **local_p, bool failed);

@@ -18,6 +18,7 @@
 #include "rt/wire.h"
 
 #define ARENA_BYTES (8u << 20)
+#define DIRECT_BEAT_MS 100 /* how often a direct caller's beat runs */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -66,6 +67,10 @@ static void daemon_release(struct rt_daemon *d)
 	rt_arena_release(&d->arena);
 	rt_buf_release(&d->frame);
 	rt_ctx_unmap_memory(d);
+	free(d->stat_ptrs);
+	free(d->stats);
+	free(d->report_ptrs);
+	free(d->reports);
 }
 
 /* ---------------------------------------------------------------- events */
@@ -173,21 +178,26 @@ static uint64_t mono_ms(void)
 
 /* During a long window (one daemon may run a whole --colocate all job in
  * one), tells the coordinator events are still being executed, so its
- * watchdog measures "no event executed" rather than window length. */
-static void heartbeat(struct rt_daemon *d)
+ * watchdog measures "no event executed" rather than window length. Driven
+ * by direct calls, it runs the caller's beat instead. */
+static enum rt_err heartbeat(struct rt_daemon *d)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Progress progress = KB__PROGRESS__INIT;
-	uint64_t every = d->job->config.watchdog_ms / 4, now = mono_ms();
+	uint64_t every = d->beat ? DIRECT_BEAT_MS : d->job->config.watchdog_ms / 4;
+	uint64_t now = mono_ms();
 
 	if (now - d->beat_ms < (every ? every : 1))
-		return;
+		return RT_EOK;
 	d->beat_ms = now;
+	if (d->beat)
+		return d->beat(d->beat_arg);
 	progress.events = d->events;
 	sync.body_case = KB__SYNC__BODY_PROGRESS;
 	sync.progress = &progress;
 	if (rt_wire_encode_sync(&sync, &d->frame) == RT_EOK)
 		zmq_send(d->sock, d->frame.data, d->frame.len, 0);
+	return RT_EOK;
 }
 
 static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
@@ -201,8 +211,10 @@ static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 		rt_queue_pop(&d->queue, &ev);
 		err = deliver(d, &ev);
 		rt_event_release(&ev);
-		if (!(d->events & 255))
-			heartbeat(d);
+		/* every event: one may compute for seconds (data mode), and a
+		 * coarse clock read costs nanoseconds */
+		if (!err)
+			err = heartbeat(d);
 	}
 	return err;
 }
@@ -366,40 +378,29 @@ static void send_error(struct rt_daemon *d, enum rt_err code)
 }
 
 /* BYE carries every hosted component's end-of-run report: its delivery
- * count and digest, statistics, and what it left unfinished. */
-static enum rt_err send_bye(struct rt_daemon *d)
+ * count and digest, statistics, and what it left unfinished. `bye` points
+ * into the daemon. */
+static enum rt_err fill_bye(struct rt_daemon *d, Kb__Bye *bye)
 {
-	Kb__Sync sync = KB__SYNC__INIT;
-	Kb__Bye bye = KB__BYE__INIT;
-	Kb__ComponentReport *reports = calloc(d->n_local + 1, sizeof(*reports));
-	Kb__ComponentReport **report_ptrs = calloc(d->n_local + 1, sizeof(*report_ptrs));
-	Kb__Stat *stats = NULL, **stat_ptrs = NULL;
 	size_t n_stats = 0, at = 0;
-	enum rt_err err = RT_EOK;
 
 	for (uint32_t i = 0; i < d->n_local; i++)
 		n_stats += d->ctxs[i].n_stats;
-	stats = calloc(n_stats + 1, sizeof(*stats));
-	stat_ptrs = calloc(n_stats + 1, sizeof(*stat_ptrs));
-	if (!reports || !report_ptrs || !stats || !stat_ptrs)
-		err = rt_fail(RT_ENOMEM, "daemon %s: cannot build its end-of-run report", d->label);
-	for (uint32_t i = 0; !err && i < d->n_local; i++) {
-		rt_ctx_report(&d->ctxs[i], &reports[i], stats + at, stat_ptrs + at);
+	d->reports = calloc(d->n_local + 1, sizeof(*d->reports));
+	d->report_ptrs = calloc(d->n_local + 1, sizeof(*d->report_ptrs));
+	d->stats = calloc(n_stats + 1, sizeof(*d->stats));
+	d->stat_ptrs = calloc(n_stats + 1, sizeof(*d->stat_ptrs));
+	if (!d->reports || !d->report_ptrs || !d->stats || !d->stat_ptrs)
+		return rt_fail(RT_ENOMEM, "daemon %s: cannot build its end-of-run report", d->label);
+	for (uint32_t i = 0; i < d->n_local; i++) {
+		rt_ctx_report(&d->ctxs[i], &d->reports[i], d->stats + at, d->stat_ptrs + at);
 		at += d->ctxs[i].n_stats;
-		report_ptrs[i] = &reports[i];
+		d->report_ptrs[i] = &d->reports[i];
 	}
-	bye.daemon = d->index;
-	bye.n_reports = d->n_local;
-	bye.reports = report_ptrs;
-	sync.body_case = KB__SYNC__BODY_BYE;
-	sync.bye = &bye;
-	if (!err)
-		err = send_frame(d, &sync);
-	free(stat_ptrs);
-	free(stats);
-	free(report_ptrs);
-	free(reports);
-	return err;
+	bye->daemon = d->index;
+	bye->n_reports = d->n_local;
+	bye->reports = d->report_ptrs;
+	return RT_EOK;
 }
 
 /* ---------------------------------------------------------------- grant */
@@ -438,7 +439,8 @@ static enum rt_err accept_inbound(struct rt_daemon *d, const Kb__Grant *g)
 	return RT_EOK;
 }
 
-static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
+/* Runs a GRANT's window; what it sends other daemons is in d->outbound. */
+static enum rt_err run_window(struct rt_daemon *d, const Kb__Grant *g)
 {
 	enum rt_err err;
 
@@ -450,9 +452,15 @@ static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
 			       (unsigned long long)g->start_ps, (unsigned long long)d->window,
 			       (unsigned long long)d->window_end);
 	d->window = g->window;
+	rt_ctx_free_outbound(d);
 	err = accept_inbound(d, g);
-	if (!err)
-		err = run_until(d, g->end_ps);
+	return err ? err : run_until(d, g->end_ps);
+}
+
+static enum rt_err on_grant(struct rt_daemon *d, const Kb__Grant *g)
+{
+	enum rt_err err = run_window(d, g);
+
 	if (!err)
 		err = send_done(d, d->window);
 	d->window++;
@@ -487,11 +495,13 @@ static enum rt_err fini_components(struct rt_daemon *d)
 
 static enum rt_err finish(struct rt_daemon *d)
 {
-	enum rt_err err = fini_components(d);
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Bye bye = KB__BYE__INIT;
+	enum rt_err err = rt_daemon_finish(d, &bye);
 
-	for (uint32_t i = 0; i < d->n_local && !err; i++)
-		err = rt_ctx_flush(&d->ctxs[i], true);
-	return err ? err : send_bye(d);
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	return err ? err : send_frame(d, &sync);
 }
 
 /* Waits for the next frame (a blocking receive with a 1 s timeout: no poll
@@ -601,6 +611,69 @@ static enum rt_err init_components(struct rt_daemon *d)
 	}
 	return RT_EOK;
 }
+
+/* ---------------------------------------------------------------- direct calls */
+
+enum rt_err rt_daemon_open(const struct rt_daemon_opts *o, struct rt_daemon **out)
+{
+	struct rt_daemon *d = calloc(1, sizeof(*d));
+	enum rt_err err;
+
+	*out = NULL;
+	if (!d)
+		return rt_fail(RT_ENOMEM, "cannot allocate a daemon");
+	err = daemon_init(d, o);
+	d->beat = o->beat;
+	d->beat_arg = o->beat_arg;
+	d->beat_ms = mono_ms();
+	if (!err) {
+		arm_fault(d);
+		err = init_components(d);
+	}
+	if (err)
+		rt_daemon_close(&d);
+	*out = d;
+	return err;
+}
+
+uint64_t rt_daemon_next_ps(const struct rt_daemon *d)
+{
+	return next_local(d);
+}
+
+enum rt_err rt_daemon_window(struct rt_daemon *d, const Kb__Grant *g, Kb__Envelope ***out,
+			     size_t *n_out)
+{
+	enum rt_err err = run_window(d, g);
+
+	d->window++;
+	*out = d->outbound;
+	*n_out = err ? 0 : d->n_out;
+	return err;
+}
+
+enum rt_err rt_daemon_finish(struct rt_daemon *d, Kb__Bye *bye)
+{
+	enum rt_err err = fini_components(d);
+
+	for (uint32_t i = 0; i < d->n_local && !err; i++)
+		err = rt_ctx_flush(&d->ctxs[i], true);
+	return err ? err : fill_bye(d, bye);
+}
+
+void rt_daemon_close(struct rt_daemon **dp)
+{
+	struct rt_daemon *d = *dp;
+
+	if (!d)
+		return;
+	fini_components(d);
+	daemon_release(d);
+	free(d);
+	*dp = NULL;
+}
+
+/* ---------------------------------------------------------------- socket */
 
 enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 {

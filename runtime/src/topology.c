@@ -169,13 +169,15 @@ uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src, uint32_t
  * share a daemon. Daemons are numbered by first appearance, so numbering
  * follows component order and is the same in every process. */
 static uint64_t group_key(const struct rt_component_desc *c, uint32_t id,
-			  enum rt_colocate how)
+			  enum rt_colocate how, const uint8_t *host_of_rank)
 {
 	switch (how) {
 	case RT_COLOCATE_PE:
 		return ((uint64_t)c->rank << 32) | c->pe;
 	case RT_COLOCATE_RANK:
 		return c->rank;
+	case RT_COLOCATE_HOST:
+		return host_of_rank && c->rank < RT_MAX_RANKS ? host_of_rank[c->rank] : 0;
 	case RT_COLOCATE_ALL:
 		return 0;
 	default:
@@ -184,7 +186,7 @@ static uint64_t group_key(const struct rt_component_desc *c, uint32_t id,
 }
 
 static void name_daemon(struct rt_daemon_desc *d, const struct rt_component_desc *c,
-			enum rt_colocate how)
+			enum rt_colocate how, uint64_t key)
 {
 	switch (how) {
 	case RT_COLOCATE_PE:
@@ -199,6 +201,10 @@ static void name_daemon(struct rt_daemon_desc *d, const struct rt_component_desc
 		snprintf(d->name, sizeof(d->name), "kb-rank");
 		snprintf(d->label, sizeof(d->label), "r%u", c->rank);
 		break;
+	case RT_COLOCATE_HOST:
+		snprintf(d->name, sizeof(d->name), "kb-host");
+		snprintf(d->label, sizeof(d->label), "h%u", (unsigned)key);
+		break;
 	case RT_COLOCATE_ALL:
 		snprintf(d->name, sizeof(d->name), "kb-all");
 		snprintf(d->label, sizeof(d->label), "all");
@@ -210,7 +216,8 @@ static void name_daemon(struct rt_daemon_desc *d, const struct rt_component_desc
 	}
 }
 
-static enum rt_err assign_daemons(struct rt_topology *t, enum rt_colocate how)
+static enum rt_err assign_daemons(struct rt_topology *t, enum rt_colocate how,
+				  const uint8_t *host_of_rank)
 {
 	uint64_t *keys = calloc(t->n_components, sizeof(*keys));
 
@@ -223,14 +230,14 @@ static enum rt_err assign_daemons(struct rt_topology *t, enum rt_colocate how)
 	t->n_daemons = 0;
 	for (uint32_t i = 0; i < t->n_components; i++) {
 		struct rt_component_desc *c = &t->components[i];
-		uint64_t key = group_key(c, i, how);
+		uint64_t key = group_key(c, i, how, host_of_rank);
 		uint32_t d = 0;
 
 		while (d < t->n_daemons && keys[d] != key)
 			d++;
 		if (d == t->n_daemons) {
 			keys[d] = key;
-			name_daemon(&t->daemons[d], c, how);
+			name_daemon(&t->daemons[d], c, how, key);
 			t->n_daemons++;
 		}
 		c->daemon = d;
@@ -240,14 +247,15 @@ static enum rt_err assign_daemons(struct rt_topology *t, enum rt_colocate how)
 	return RT_EOK;
 }
 
-enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how)
+enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how,
+			      const uint8_t *host_of_rank)
 {
 	uint32_t n = t->n_components;
 	enum rt_err err;
 
 	if (n == 0)
 		return rt_fail(RT_ECONFIG, "the workload has no components");
-	err = assign_daemons(t, how);
+	err = assign_daemons(t, how, host_of_rank);
 	if (err)
 		return err;
 	err = index_links(t);
@@ -266,21 +274,21 @@ enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how)
 
 enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out)
 {
-	static const char *const names[] = { "none", "pe", "rank", "all" };
+	static const char *const names[] = { "none", "pe", "rank", "host", "all" };
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum rt_colocate)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--colocate '%s': expected none, pe, rank or all", s);
+	return rt_fail(RT_EINVAL, "--colocate '%s': expected none, pe, rank, host or all", s);
 }
 
 const char *rt_colocate_name(enum rt_colocate c)
 {
-	static const char *const names[] = { "none", "pe", "rank", "all" };
+	static const char *const names[] = { "none", "pe", "rank", "host", "all" };
 
-	return (unsigned)c < 4 ? names[c] : "?";
+	return (unsigned)c < 5 ? names[c] : "?";
 }
 
 /* ---------------------------------------------------------------- sharing */

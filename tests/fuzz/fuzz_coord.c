@@ -89,7 +89,7 @@ static void topology(struct rt_topology *t)
 	rt_topology_add(t, "b", NULL, 0, 1, &b);
 	rt_topology_link(t, a, b, 1000);
 	rt_topology_link(t, b, a, 1000);
-	rt_topology_place(t, RT_COLOCATE_NONE);
+	rt_topology_place(t, RT_COLOCATE_NONE, NULL);
 }
 
 /* Feeds the records; returns whether any came from a real daemon. */

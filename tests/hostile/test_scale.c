@@ -37,7 +37,7 @@ Test(hostile_scale, topology_of_64x64_pes_is_a_link_list_not_a_matrix, .timeout 
 	rt_topology_init(&topo);
 	before = vm_bytes();
 	cr_assert_eq(kb_pe_build(&job, &topo), RT_EOK, "%s", rt_last_error());
-	cr_assert_eq(rt_topology_place(&topo, RT_COLOCATE_NONE), RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(rt_topology_place(&topo, RT_COLOCATE_NONE, NULL), RT_EOK, "%s", rt_last_error());
 	grown = vm_bytes() - before;
 	cr_log_info("64x64 PE topology: %u components, %zu links, %llu KiB of address space",
 		    topo.n_components, topo.n_links, (unsigned long long)(grown >> 10));

@@ -125,21 +125,27 @@ static void expect_clean_exits(const struct hosts_case *c, pid_t coord, pid_t a0
 }
 
 /* One host, then the same job over two agents; outputs compared. */
-static void two_hosts_match(const char *tag, const char *pass, const char *colocate, int port_off)
+/* The run on one host (ipc, a daemon per component) and over two agents
+ * with `colocate` and `transport` give the same outputs. */
+static void two_hosts_match(const char *tag, const char *pass, const char *colocate,
+			    const char *transport, int port_off)
 {
 	struct hosts_case c;
 	char *argv[32];
 	struct kb_result res;
-	int port = test_port(port_off);
+	int port = test_port(port_off), n;
 	pid_t coord, a0, a1;
 	uint64_t latency, global, lookahead;
 
 	hosts_case(&c, tag, port, "  - ranks: [0]\n  - ranks: [1]\n");
-	ring_argv(argv, c.one, pass, colocate, NULL);
+	ring_argv(argv, c.one, pass, "none", NULL);
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
 
-	ring_argv(argv, c.two, pass, colocate, c.hosts);
+	n = ring_argv(argv, c.two, pass, colocate, c.hosts);
+	argv[n++] = (char *)"--transport";
+	argv[n++] = (char *)transport;
+	argv[n] = NULL;
 	coord = kb_spawn(argv, c.ec);
 	/* agents may start before the coordinator binds: ZeroMQ reconnects */
 	a1 = spawn_agent(port, 1, c.e1);
@@ -160,17 +166,61 @@ static void two_hosts_match(const char *tag, const char *pass, const char *coloc
 
 Test(hosts, two_agents_match_one_host_pass_q, .timeout = 120)
 {
-	two_hosts_match("hosts_q", "q", "none", 0);
+	two_hosts_match("hosts_q", "q", "none", "ipc", 0);
 }
 
 Test(hosts, two_agents_match_one_host_pass_kv_colocate_pe, .timeout = 120)
 {
-	two_hosts_match("hosts_kv_pe", "kv", "pe", 1);
+	two_hosts_match("hosts_kv_pe", "kv", "pe", "ipc", 1);
 }
 
 Test(hosts, two_agents_match_one_host_colocate_rank, .timeout = 120)
 {
-	two_hosts_match("hosts_q_rank", "q", "rank", 2);
+	two_hosts_match("hosts_q_rank", "q", "rank", "ipc", 2);
+}
+
+/* Each agent runs its daemons as threads of its own */
+Test(hosts, two_agents_match_one_host_inproc_threads, .timeout = 120)
+{
+	two_hosts_match("hosts_kv_threads", "kv", "pe", "inproc", 12);
+}
+
+/* One daemon per host, run by the agent itself (direct calls) */
+Test(hosts, two_agents_match_one_host_one_daemon_per_host, .timeout = 120)
+{
+	two_hosts_match("hosts_kv_direct", "kv", "host", "inproc", 13);
+}
+
+/* A kernel failing inside a daemon its agent runs directly: one line
+ * naming the host, every process out, nothing left. */
+Test(hosts, kernel_error_in_a_direct_daemon_is_named_with_its_host, .timeout = 60)
+{
+	struct hosts_case c;
+	char *argv[40], *err;
+	int port = test_port(14), n;
+	pid_t coord, a0, a1;
+
+	hosts_case(&c, "hosts_direct_err", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", "host", c.hosts);
+	argv[2] = (char *)"gqa_decode_opt2"; /* refuses --ranks 2 at its first event */
+	argv[9] = (char *)"--seed";           /* instead of --arg pass=q */
+	argv[10] = (char *)"1";
+	argv[n++] = (char *)"--transport";
+	argv[n++] = (char *)"inproc";
+	argv[n] = NULL;
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
+	a1 = spawn_agent(port, 1, c.e1);
+	cr_assert_eq(kb_wait(coord), 1);
+	cr_expect_eq(kb_wait(a0), 1);
+	cr_expect_eq(kb_wait(a1), 1);
+	err = kb_slurp_stderr(c.ec);
+	cr_assert(err && strstr(err, "host ") && strstr(err, "(rank ") &&
+		  strstr(err, "runs on one rank"), "stderr: %s", err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
 }
 
 Test(hosts, missing_agent_is_named_with_its_ranks, .timeout = 60)

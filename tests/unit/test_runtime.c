@@ -121,16 +121,47 @@ Test(topology, lookahead_is_the_smallest_latency_crossing_daemons, .timeout = 10
 	struct rt_topology t;
 
 	three_pe_components(&t);
-	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_NONE), RT_EOK);
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_NONE, NULL), RT_EOK);
 	cr_expect_eq(t.n_daemons, 4);
 	cr_expect_eq(t.lookahead_ps, 5);
-	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_PE), RT_EOK);
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_PE, NULL), RT_EOK);
 	cr_expect_eq(t.n_daemons, 2);
 	cr_expect_eq(t.lookahead_ps, 100);
 	cr_expect_str_eq(t.daemons[1].label, "r0.pe1");
-	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_ALL), RT_EOK);
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_ALL, NULL), RT_EOK);
 	cr_expect_eq(t.n_daemons, 1);
 	cr_expect_eq(t.lookahead_ps, RT_TIME_NEVER, "one daemon needs no windows");
+	rt_topology_release(&t);
+}
+
+/* --colocate host: one daemon per host of the hosts file, whatever the
+ * ranks' order; without hosts the run is one host */
+Test(topology, colocate_host_groups_ranks_by_their_host, .timeout = 10)
+{
+	static const uint8_t host_of_rank[RT_MAX_RANKS] = { 1, 0, 1, 2 };
+	struct rt_topology t;
+	uint32_t id;
+
+	rt_topology_init(&t);
+	for (uint32_t r = 0; r < 4; r++)
+		for (uint32_t pe = 0; pe < 2; pe++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "r%u.p%u", r, pe);
+			cr_assert_eq(rt_topology_add(&t, name, &dummy_ops, r, pe, &id), RT_EOK);
+		}
+	cr_assert_eq(rt_topology_link(&t, 0, 2, 7), RT_EOK);  /* rank 0 -> 1: hosts 1 -> 0 */
+	cr_assert_eq(rt_topology_link(&t, 0, 4, 3), RT_EOK);  /* rank 0 -> 2: same host */
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_HOST, host_of_rank), RT_EOK);
+	cr_expect_eq(t.n_daemons, 3);
+	cr_expect_str_eq(t.daemons[0].label, "h1");
+	cr_expect_str_eq(t.daemons[1].label, "h0");
+	cr_expect_str_eq(t.daemons[2].label, "h2");
+	cr_expect_eq(t.components[0].daemon, t.components[5].daemon, "ranks 0 and 2: host 1");
+	cr_expect_neq(t.components[0].daemon, t.components[2].daemon);
+	cr_expect_eq(t.lookahead_ps, 7, "only the link between hosts crosses daemons");
+	cr_assert_eq(rt_topology_place(&t, RT_COLOCATE_HOST, NULL), RT_EOK);
+	cr_expect_eq(t.n_daemons, 1);
 	rt_topology_release(&t);
 }
 

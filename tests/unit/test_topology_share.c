@@ -36,7 +36,7 @@ static void build(struct rt_topology *t)
 		for (uint32_t d = 0; d < t->n_components; d++)
 			if (s != d && (s + d) % 3)
 				cr_assert_eq(rt_topology_link(t, s, d, 100 + s * 17 + d), RT_EOK);
-	cr_assert_eq(rt_topology_place(t, RT_COLOCATE_PE), RT_EOK);
+	cr_assert_eq(rt_topology_place(t, RT_COLOCATE_PE, NULL), RT_EOK);
 }
 
 static int share(const struct rt_topology *t)

@@ -47,6 +47,8 @@ struct rt_job {
 	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
 	struct rt_keys keys;          /* --keys: CURVE on the coordinator socket */
+	uint8_t host_of_rank[RT_MAX_RANKS]; /* --hosts: each rank's host (all 0
+					     * without); --colocate host */
 	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
 };

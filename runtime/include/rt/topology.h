@@ -14,11 +14,13 @@
 struct rt_component_ops;
 
 #define RT_NAME_MAX 40
+#define RT_MAX_RANKS 64 /* machine.ranks at most */
 
 enum rt_colocate {
 	RT_COLOCATE_NONE, /* one component per daemon */
 	RT_COLOCATE_PE,   /* one daemon per PE */
 	RT_COLOCATE_RANK, /* one daemon per rank */
+	RT_COLOCATE_HOST, /* one daemon per host (--hosts; else the whole run) */
 	RT_COLOCATE_ALL,  /* one daemon */
 };
 
@@ -76,8 +78,11 @@ enum rt_err rt_topology_add(struct rt_topology *t, const char *name,
 enum rt_err rt_topology_link(struct rt_topology *t, uint32_t src,
 			     uint32_t dst, uint64_t latency_ps);
 /* Assigns daemons by the colocation policy and computes the lookahead.
- * RT_ECONFIG if a crossing link has zero latency. */
-enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how);
+ * `host_of_rank` (RT_MAX_RANKS entries, NULL: one host) is what
+ * RT_COLOCATE_HOST groups by. RT_ECONFIG if a crossing link has zero
+ * latency. */
+enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how,
+			      const uint8_t *host_of_rank);
 
 /* Latency of src -> dst, 0 if not linked (a binary search once placed). */
 uint64_t rt_topology_latency(const struct rt_topology *t, uint32_t src,
