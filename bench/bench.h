@@ -1,10 +1,11 @@
 /* bench.h — what the bench programs share: wall time and the CPU time of
- * reaped children (seconds), and reading a run's summary.json.
+ * reaped children (seconds), medians, and reading a run's summary.json.
  * Header-only: each bench is one file. */
 #ifndef KB_BENCH_H
 #define KB_BENCH_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -24,6 +25,20 @@ static inline double bench_children_cpu_s(void)
 	getrusage(RUSAGE_CHILDREN, &ru);
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts v). */
+static inline double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(v[0]), bench_cmp_double);
+	return v[n / 2];
 }
 
 /* A top-level number of DIR/summary.json (two-space indented keys), or -1. */

@@ -236,13 +236,6 @@ static double systemc_rate(int n, long messages, int tokens)
 	return rate;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Embedded kernbench and SystemC on the same traffic, alternated so a
  * loaded machine slows both alike; medians of `runs`. */
 static int embedded_vs_systemc(int n, long messages, int runs)
@@ -258,16 +251,14 @@ static int embedded_vs_systemc(int n, long messages, int runs)
 			return 1;
 		kb[r] = delivered / loop_s;
 	}
-	qsort(kb, (size_t)runs, sizeof(kb[0]), cmp_double);
-	qsort(sc, (size_t)runs, sizeof(sc[0]), cmp_double);
 	printf("\nembedded vs SystemC 2.3 (%d components, %ld messages, 1 token each, trace off; "
 	       "median of %d alternated runs)\n", n, messages, runs);
 	printf("  SystemC SC_THREAD     %12.0f messages/s  (a wait() resume per message)\n",
-	       sc[runs / 2]);
+	       bench_median(sc, runs));
 	printf("  kernbench embedded    %12.0f messages/s  (--colocate all --transport inproc)\n",
-	       kb[runs / 2]);
+	       bench_median(kb, runs));
 	printf("  ratio                 %12.2f  (embedded / SystemC; target >= 1.0)\n",
-	       kb[runs / 2] / sc[runs / 2]);
+	       bench_median(kb, runs) / bench_median(sc, runs));
 	return 0;
 }
 

@@ -52,7 +52,8 @@ struct rt_coord {
 	struct rt_buf frame;
 	struct rt_trace_writer counters; /* window counter trace records */
 	uint64_t last_progress_ms;
-	uint64_t fast_recvs;    /* frames taken without polling */
+	uint64_t recvs;         /* waits for a frame (signals: every 64th) */
+	int rcvtimeo_ms;        /* the socket's receive timeout now */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
 	uint64_t strangers_shown;
 	uint64_t stranger_note_ms;
@@ -76,6 +77,8 @@ struct rt_coord {
 	uint64_t beat_ms;       /* agents: last heartbeat sent */
 	uint64_t ready_timeout_ms; /* wait this long for READYs (0: watchdog) */
 };
+
+#define RECV_SLICE_MS 250 /* longest blocking receive */
 
 static uint64_t wall_us(void)
 {
@@ -683,17 +686,21 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 	return err;
 }
 
-/* Receives one queued frame (the socket is readable or ZMQ_DONTWAIT);
- * TAKEN_NOTHING when none was queued. */
-static enum rt_err take_frame(struct rt_coord *c, int flags, uint32_t *peer, Kb__Sync **out,
+/* Receives one frame within `wait_ms` (0: only one already queued);
+ * TAKEN_NOTHING when none came. */
+static enum rt_err take_frame(struct rt_coord *c, int wait_ms, uint32_t *peer, Kb__Sync **out,
 			      enum taken *taken)
 {
 	zmq_msg_t id;
 
 	*taken = TAKEN_NOTHING;
 	*out = NULL;
+	if (wait_ms && wait_ms != c->rcvtimeo_ms) {
+		zmq_setsockopt(c->sock, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+		c->rcvtimeo_ms = wait_ms;
+	}
 	zmq_msg_init(&id);
-	if (zmq_msg_recv(&id, c->sock, flags) < 0) {
+	if (zmq_msg_recv(&id, c->sock, wait_ms ? 0 : ZMQ_DONTWAIT) < 0) {
 		zmq_msg_close(&id);
 		return RT_EOK;
 	}
@@ -769,11 +776,15 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 }
 
 /* Waits for one frame from a daemon; keeps an eye on the hooks and the
- * watchdog. The watchdog counts only time this process could run without
- * any daemon making progress: a PROGRESS heartbeat resets it, and a poll
- * that returns late (the process was stopped, e.g. Ctrl-Z) counts only
- * what it asked for. Strangers' frames neither count nor end the run.
- * On success *peer is the sender and *out its decoded frame (caller frees). */
+ * watchdog. A blocking receive, not a poll: the fewest system calls on the
+ * path of every window. Signals and ended children (hooks->fd) are looked
+ * at after every idle slice (RECV_SLICE_MS) and every 64 waits, heartbeats
+ * (keep_agents, tick) between frames. The watchdog counts only time this
+ * process could run without any daemon making progress: a PROGRESS
+ * heartbeat resets it, and a receive that returns late (the process was
+ * stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
+ * neither count nor end the run. On success *peer is the sender and *out
+ * its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
 				 enum wait_for what, uint64_t window)
 {
@@ -781,22 +792,11 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 								     : c->job->config.watchdog_ms;
 	uint64_t idle = 0;
 	enum taken taken = TAKEN_NOTHING;
+	bool watch = false;
 	enum rt_err err;
 
-	/* fast path: a frame is already queued (no poll system call), but look
-	 * at the hooks now and then so a signal is never starved */
-	if (++c->fast_recvs % 64) {
-		err = take_frame(c, ZMQ_DONTWAIT, peer, out, &taken);
-		if (err || taken == TAKEN_FRAME)
-			return err;
-	}
 	for (;;) {
-		zmq_pollitem_t items[2] = { { .socket = c->sock, .events = ZMQ_POLLIN },
-					    { .fd = c->hooks ? c->hooks->fd : -1,
-					      .events = ZMQ_POLLIN } };
-		int nitems = c->hooks && c->hooks->fd >= 0 ? 2 : 1;
 		uint64_t slice, started, took;
-		int n;
 
 		if (idle >= budget)
 			return watchdog_fired(c, what, window);
@@ -805,28 +805,21 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 			err = c->hooks->tick(c->hooks->arg);
 		if (err)
 			return err;
-		slice = budget - idle < 500 ? budget - idle : 500;
-		started = wall_ms();
-		n = zmq_poll(items, nitems, (long)slice);
-		if (n < 0 && errno != EINTR)
-			return rt_fail(RT_ETRANSPORT, "coordinator: poll failed: %s", zmq_strerror(errno));
-		if (nitems == 2 && (items[1].revents & ZMQ_POLLIN)) {
+		if ((watch || !(++c->recvs % 64)) && c->hooks && c->hooks->fd >= 0) {
 			err = c->hooks->on_fd(c->hooks->arg);
 			if (err)
 				return explain_failure(c, err);
 		}
-		/* drain what is queued; a flood of strangers is bounded per turn */
-		for (int k = 0; n > 0 && (items[0].revents & ZMQ_POLLIN) && k < 256; k++) {
-			err = take_frame(c, ZMQ_DONTWAIT, peer, out, &taken);
-			if (err || taken == TAKEN_FRAME)
-				return err;
-			if (taken == TAKEN_NOTHING)
-				break;
-			/* an agent's heartbeat while others are missing is no progress */
-			if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
-				idle = 0;
-				started = wall_ms();
-			}
+		slice = budget - idle < RECV_SLICE_MS ? budget - idle : RECV_SLICE_MS;
+		started = wall_ms();
+		err = take_frame(c, (int)slice, peer, out, &taken);
+		if (err || taken == TAKEN_FRAME)
+			return err;
+		watch = taken == TAKEN_NOTHING;
+		/* an agent's heartbeat while others are missing is no progress */
+		if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
+			idle = 0;
+			started = wall_ms();
 		}
 		took = wall_ms() - started;
 		idle += took < slice ? took : slice;
@@ -1094,9 +1087,8 @@ static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final
 {
 	uint64_t now = wall_ms();
 
-	if (c->sub || !isatty(STDERR_FILENO) || c->job->quiet)
-		return;
-	if (!final && now - c->last_progress_ms < 1000)
+	if (c->sub || c->job->quiet || (!final && now - c->last_progress_ms < 1000) ||
+	    !isatty(STDERR_FILENO))
 		return;
 	c->last_progress_ms = now;
 	fprintf(stderr, "\rkernbench: simulated %llu.%06llu us, window %llu%s",
