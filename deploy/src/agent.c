@@ -57,10 +57,18 @@ struct agent {
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
 	bool stopped;             /* the coordinator stopped the run, or is gone */
 	bool joined;              /* READY sent: the coordinator beats to us */
+	/* the keeper: beats and watches while a window runs in this thread */
+	pthread_mutex_t sock_lock; /* sock and monitor: this thread, or the
+				    * keeper while a window runs */
+	pthread_t keeper;
+	bool keeper_on;
+	int in_window;            /* atomic: a window runs (sock_lock released) */
+	int keeper_quit;          /* atomic */
 };
 
 #define WAIT_SLICE_MS 250 /* longest blocking receive */
 #define WATCH_MS 100      /* signals and children between frames */
+#define KEEPER_NAP_MS 100 /* the keeper's look at a running window */
 
 static uint64_t now_ms(void)
 {
@@ -78,6 +86,7 @@ static enum rt_err open_socket(struct agent *a, const char *id)
 	int64_t max_frame = 1ll << 40;
 
 	a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
+	a->rcvtimeo_ms = -1; /* a new socket blocks until it is told otherwise */
 	if (!a->sock)
 		return rt_fail(RT_ETRANSPORT, "agent: cannot create a socket: %s", zmq_strerror(errno));
 	zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, strlen(id));
@@ -304,13 +313,11 @@ static enum rt_err beat_up(struct agent *a)
 	return err;
 }
 
-/* While this host runs a window (the local coordinator's wait calls it
- * every 500 ms at most) or ships its files: the heartbeat, and the
- * coordinator's frames, of which only a heartbeat or SHUTDOWN can come
- * now (the next GRANT waits for our DONE). */
-static enum rt_err keep_alive(void *arg)
+/* While this host runs a window or ships its files: the heartbeat, and
+ * the coordinator's frames, of which only a heartbeat or SHUTDOWN can come
+ * now (the next GRANT waits for our DONE). The caller holds the socket. */
+static enum rt_err keep_up(struct agent *a)
 {
-	struct agent *a = arg;
 	Kb__Sync *got = NULL;
 	enum rt_err err;
 
@@ -327,6 +334,23 @@ static enum rt_err keep_alive(void *arg)
 		}
 		rt_wire_free_sync(got);
 	}
+	return err;
+}
+
+/* The hook the host's windows call now and then (the local coordinator's
+ * wait, a direct daemon's beat), and file shipping: keep_up, taking the
+ * socket back from the keeper inside a window. */
+static enum rt_err keep_alive(void *arg)
+{
+	struct agent *a = arg;
+	bool in_window = __atomic_load_n(&a->in_window, __ATOMIC_RELAXED);
+	enum rt_err err;
+
+	if (in_window)
+		pthread_mutex_lock(&a->sock_lock);
+	err = keep_up(a);
+	if (in_window)
+		pthread_mutex_unlock(&a->sock_lock);
 	return err;
 }
 
@@ -394,8 +418,14 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 	Kb__Done done = KB__DONE__INIT;
 	struct rt_coord_away away;
 	uint64_t window = (*grant_p)->grant->window;
-	enum rt_err err = kb_local_step(a->local, grant_p, &away);
+	enum rt_err err;
 
+	/* the socket is the keeper's while the window runs */
+	__atomic_store_n(&a->in_window, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&a->sock_lock);
+	err = kb_local_step(a->local, grant_p, &away);
+	pthread_mutex_lock(&a->sock_lock);
+	__atomic_store_n(&a->in_window, 0, __ATOMIC_RELAXED);
 	if (err)
 		return err;
 	done.window = window;
@@ -524,8 +554,8 @@ static enum rt_err finish(struct agent *a)
 	return err ? err : send_up(a, &sync);
 }
 
-/* GRANT -> local windows -> DONE, until SHUTDOWN. */
-static enum rt_err participate(struct agent *a)
+/* GRANT -> local windows -> DONE, until SHUTDOWN (holding the socket). */
+static enum rt_err participate_locked(struct agent *a)
 {
 	enum rt_err err = kb_local_start(a->local, keep_alive, a);
 
@@ -595,6 +625,113 @@ static void report_error(struct agent *a, enum rt_err code)
 		}
 		rt_wire_free_sync(got);
 	}
+}
+
+/* ---------------------------------------------------------------- keeper */
+
+/* A stop signal waiting for this process (SIGINT, SIGTERM, SIGHUP: blocked
+ * everywhere, read from the host's signalfd between windows). */
+static enum rt_err stop_signal_pending(const struct agent *a)
+{
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t pending;
+
+	if (sigpending(&pending))
+		return RT_EOK;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		if (sigismember(&pending, stops[i]))
+			return rt_fail(RT_EINTERRUPTED, "%s: interrupted by SIG%s; stopped every daemon",
+				       a->label, sigabbrev_np(stops[i]));
+	return RT_EOK;
+}
+
+/* The watchdog of a daemon run in this thread, which has no local
+ * coordinator to watch it: no event for run.watchdog_ms ends the run, as a
+ * local coordinator's watchdog would. */
+static enum rt_err direct_watchdog(struct agent *a, uint64_t *events, uint64_t *moved_ms)
+{
+	uint64_t now = now_ms(), count;
+
+	if (!kb_local_direct_events(a->local, &count))
+		return RT_EOK;
+	if (count != *events || !*moved_ms) {
+		*events = count;
+		*moved_ms = now;
+	} else if (now - *moved_ms >= a->job->config.watchdog_ms) {
+		return rt_fail(RT_ETIMEOUT, "%s: its daemon ran no event for %llu ms (watchdog; set "
+			       "run.watchdog_ms to change)", a->label,
+			       (unsigned long long)(now - *moved_ms));
+	}
+	return RT_EOK;
+}
+
+/* A daemon run in this thread may compute for seconds in one event (data
+ * mode) and beats only between events: meanwhile the keeper thread sends
+ * the heartbeat, watches it (direct_watchdog), and ends this host at once
+ * when the coordinator is gone or stops the run, or a stop signal comes
+ * (what it computes is lost anyway; the process goes with its children and
+ * staging folder). */
+static void *keeper_main(void *arg)
+{
+	struct agent *a = arg;
+	const struct timespec nap = { 0, KEEPER_NAP_MS * 1000000L };
+	uint64_t events = 0, moved_ms = 0;
+
+	while (!__atomic_load_n(&a->keeper_quit, __ATOMIC_RELAXED)) {
+		enum rt_err err;
+
+		nanosleep(&nap, NULL);
+		if (!__atomic_load_n(&a->in_window, __ATOMIC_RELAXED)) {
+			moved_ms = 0; /* between windows the coordinator's watchdog counts */
+			continue;
+		}
+		if (pthread_mutex_trylock(&a->sock_lock))
+			continue;
+		err = __atomic_load_n(&a->in_window, __ATOMIC_RELAXED) ? keep_up(a) : RT_EOK;
+		if (!err)
+			err = stop_signal_pending(a);
+		if (!err)
+			err = direct_watchdog(a, &events, &moved_ms);
+		if (err) {
+			report_error(a, err);
+			kb_kill_strays();
+			remove_staging(a);
+			fflush(NULL);
+			_exit(1);
+		}
+		pthread_mutex_unlock(&a->sock_lock);
+	}
+	return NULL;
+}
+
+static void start_keeper(struct agent *a)
+{
+	a->keeper_on = pthread_create(&a->keeper, NULL, keeper_main, a) == 0;
+}
+
+static void stop_keeper(struct agent *a)
+{
+	if (!a->keeper_on)
+		return;
+	__atomic_store_n(&a->keeper_quit, 1, __ATOMIC_RELAXED);
+	pthread_join(a->keeper, NULL);
+	a->keeper_on = false;
+}
+
+/* ---------------------------------------------------------------- participate */
+
+/* GRANT -> local windows -> DONE, until SHUTDOWN. The socket is this
+ * thread's but while a window runs (the keeper's then). */
+static enum rt_err participate(struct agent *a)
+{
+	enum rt_err err;
+
+	pthread_mutex_lock(&a->sock_lock);
+	start_keeper(a);
+	err = participate_locked(a);
+	stop_keeper(a);
+	pthread_mutex_unlock(&a->sock_lock);
+	return err;
 }
 
 /* ---------------------------------------------------------------- main */
@@ -736,6 +873,7 @@ int kb_agent_main(int argc, char **argv)
 	kb_sweep_dead_tmp("kb-agent-", remove_stale_staging, NULL);
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
+	pthread_mutex_init(&a.sock_lock, NULL);
 	a.job = calloc(1, sizeof(*a.job));
 	a.zctx = start_zmq();
 	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");

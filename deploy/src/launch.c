@@ -584,7 +584,7 @@ static void reap_all(struct launch *l, int grace_ms)
 
 /* Kills and reaps every child that is not a daemon: what kernels forked,
  * re-parented to us (we are a subreaper) when their daemon ended. */
-static void kill_strays(void)
+void kb_kill_strays(void)
 {
 	for (int round = 0; round < 100; round++) {
 		char path[64], line[4096];
@@ -632,7 +632,7 @@ static void teardown(struct launch *l, bool failed)
 	if (failed && l->coord)
 		rt_coord_abort(l->coord);
 	reap_all(l, failed ? GRACE_MS / 3 : GRACE_MS);
-	kill_strays();
+	kb_kill_strays();
 	if (l->n_threads)
 		threads_done = join_threads(l, GRACE_MS);
 	running = NULL;
@@ -1113,6 +1113,15 @@ uint64_t kb_local_next_ps(const struct kb_local *local)
 	const struct launch *l = (const struct launch *)local;
 
 	return l->direct ? rt_daemon_next_ps(l->direct) : rt_coord_next_ps(l->coord);
+}
+
+bool kb_local_direct_events(const struct kb_local *local, uint64_t *events)
+{
+	const struct launch *l = (const struct launch *)local;
+
+	if (l->direct)
+		*events = rt_daemon_events(l->direct);
+	return l->direct != NULL;
 }
 
 enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out)

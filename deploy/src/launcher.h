@@ -51,6 +51,9 @@ const struct rt_topology *kb_local_topology(struct kb_local *local);
 enum rt_err kb_local_start(struct kb_local *local, enum rt_err (*tick)(void *arg), void *arg);
 /* Earliest pending time on this host (RT_TIME_NEVER: none). */
 uint64_t kb_local_next_ps(const struct kb_local *local);
+/* A host of one daemon run by direct calls: its events so far (any thread
+ * may ask); false for a host with a local coordinator (its own watchdog). */
+bool kb_local_direct_events(const struct kb_local *local, uint64_t *events);
 /* Runs one GRANT (taken: *grant_p is NULL after) as rt_coord_step does. */
 enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out);
 /* The end of the run: outputs written, `bye` filled with the reports and
@@ -60,6 +63,9 @@ enum rt_err kb_local_finish(struct kb_local *local, Kb__Bye *bye);
 enum rt_err kb_local_watch(struct kb_local *local);
 /* Tells the daemons to stop (failed: at once), reaps them, frees memory. */
 void kb_local_close(struct kb_local **local_p, bool failed);
+/* Kills and reaps every child of this process's main thread (what kernels
+ * forked and left), at once. */
+void kb_kill_strays(void);
 /* `kernbench agent ...` */
 int kb_agent_main(int argc, char **argv);
 

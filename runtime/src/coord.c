@@ -1054,6 +1054,28 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 	return RT_EOK;
 }
 
+/* A participant we could not send to: a daemon that died closes its
+ * socket before its parent hears of it, so wait (briefly) for the hooks'
+ * descriptor to say why (the launcher's signalfd: "killed by signal 9")
+ * before reporting the bare transport error. */
+static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err)
+{
+	uint64_t deadline = wall_ms() + 1000;
+	char saved[1024];
+
+	if (!c->hooks || c->hooks->fd < 0)
+		return err;
+	snprintf(saved, sizeof(saved), "%s", rt_last_error());
+	while (wall_ms() < deadline) {
+		zmq_pollitem_t item = { .fd = c->hooks->fd, .events = ZMQ_POLLIN };
+		enum rt_err why;
+
+		if (zmq_poll(&item, 1, 50) > 0 && (why = c->hooks->on_fd(c->hooks->arg)))
+			return explain_failure(c, why);
+	}
+	return rt_fail(err, "%s", saved);
+}
+
 /* A daemon with no message to receive and nothing due before `end` would
  * run no event in the window: it is left out (no GRANT, no DONE), which
  * saves two messages per idle daemon per window and changes nothing else.
@@ -1075,7 +1097,7 @@ static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, 
 		err = send_grant(c, i, k, start, end);
 		(*granted)++;
 	}
-	return err;
+	return err ? explain_unreachable(c, err) : RT_EOK;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)

@@ -128,8 +128,12 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 
 	if (ev->is_timer && fault_due(d, "freeze", d->window))
 		return RT_EOK; /* test hook: work started here never ends */
+	while (fault_due(d, "stall", d->window))
+		pause(); /* test hook: an event that never returns */
 	d->now = ev->key.time_ps;
-	d->events++;
+	/* a relaxed store is a plain one: another thread may watch the count
+	 * (rt_daemon_events) */
+	__atomic_store_n(&d->events, d->events + 1, __ATOMIC_RELAXED);
 	if (!ev->is_timer) {
 		err = event_message(d, ev, &msg, &content);
 		if (err && d->heap_msg) {
@@ -244,7 +248,8 @@ static enum rt_err send_frame(struct rt_daemon *d, Kb__Sync *msg)
  * named daemon misbehave from that window on (the first one it is granted),
  * so failure handling is tested with real daemons and sockets. kinds: hang,
  * garbage, truncate, schema, crash, early, freeze (its timers never fire,
- * so an engine never finishes a stage), exit. Read once, at start-up. Only the
+ * so an engine never finishes a stage), stall (an event that never
+ * returns), exit. Read once, at start-up. Only the
  * test build (kernbench-test, -DKB_TEST_BUILD) reads it: a release binary
  * never misbehaves because of its environment. */
 #ifndef KB_TEST_BUILD
@@ -639,6 +644,11 @@ enum rt_err rt_daemon_open(const struct rt_daemon_opts *o, struct rt_daemon **ou
 uint64_t rt_daemon_next_ps(const struct rt_daemon *d)
 {
 	return next_local(d);
+}
+
+uint64_t rt_daemon_events(const struct rt_daemon *d)
+{
+	return __atomic_load_n(&d->events, __ATOMIC_RELAXED);
 }
 
 enum rt_err rt_daemon_window(struct rt_daemon *d, const Kb__Grant *g, Kb__Envelope ***out,

@@ -386,16 +386,77 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
 
 /* The coordinator SIGKILLed mid-run: each agent notices (its heartbeat
  * goes unanswered), names the coordinator, and kills its daemons. */
-Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
+/* KB_FAULT `fault` in host 1's agent: the run fails with one line naming
+ * `host` and `what`, and every host tears down. `extra`: more run
+ * arguments, NULL-ended. */
+static void fault_on_host_1(const char *tag, int port_off, const char *colocate,
+			    const char *const *extra, const char *fault, const char *host,
+			    const char *what)
 {
 	struct hosts_case c;
 	char *argv[40], *err;
-	int port = test_port(5), n;
+	int port = test_port(port_off), n;
+	pid_t coord, a0, a1;
+
+	hosts_case(&c, tag, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", colocate, c.hosts);
+	while (extra && *extra)
+		argv[n++] = (char *)*extra++;
+	argv[n] = NULL;
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
+	setenv("KB_FAULT", fault, 1);
+	a1 = spawn_agent(port, 1, c.e1);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(kb_wait(coord), 1);
+	cr_expect_eq(kb_wait(a1), 1);
+	cr_expect_eq(kb_wait(a0), 1);
+	err = kb_slurp_stderr(c.ec);
+	cr_assert(err && strstr(err, host) && strstr(err, what), "stderr: %s (agent 1: %s)", err,
+		  kb_slurp_stderr(c.e1));
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* A daemon of host 1 crashes: the run fails with one line naming the host,
+ * its ranks and the daemon, and every host tears down. */
+Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
+{
+	fault_on_host_1("hosts_crash", 6, "none", NULL, "crash@r1.pe0.dma:3",
+			"host 1 (rank 1): daemon kb-dma r1.pe0.dma", "died");
+}
+
+/* A daemon its agent runs itself stops running events (an event that never
+ * returns): the agent's keeper is its watchdog. */
+Test(hosts, stalled_direct_daemon_trips_the_watchdog, .timeout = 60)
+{
+	static const char *const extra[] = { "--transport", "inproc", "--set",
+					     "run.watchdog_ms=1500", NULL };
+
+	fault_on_host_1("hosts_direct_stall", 16, "host", extra, "stall@h1:2", "host 1 (rank 1)",
+			"watchdog");
+}
+
+/* The coordinator SIGKILLed mid-run: each agent ends with one line. With
+ * `transport` inproc and `colocate` host each agent runs its daemon in its
+ * own thread, where one data-mode event computes for seconds: its keeper
+ * thread must notice (ADR 0020). */
+static void killed_coordinator(const char *tag, const char *colocate, const char *transport,
+			       int port_off)
+{
+	struct hosts_case c;
+	char *argv[40], *err;
+	int port = test_port(port_off), n;
 	pid_t coord, a[2];
 
-	hosts_case(&c, "hosts_kill_coord", port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, c.out, "q", "none", c.hosts);
-	argv[n - 8] = (char *)"seq_kv=65536";
+	hosts_case(&c, tag, port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", colocate, c.hosts);
+	argv[12] = (char *)"seq_kv=65536";
+	argv[n++] = (char *)"--transport";
+	argv[n++] = (char *)transport;
+	argv[n] = NULL;
 	kb_adopt_orphans();
 	coord = kb_spawn(argv, c.ec);
 	a[0] = spawn_agent(port, 0, c.e0);
@@ -416,33 +477,16 @@ Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
 	cr_expect_eq(kb_leftover_daemons(), 0);
 }
 
-/* A daemon of host 1 crashes: the run fails with one line naming the host,
- * its ranks and the daemon, and every host tears down. */
-Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
+Test(hosts, killed_coordinator_stops_every_agent, .timeout = 60)
 {
-	struct hosts_case c;
-	char *argv[40], *err;
-	int port = test_port(6);
-	pid_t coord, a0, a1;
-
-	hosts_case(&c, "hosts_crash", port, "  - ranks: [0]\n  - ranks: [1]\n");
-	ring_argv(argv, c.out, "q", "none", c.hosts);
-	kb_adopt_orphans();
-	coord = kb_spawn(argv, c.ec);
-	a0 = spawn_agent(port, 0, c.e0);
-	setenv("KB_FAULT", "crash@r1.pe0.dma:3", 1);
-	a1 = spawn_agent(port, 1, c.e1);
-	unsetenv("KB_FAULT");
-	cr_assert_eq(kb_wait(coord), 1);
-	cr_expect_eq(kb_wait(a1), 1);
-	cr_expect_eq(kb_wait(a0), 1);
-	err = kb_slurp_stderr(c.ec);
-	cr_assert(err && strstr(err, "host 1 (rank 1): daemon kb-dma r1.pe0.dma") &&
-		  strstr(err, "died"), "stderr: %s (agent 1: %s)", err, kb_slurp_stderr(c.e1));
-	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
-	free(err);
-	cr_expect_eq(kb_leftover_daemons(), 0);
+	killed_coordinator("hosts_kill_coord", "none", "ipc", 5);
 }
+
+Test(hosts, killed_coordinator_stops_agents_running_their_daemon_themselves, .timeout = 60)
+{
+	killed_coordinator("hosts_kill_coord_direct", "host", "inproc", 15);
+}
+
 
 /* No --index: the agents take their rank from mpirun's environment, with
  * the coordinator as process 0 of a world of 3; and CURVE keys on the

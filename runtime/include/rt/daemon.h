@@ -42,6 +42,8 @@ struct rt_daemon;
 enum rt_err rt_daemon_open(const struct rt_daemon_opts *opts, struct rt_daemon **out);
 /* Time of its earliest pending event, RT_TIME_NEVER if none. */
 uint64_t rt_daemon_next_ps(const struct rt_daemon *d);
+/* Events it ran so far; any thread may ask (a watchdog's view). */
+uint64_t rt_daemon_events(const struct rt_daemon *d);
 /* One window: takes the GRANT's messages, runs every event before its end
  * and returns the messages for other daemons (owned by the daemon until the
  * next call), as DONE carries them. */
