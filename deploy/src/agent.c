@@ -57,13 +57,17 @@ struct agent {
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
 	bool stopped;             /* the coordinator stopped the run, or is gone */
 	bool joined;              /* READY sent: the coordinator beats to us */
-	/* the keeper: beats and watches while a window runs in this thread */
-	pthread_mutex_t sock_lock; /* sock and monitor: this thread, or the
-				    * keeper while a window runs */
+	/* the keeper: beats and watches while this thread runs the host */
+	pthread_mutex_t sock_lock; /* sock and monitor: this thread's, or the
+				    * keeper's while they are lent */
 	pthread_t keeper;
 	bool keeper_on;
-	int in_window;            /* atomic: a window runs (sock_lock released) */
+	int lent;                 /* atomic: the keeper may use the socket */
+	int host_open;            /* atomic: this host's daemons are up */
 	int keeper_quit;          /* atomic */
+	int keeper_failed;        /* atomic: keeper_err / keeper_line are set */
+	enum rt_err keeper_err;
+	char keeper_line[1200];
 };
 
 #define WAIT_SLICE_MS 250 /* longest blocking receive */
@@ -337,19 +341,46 @@ static enum rt_err keep_up(struct agent *a)
 	return err;
 }
 
+/* What the keeper found while it held the socket (the run must stop), as
+ * this thread's error; RT_EOK if nothing. */
+static enum rt_err keeper_verdict(struct agent *a)
+{
+	if (!__atomic_load_n(&a->keeper_failed, __ATOMIC_ACQUIRE))
+		return RT_EOK;
+	return rt_fail(a->keeper_err, "%s", a->keeper_line);
+}
+
+/* The socket goes to the keeper while this thread runs the host (starts its
+ * daemons, runs a window) and comes back; what the keeper found meanwhile
+ * is then the caller's error. */
+static void lend_socket(struct agent *a)
+{
+	__atomic_store_n(&a->lent, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&a->sock_lock);
+}
+
+static enum rt_err take_socket(struct agent *a)
+{
+	pthread_mutex_lock(&a->sock_lock);
+	__atomic_store_n(&a->lent, 0, __ATOMIC_RELAXED);
+	return keeper_verdict(a);
+}
+
 /* The hook the host's windows call now and then (the local coordinator's
- * wait, a direct daemon's beat), and file shipping: keep_up, taking the
- * socket back from the keeper inside a window. */
+ * wait, a direct daemon's beat), and file shipping: keep_up, borrowing the
+ * socket back from the keeper while it is lent. */
 static enum rt_err keep_alive(void *arg)
 {
 	struct agent *a = arg;
-	bool in_window = __atomic_load_n(&a->in_window, __ATOMIC_RELAXED);
-	enum rt_err err;
+	bool lent = __atomic_load_n(&a->lent, __ATOMIC_RELAXED);
+	enum rt_err err = keeper_verdict(a);
 
-	if (in_window)
+	if (err)
+		return err;
+	if (lent)
 		pthread_mutex_lock(&a->sock_lock);
 	err = keep_up(a);
-	if (in_window)
+	if (lent)
 		pthread_mutex_unlock(&a->sock_lock);
 	return err;
 }
@@ -418,14 +449,13 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 	Kb__Done done = KB__DONE__INIT;
 	struct rt_coord_away away;
 	uint64_t window = (*grant_p)->grant->window;
-	enum rt_err err;
+	enum rt_err err, verdict;
 
-	/* the socket is the keeper's while the window runs */
-	__atomic_store_n(&a->in_window, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&a->sock_lock);
+	lend_socket(a);
 	err = kb_local_step(a->local, grant_p, &away);
-	pthread_mutex_lock(&a->sock_lock);
-	__atomic_store_n(&a->in_window, 0, __ATOMIC_RELAXED);
+	verdict = take_socket(a);
+	if (!err)
+		err = verdict;
 	if (err)
 		return err;
 	done.window = window;
@@ -554,8 +584,8 @@ static enum rt_err finish(struct agent *a)
 	return err ? err : send_up(a, &sync);
 }
 
-/* GRANT -> local windows -> DONE, until SHUTDOWN (holding the socket). */
-static enum rt_err participate_locked(struct agent *a)
+/* GRANT -> local windows -> DONE, until SHUTDOWN. */
+static enum rt_err participate(struct agent *a)
 {
 	enum rt_err err = kb_local_start(a->local, keep_alive, a);
 
@@ -648,12 +678,11 @@ static enum rt_err stop_signal_pending(const struct agent *a)
 /* The watchdog of a daemon run in this thread, which has no local
  * coordinator to watch it: no event for run.watchdog_ms ends the run, as a
  * local coordinator's watchdog would. */
-static enum rt_err direct_watchdog(struct agent *a, uint64_t *events, uint64_t *moved_ms)
+static enum rt_err direct_watchdog(struct agent *a, uint64_t count, uint64_t *events,
+				   uint64_t *moved_ms)
 {
-	uint64_t now = now_ms(), count;
+	uint64_t now = now_ms();
 
-	if (!kb_local_direct_events(a->local, &count))
-		return RT_EOK;
 	if (count != *events || !*moved_ms) {
 		*events = count;
 		*moved_ms = now;
@@ -665,48 +694,71 @@ static enum rt_err direct_watchdog(struct agent *a, uint64_t *events, uint64_t *
 	return RT_EOK;
 }
 
-/* A daemon run in this thread may compute for seconds in one event (data
- * mode) and beats only between events: meanwhile the keeper thread sends
- * the heartbeat, watches it (direct_watchdog), and ends this host at once
- * when the coordinator is gone or stops the run, or a stop signal comes
- * (what it computes is lost anyway; the process goes with its children and
- * staging folder). */
+/* Ends this host now, from the keeper: the daemon computing in this
+ * thread cannot be stopped otherwise, and what it computes is lost. */
+static void abandon_host(struct agent *a, enum rt_err err)
+{
+	report_error(a, err);
+	kb_kill_strays();
+	remove_staging(a);
+	fflush(NULL);
+	_exit(1);
+}
+
+/* While this thread runs the host (starts thousands of daemons, or runs a
+ * window, where a daemon in this thread may compute for seconds in one
+ * data-mode event and beats only between events) the keeper thread sends
+ * the heartbeat, reads the coordinator's frames, looks for a stop signal
+ * and is a direct daemon's watchdog. What it finds goes to this thread
+ * (keeper_verdict), except during a direct daemon's window: then it ends
+ * the host itself, at once. */
 static void *keeper_main(void *arg)
 {
 	struct agent *a = arg;
 	const struct timespec nap = { 0, KEEPER_NAP_MS * 1000000L };
-	uint64_t events = 0, moved_ms = 0;
+	uint64_t events = 0, moved_ms = 0, count;
 
 	while (!__atomic_load_n(&a->keeper_quit, __ATOMIC_RELAXED)) {
+		bool direct;
 		enum rt_err err;
 
 		nanosleep(&nap, NULL);
-		if (!__atomic_load_n(&a->in_window, __ATOMIC_RELAXED)) {
+		if (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&a->keeper_failed, __ATOMIC_RELAXED)) {
 			moved_ms = 0; /* between windows the coordinator's watchdog counts */
 			continue;
 		}
 		if (pthread_mutex_trylock(&a->sock_lock))
 			continue;
-		err = __atomic_load_n(&a->in_window, __ATOMIC_RELAXED) ? keep_up(a) : RT_EOK;
+		direct = __atomic_load_n(&a->host_open, __ATOMIC_RELAXED) &&
+			 kb_local_direct_events(a->local, &count);
+		err = __atomic_load_n(&a->lent, __ATOMIC_RELAXED) ? keep_up(a) : RT_EOK;
 		if (!err)
 			err = stop_signal_pending(a);
-		if (!err)
-			err = direct_watchdog(a, &events, &moved_ms);
+		if (!err && direct)
+			err = direct_watchdog(a, count, &events, &moved_ms);
+		if (err && direct)
+			abandon_host(a, err);
 		if (err) {
-			report_error(a, err);
-			kb_kill_strays();
-			remove_staging(a);
-			fflush(NULL);
-			_exit(1);
+			snprintf(a->keeper_line, sizeof(a->keeper_line), "%s", rt_last_error());
+			a->keeper_err = err;
+			__atomic_store_n(&a->keeper_failed, 1, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&a->sock_lock);
 	}
 	return NULL;
 }
 
+/* The keeper takes no signal (it starts with all blocked): SIGCHLD and the
+ * stop signals wait for the host's signalfd, which only reads blocked ones. */
 static void start_keeper(struct agent *a)
 {
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	a->keeper_on = pthread_create(&a->keeper, NULL, keeper_main, a) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 static void stop_keeper(struct agent *a)
@@ -718,23 +770,22 @@ static void stop_keeper(struct agent *a)
 	a->keeper_on = false;
 }
 
-/* ---------------------------------------------------------------- participate */
-
-/* GRANT -> local windows -> DONE, until SHUTDOWN. The socket is this
- * thread's but while a window runs (the keeper's then). */
-static enum rt_err participate(struct agent *a)
-{
-	enum rt_err err;
-
-	pthread_mutex_lock(&a->sock_lock);
-	start_keeper(a);
-	err = participate_locked(a);
-	stop_keeper(a);
-	pthread_mutex_unlock(&a->sock_lock);
-	return err;
-}
-
 /* ---------------------------------------------------------------- main */
+
+/* This host's daemons, started while the keeper beats for this host:
+ * starting thousands takes seconds, and an assigned host that says nothing
+ * for RT_COORD_SILENCE_MS is taken for dead. */
+static enum rt_err open_host(struct agent *a, char **argv)
+{
+	enum rt_err err, verdict;
+
+	lend_socket(a);
+	err = kb_local_open(a->job, a->rank_here, argv, &a->local);
+	verdict = take_socket(a);
+	if (!err && !verdict)
+		__atomic_store_n(&a->host_open, 1, __ATOMIC_RELAXED);
+	return err ? err : verdict;
+}
 
 static int usage(const char *why)
 {
@@ -874,6 +925,7 @@ int kb_agent_main(int argc, char **argv)
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
 	pthread_mutex_init(&a.sock_lock, NULL);
+	pthread_mutex_lock(&a.sock_lock); /* the socket is this thread's but when lent */
 	a.job = calloc(1, sizeof(*a.job));
 	a.zctx = start_zmq();
 	err = a.job && a.zctx ? RT_EOK : rt_fail(RT_ENOMEM, "agent: out of memory");
@@ -883,16 +935,20 @@ int kb_agent_main(int argc, char **argv)
 	 * reaches the coordinator as ERROR */
 	if (!err)
 		err = open_socket(&a, a.token);
-	if (!err)
+	if (!err) {
 		watch_connection(&a);
+		start_keeper(&a);
+	}
 	if (!err)
 		err = localise_job(&a);
 	if (!err)
-		err = kb_local_open(a.job, a.rank_here, daemon_argv, &a.local);
+		err = open_host(&a, daemon_argv);
 	if (!err)
 		err = participate(&a);
 	if (err)
 		report_error(&a, err);
+	stop_keeper(&a);
+	pthread_mutex_unlock(&a.sock_lock);
 	kb_local_close(&a.local, err != RT_EOK);
 	remove_staging(&a);
 	close_socket(&a);

@@ -577,14 +577,16 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 		sync.assign = &assign;
 		reply_to(c, id, &sync);
 		c->peers[host].assigned = true;
+		c->peers[host].heard_ms = wall_ms(); /* its silence counts from now */
 	}
 	rt_wire_free_sync(s);
 	return true;
 }
 
-/* Agents: a heartbeat to every host every RT_COORD_BEAT_MS (a send to one
- * whose connection dropped fails at once), and a host that sent nothing for
- * RT_COORD_SILENCE_MS is gone. */
+/* Agents: a heartbeat to every ready host every RT_COORD_BEAT_MS (a send to
+ * one whose connection dropped fails at once), and a host that sent nothing
+ * for RT_COORD_SILENCE_MS since its Assign is gone (an agent beats while it
+ * starts its daemons, too). */
 static enum rt_err keep_agents(struct rt_coord *c)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
@@ -602,7 +604,7 @@ static enum rt_err keep_agents(struct rt_coord *c)
 	for (uint32_t i = 0; i < c->n_peers; i++) {
 		struct peer *p = &c->peers[i];
 
-		if (!p->ready || p->gone)
+		if (!(p->ready || p->assigned) || p->gone)
 			continue;
 		/* sending its files, an agent may wait its turn behind another's */
 		silence = (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS;
@@ -610,6 +612,8 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), silence / 1000);
+		if (!p->ready)
+			continue; /* still starting: beats go to ready hosts */
 		/* after SHUTDOWN an agent closes once it sent its files and BYE,
 		 * which may still be queued here (behind another host's files):
 		 * then only silence counts. Before, a closed connection is a dead

@@ -308,6 +308,38 @@ Test(hosts, three_hosts_with_ranks_out_of_order_match_one_host, .timeout = 120)
 	kb_expect_same_run(c.one, c.two, false); /* timing mode */
 }
 
+/* An agent killed while it starts its daemons (after its Assign, before
+ * READY) is named by its silence, long before --agent-timeout (60 s, more
+ * than this test may take). */
+Test(hosts, agent_killed_while_starting_is_named, .timeout = 40)
+{
+	struct hosts_case c;
+	char *argv[40], *err;
+	int port = test_port(17);
+	pid_t coord, a0, a1;
+
+	hosts_case(&c, "hosts_kill_start", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	ring_argv(argv, c.out, "q", "none", c.hosts);
+	argv[6] = (char *)"32";     /* --pes: hundreds of daemons to start */
+	argv[8] = (char *)"timing"; /* --mode */
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, c.ec);
+	a0 = spawn_agent(port, 0, c.e0);
+	a1 = spawn_agent(port, 1, c.e1);
+	cr_assert(agent_started(a1)); /* assigned: its staging folder exists */
+	cr_assert_eq(kill(a1, SIGKILL), 0);
+	cr_assert_eq(kb_wait(coord), 1, "coordinator: %s", kb_slurp_stderr(c.ec));
+	cr_expect_neq(kb_wait(a0), 0, "the other agent stops too");
+	kb_wait(a1);
+	err = kb_slurp_stderr(c.ec);
+	cr_assert(err && strstr(err, "host 1 (rank 1)") && strstr(err, "is gone"), "stderr: %s",
+		  err);
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	sleep(1); /* daemons of the killed agent die with it (PDEATHSIG) */
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
 Test(hosts, killed_agent_tears_down_every_host, .timeout = 60)
 {
 	struct hosts_case c;
