@@ -39,7 +39,7 @@
 #include "bench_zmq.h"
 
 #define ROUNDS 3000
-#define PAIRS 7
+#define PAIRS 11
 #define BARE_PORT "5600"
 #define RUN_PORT "5555"
 
