@@ -366,23 +366,16 @@ static enum rt_err take_socket(struct agent *a)
 	return keeper_verdict(a);
 }
 
-/* The hook the host's windows call now and then (the local coordinator's
- * wait, a direct daemon's beat), and file shipping: keep_up, borrowing the
- * socket back from the keeper while it is lent. */
+/* The hook the local coordinator's wait calls now and then, and file
+ * shipping: inside a window the keeper beats and listens, so only what it
+ * found counts; otherwise keep_up. */
 static enum rt_err keep_alive(void *arg)
 {
 	struct agent *a = arg;
-	bool lent = __atomic_load_n(&a->lent, __ATOMIC_RELAXED);
-	enum rt_err err = keeper_verdict(a);
 
-	if (err)
-		return err;
-	if (lent)
-		pthread_mutex_lock(&a->sock_lock);
-	err = keep_up(a);
-	if (lent)
-		pthread_mutex_unlock(&a->sock_lock);
-	return err;
+	if (__atomic_load_n(&a->lent, __ATOMIC_RELAXED))
+		return keeper_verdict(a);
+	return keep_up(a);
 }
 
 /* The coordinator's next frame that is not a heartbeat, heartbeating
@@ -398,17 +391,13 @@ static enum rt_err wait_up(struct agent *a, Kb__Sync **out)
 			a->watched_ms = now;
 			err = kb_local_watch(a->local);
 		}
-		if (err || (*out && (*out)->body_case != KB__SYNC__BODY_PROGRESS)) {
-			if (err) {
-				rt_wire_free_sync(*out);
-				*out = NULL;
-			}
-			return err;
-		}
-		rt_wire_free_sync(*out);
+		if (!err && *out && (*out)->body_case != KB__SYNC__BODY_PROGRESS)
+			return RT_EOK;
+		rt_wire_free_sync(*out); /* a heartbeat, or a frame we fail with */
 		*out = NULL;
 		/* beats only: a frame read here would be lost to the loop above */
-		err = beat_up(a);
+		if (!err)
+			err = beat_up(a);
 		if (err)
 			return err;
 	}
@@ -730,9 +719,11 @@ static void *keeper_main(void *arg)
 		}
 		if (pthread_mutex_trylock(&a->sock_lock))
 			continue;
+		/* holding the lock, the socket is lent: the agent's thread takes
+		 * it back (lent = 0) only under the lock */
 		direct = __atomic_load_n(&a->host_open, __ATOMIC_RELAXED) &&
 			 kb_local_direct_events(a->local, &count);
-		err = __atomic_load_n(&a->lent, __ATOMIC_RELAXED) ? keep_up(a) : RT_EOK;
+		err = keep_up(a);
 		if (!err)
 			err = stop_signal_pending(a);
 		if (!err && direct)

@@ -843,20 +843,9 @@ static bool runs_direct(const struct launch *l)
 	return l->rank_here && l->job->transport == RT_TRANSPORT_INPROC && here == 1;
 }
 
-/* During a long direct window: this host's signals and children, then the
- * agent's heartbeat. */
-static enum rt_err direct_beat(void *arg)
-{
-	struct launch *l = arg;
-	enum rt_err err = on_signal(l);
-
-	return err ? err : launch_tick(l);
-}
-
 static enum rt_err open_direct(struct launch *l)
 {
-	struct rt_daemon_opts opts = { .job = l->job, .topo = &l->topo, .beat = direct_beat,
-				       .beat_arg = l };
+	struct rt_daemon_opts opts = { .job = l->job, .topo = &l->topo };
 
 	while (!l->daemon_here[opts.index])
 		opts.index++;

@@ -77,8 +77,6 @@ struct rt_daemon {
 	bool threaded;           /* hosted as a thread of the launcher */
 	const char *token;       /* routing id the coordinator gave it */
 	uint64_t beat_ms;        /* last PROGRESS heartbeat (monotonic ms) */
-	enum rt_err (*beat)(void *arg); /* direct calls: the caller's heartbeat */
-	void *beat_arg;
 	Kb__ComponentReport *reports;   /* BYE's, kept until the daemon closes */
 	Kb__ComponentReport **report_ptrs;
 	Kb__Stat *stats, **stat_ptrs;

@@ -18,7 +18,6 @@
 #include "rt/wire.h"
 
 #define ARENA_BYTES (8u << 20)
-#define DIRECT_BEAT_MS 100 /* how often a direct caller's beat runs */
 
 /* ---------------------------------------------------------------- setup */
 
@@ -182,26 +181,25 @@ static uint64_t mono_ms(void)
 
 /* During a long window (one daemon may run a whole --colocate all job in
  * one), tells the coordinator events are still being executed, so its
- * watchdog measures "no event executed" rather than window length. Driven
- * by direct calls, it runs the caller's beat instead. */
-static enum rt_err heartbeat(struct rt_daemon *d)
+ * watchdog measures "no event executed" rather than window length. (Driven
+ * by direct calls it has no socket: its caller beats for it.) */
+static void heartbeat(struct rt_daemon *d)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Progress progress = KB__PROGRESS__INIT;
-	uint64_t every = d->beat ? DIRECT_BEAT_MS : d->job->config.watchdog_ms / 4;
-	uint64_t now = mono_ms();
+	uint64_t every = d->job->config.watchdog_ms / 4, now;
 
+	if (!d->sock)
+		return;
+	now = mono_ms();
 	if (now - d->beat_ms < (every ? every : 1))
-		return RT_EOK;
+		return;
 	d->beat_ms = now;
-	if (d->beat)
-		return d->beat(d->beat_arg);
 	progress.events = d->events;
 	sync.body_case = KB__SYNC__BODY_PROGRESS;
 	sync.progress = &progress;
 	if (rt_wire_encode_sync(&sync, &d->frame) == RT_EOK)
 		zmq_send(d->sock, d->frame.data, d->frame.len, 0);
-	return RT_EOK;
 }
 
 static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
@@ -217,8 +215,7 @@ static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 		rt_event_release(&ev);
 		/* every event: one may compute for seconds (data mode), and a
 		 * coarse clock read costs nanoseconds */
-		if (!err)
-			err = heartbeat(d);
+		heartbeat(d);
 	}
 	return err;
 }
@@ -619,25 +616,30 @@ static enum rt_err init_components(struct rt_daemon *d)
 
 /* ---------------------------------------------------------------- direct calls */
 
-enum rt_err rt_daemon_open(const struct rt_daemon_opts *o, struct rt_daemon **out)
+/* A daemon with its tables and its test hook armed; no socket, and its
+ * components' init not run yet. *out is set whenever memory was had. */
+static enum rt_err daemon_new(const struct rt_daemon_opts *o, struct rt_daemon **out)
 {
 	struct rt_daemon *d = calloc(1, sizeof(*d));
 	enum rt_err err;
 
-	*out = NULL;
+	*out = d;
 	if (!d)
 		return rt_fail(RT_ENOMEM, "cannot allocate a daemon");
 	err = daemon_init(d, o);
-	d->beat = o->beat;
-	d->beat_arg = o->beat_arg;
-	d->beat_ms = mono_ms();
-	if (!err) {
+	if (!err)
 		arm_fault(d);
-		err = init_components(d);
-	}
+	return err;
+}
+
+enum rt_err rt_daemon_open(const struct rt_daemon_opts *o, struct rt_daemon **out)
+{
+	enum rt_err err = daemon_new(o, out);
+
+	if (!err)
+		err = init_components(*out);
 	if (err)
-		rt_daemon_close(&d);
-	*out = d;
+		rt_daemon_close(out);
 	return err;
 }
 
@@ -687,16 +689,13 @@ void rt_daemon_close(struct rt_daemon **dp)
 
 enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 {
-	struct rt_daemon *d = calloc(1, sizeof(*d));
-	enum rt_err err;
+	struct rt_daemon *d;
+	enum rt_err err = daemon_new(o, &d);
 
 	if (!d)
-		return rt_fail(RT_ENOMEM, "cannot allocate a daemon");
-	err = daemon_init(d, o);
-	if (!err) {
-		arm_fault(d);
+		return err;
+	if (!err)
 		err = open_socket(d, o);
-	}
 	if (!err) {
 		err = init_components(d);
 		if (!err)
@@ -707,7 +706,6 @@ enum rt_err rt_daemon_run(const struct rt_daemon_opts *o)
 	}
 	fini_components(d);
 	close_socket(d);
-	daemon_release(d);
-	free(d);
+	rt_daemon_close(&d);
 	return err;
 }

@@ -272,12 +272,14 @@ enum rt_err rt_topology_place(struct rt_topology *t, enum rt_colocate how,
 	return RT_EOK;
 }
 
+/* By enum rt_colocate value. */
+static const char *const colocate_names[] = { "none", "pe", "rank", "host", "all" };
+#define N_COLOCATE (sizeof(colocate_names) / sizeof(colocate_names[0]))
+
 enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out)
 {
-	static const char *const names[] = { "none", "pe", "rank", "host", "all" };
-
-	for (int i = 0; i < 5; i++)
-		if (!strcmp(s, names[i])) {
+	for (size_t i = 0; i < N_COLOCATE; i++)
+		if (!strcmp(s, colocate_names[i])) {
 			*out = (enum rt_colocate)i;
 			return RT_EOK;
 		}
@@ -286,9 +288,7 @@ enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out)
 
 const char *rt_colocate_name(enum rt_colocate c)
 {
-	static const char *const names[] = { "none", "pe", "rank", "host", "all" };
-
-	return (unsigned)c < 5 ? names[c] : "?";
+	return (unsigned)c < N_COLOCATE ? colocate_names[c] : "?";
 }
 
 /* ---------------------------------------------------------------- sharing */

@@ -191,38 +191,6 @@ Test(hosts, two_agents_match_one_host_one_daemon_per_host, .timeout = 120)
 	two_hosts_match("hosts_kv_direct", "kv", "host", "inproc", 13);
 }
 
-/* A kernel failing inside a daemon its agent runs directly: one line
- * naming the host, every process out, nothing left. */
-Test(hosts, kernel_error_in_a_direct_daemon_is_named_with_its_host, .timeout = 60)
-{
-	struct hosts_case c;
-	char *argv[40], *err;
-	int port = test_port(14), n;
-	pid_t coord, a0, a1;
-
-	hosts_case(&c, "hosts_direct_err", port, "  - ranks: [0]\n  - ranks: [1]\n");
-	n = ring_argv(argv, c.out, "q", "host", c.hosts);
-	argv[2] = (char *)"gqa_decode_opt2"; /* refuses --ranks 2 at its first event */
-	argv[9] = (char *)"--seed";           /* instead of --arg pass=q */
-	argv[10] = (char *)"1";
-	argv[n++] = (char *)"--transport";
-	argv[n++] = (char *)"inproc";
-	argv[n] = NULL;
-	kb_adopt_orphans();
-	coord = kb_spawn(argv, c.ec);
-	a0 = spawn_agent(port, 0, c.e0);
-	a1 = spawn_agent(port, 1, c.e1);
-	cr_assert_eq(kb_wait(coord), 1);
-	cr_expect_eq(kb_wait(a0), 1);
-	cr_expect_eq(kb_wait(a1), 1);
-	err = kb_slurp_stderr(c.ec);
-	cr_assert(err && strstr(err, "host ") && strstr(err, "(rank ") &&
-		  strstr(err, "runs on one rank"), "stderr: %s", err);
-	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
-	free(err);
-	cr_expect_eq(kb_leftover_daemons(), 0);
-}
-
 Test(hosts, missing_agent_is_named_with_its_ranks, .timeout = 60)
 {
 	struct hosts_case c;
@@ -418,46 +386,82 @@ Test(hosts, bad_hosts_files_exit_2_with_one_line, .timeout = 60)
 
 /* The coordinator SIGKILLed mid-run: each agent notices (its heartbeat
  * goes unanswered), names the coordinator, and kills its daemons. */
-/* KB_FAULT `fault` in host 1's agent: the run fails with one line naming
- * `host` and `what`, and every host tears down. `extra`: more run
- * arguments, NULL-ended. */
+/* `argv` (a run with --hosts c->hosts) over two agents, KB_FAULT `fault`
+ * in host 1's (NULL: none): the run fails with one line holding every one
+ * of `needles` (NULL-ended), and every host tears down. */
+static void expect_two_host_failure(const struct hosts_case *c, int port, char **argv,
+				    const char *fault, const char *const *needles)
+{
+	pid_t coord, a0, a1;
+	char *err;
+
+	kb_adopt_orphans();
+	coord = kb_spawn(argv, c->ec);
+	a0 = spawn_agent(port, 0, c->e0);
+	if (fault)
+		setenv("KB_FAULT", fault, 1);
+	a1 = spawn_agent(port, 1, c->e1);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(kb_wait(coord), 1);
+	cr_expect_eq(kb_wait(a1), 1);
+	cr_expect_eq(kb_wait(a0), 1);
+	err = kb_slurp_stderr(c->ec);
+	cr_assert_not_null(err);
+	for (const char *const *n = needles; *n; n++)
+		cr_expect(strstr(err, *n), "'%s' missing: %s (agent 1: %s)", *n, err,
+			  kb_slurp_stderr(c->e1));
+	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
+	free(err);
+	cr_expect_eq(kb_leftover_daemons(), 0);
+}
+
+/* KB_FAULT `fault` in host 1's agent, `extra` more run arguments
+ * (NULL-ended): see expect_two_host_failure. */
 static void fault_on_host_1(const char *tag, int port_off, const char *colocate,
-			    const char *const *extra, const char *fault, const char *host,
-			    const char *what)
+			    const char *const *extra, const char *fault,
+			    const char *const *needles)
 {
 	struct hosts_case c;
-	char *argv[40], *err;
-	int port = test_port(port_off), n;
-	pid_t coord, a0, a1;
+	char *argv[40];
+	int port = test_port(port_off);
+	int n;
 
 	hosts_case(&c, tag, port, "  - ranks: [0]\n  - ranks: [1]\n");
 	n = ring_argv(argv, c.out, "q", colocate, c.hosts);
 	while (extra && *extra)
 		argv[n++] = (char *)*extra++;
 	argv[n] = NULL;
-	kb_adopt_orphans();
-	coord = kb_spawn(argv, c.ec);
-	a0 = spawn_agent(port, 0, c.e0);
-	setenv("KB_FAULT", fault, 1);
-	a1 = spawn_agent(port, 1, c.e1);
-	unsetenv("KB_FAULT");
-	cr_assert_eq(kb_wait(coord), 1);
-	cr_expect_eq(kb_wait(a1), 1);
-	cr_expect_eq(kb_wait(a0), 1);
-	err = kb_slurp_stderr(c.ec);
-	cr_assert(err && strstr(err, host) && strstr(err, what), "stderr: %s (agent 1: %s)", err,
-		  kb_slurp_stderr(c.e1));
-	cr_expect_eq(kb_count_lines(err), 1, "one line: %s", err);
-	free(err);
-	cr_expect_eq(kb_leftover_daemons(), 0);
+	expect_two_host_failure(&c, port, argv, fault, needles);
 }
 
 /* A daemon of host 1 crashes: the run fails with one line naming the host,
  * its ranks and the daemon, and every host tears down. */
 Test(hosts, dead_daemon_on_an_agent_is_named_with_its_host, .timeout = 60)
 {
-	fault_on_host_1("hosts_crash", 6, "none", NULL, "crash@r1.pe0.dma:3",
-			"host 1 (rank 1): daemon kb-dma r1.pe0.dma", "died");
+	static const char *const needles[] = { "host 1 (rank 1): daemon kb-dma r1.pe0.dma",
+						"died", NULL };
+
+	fault_on_host_1("hosts_crash", 6, "none", NULL, "crash@r1.pe0.dma:3", needles);
+}
+
+/* A kernel failing inside a daemon its agent runs directly: one line
+ * naming the host, every process out, nothing left. */
+Test(hosts, kernel_error_in_a_direct_daemon_is_named_with_its_host, .timeout = 60)
+{
+	static const char *const needles[] = { "host ", "(rank ", "runs on one rank", NULL };
+	struct hosts_case c;
+	char *argv[40];
+	int port = test_port(14), n;
+
+	hosts_case(&c, "hosts_direct_err", port, "  - ranks: [0]\n  - ranks: [1]\n");
+	n = ring_argv(argv, c.out, "q", "host", c.hosts);
+	argv[2] = (char *)"gqa_decode_opt2"; /* refuses --ranks 2 at its first event */
+	argv[9] = (char *)"--seed";           /* instead of --arg pass=q */
+	argv[10] = (char *)"1";
+	argv[n++] = (char *)"--transport";
+	argv[n++] = (char *)"inproc";
+	argv[n] = NULL;
+	expect_two_host_failure(&c, port, argv, NULL, needles);
 }
 
 /* A daemon its agent runs itself stops running events (an event that never
@@ -467,8 +471,9 @@ Test(hosts, stalled_direct_daemon_trips_the_watchdog, .timeout = 60)
 	static const char *const extra[] = { "--transport", "inproc", "--set",
 					     "run.watchdog_ms=1500", NULL };
 
-	fault_on_host_1("hosts_direct_stall", 16, "host", extra, "stall@h1:2", "host 1 (rank 1)",
-			"watchdog");
+	static const char *const needles[] = { "host 1 (rank 1)", "watchdog", NULL };
+
+	fault_on_host_1("hosts_direct_stall", 16, "host", extra, "stall@h1:2", needles);
 }
 
 /* The coordinator SIGKILLed mid-run: each agent ends with one line. With

@@ -27,17 +27,14 @@ struct rt_daemon_opts {
 	const char *endpoint; /* coordinator endpoint */
 	void *zmq_ctx;        /* shared context (inproc) or NULL: own one */
 	const char *token;    /* rt_coord_token(): never on a command line */
-	/* direct calls only: called now and then during a long window (the
-	 * caller's heartbeat); an error stops the window */
-	enum rt_err (*beat)(void *arg);
-	void *beat_arg;
 };
 
 /* Runs until SHUTDOWN; RT_EOK after a clean shutdown. */
 enum rt_err rt_daemon_run(const struct rt_daemon_opts *opts);
 
 /* Direct calls. Opens daemon `opts->index` (no socket: endpoint, zmq_ctx
- * and token are not used) and runs its components' init. */
+ * and token are not used) and runs its components' init. It sends no
+ * heartbeat: the caller keeps its own peers informed during a window. */
 struct rt_daemon;
 enum rt_err rt_daemon_open(const struct rt_daemon_opts *opts, struct rt_daemon **out);
 /* Time of its earliest pending event, RT_TIME_NEVER if none. */
