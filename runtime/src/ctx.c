@@ -286,12 +286,12 @@ void rt_ctx_free_outbound(struct rt_daemon *d)
 	d->n_out = 0;
 }
 
-enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
-			    uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg)
+/* The delivery key of a message from `ctx` to `dst`, checked. */
+static enum rt_err send_key(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			    uint64_t extra_ps, uint32_t priority, struct rt_key *key)
 {
 	struct rt_daemon *d = ctx->daemon;
 	uint64_t latency = rt_topology_latency(d->topo, ctx->id, dst);
-	struct rt_key key;
 
 	if (!latency)
 		return rt_fail(RT_EINVAL, "%s has no link to component %u", ctx->desc->name, dst);
@@ -299,22 +299,79 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 		return rt_fail(RT_EINVAL, "%s sends at %llu ps, before now (%llu ps)",
 			       ctx->desc->name, (unsigned long long)send_ps,
 			       (unsigned long long)d->now);
-	key.time_ps = send_ps + latency + extra_ps;
-	key.priority = priority;
-	key.src = ctx->id;
-	key.seq = ctx->seq++;
+	key->time_ps = send_ps + latency + extra_ps;
+	key->priority = priority;
+	key->src = ctx->id;
+	key->seq = 0; /* taken when the message goes */
+	return RT_EOK;
+}
+
+/* Sends `msg` under `key` (its seq taken here). */
+static enum rt_err send_keyed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			      struct rt_key *key, const Kb__Payload *msg)
+{
+	struct rt_daemon *d = ctx->daemon;
+
+	key->seq = ctx->seq++;
 	if (ctx->tracing)
-		trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
+		trace_flow(ctx, true, msg, key->src, key->seq, send_ps);
 	if (d->by_id[dst])
-		return push_local(d, &key, dst, send_ps, msg);
+		return push_local(d, key, dst, send_ps, msg);
 	/* conservative lockstep: nothing crossing daemons may land inside the
 	 * window being run (lookahead guarantees it; check anyway) */
-	if (key.time_ps < d->window_end)
+	if (key->time_ps < d->window_end)
 		return rt_fail(RT_EPROTOCOL,
 			       "%s -> %s: message due at %llu ps falls inside the current window (ends %llu ps)",
 			       ctx->desc->name, d->topo->components[dst].name,
-			       (unsigned long long)key.time_ps, (unsigned long long)d->window_end);
-	return push_outbound(d, &key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
+			       (unsigned long long)key->time_ps, (unsigned long long)d->window_end);
+	return push_outbound(d, key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
+}
+
+enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			    uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg)
+{
+	struct rt_key key;
+	enum rt_err err = send_key(ctx, dst, send_ps, extra_ps, priority, &key);
+
+	return err ? err : send_keyed(ctx, dst, send_ps, &key, msg);
+}
+
+enum rt_err rt_send_path(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			 uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg,
+			 const struct rt_path *arrival)
+{
+	struct rt_key key;
+	Kb__Payload with = *msg; /* the same body, with the path beside it */
+	enum rt_err err = send_key(ctx, dst, send_ps, extra_ps, priority, &key);
+
+	if (err || !arrival || !rt_paths_on(ctx))
+		return err ? err : send_keyed(ctx, dst, send_ps, &key, msg);
+	if (rt_path_total(arrival) != key.time_ps)
+		return rt_fail(RT_EINVAL,
+			       "%s -> %s: the message's critical path sums to %llu ps, not to its "
+			       "delivery time %llu ps",
+			       ctx->desc->name, ctx->daemon->topo->components[dst].name,
+			       (unsigned long long)rt_path_total(arrival),
+			       (unsigned long long)key.time_ps);
+	with.n_path = RT_PATH_CLASSES;
+	with.path = (uint64_t *)arrival->ps; /* only read: packed or copied */
+	return send_keyed(ctx, dst, send_ps, &key, &with);
+}
+
+uint64_t rt_latency_to(const struct rt_ctx *ctx, uint32_t dst)
+{
+	return rt_topology_latency(ctx->daemon->topo, ctx->id, dst);
+}
+
+bool rt_paths_on(const struct rt_ctx *ctx)
+{
+	return ctx->daemon->job->config.critical_path != 0;
+}
+
+void rt_path_report(struct rt_ctx *ctx, const struct rt_path *path)
+{
+	ctx->end_path = *path;
+	ctx->has_end_path = true;
 }
 
 enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,
@@ -433,6 +490,7 @@ enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
 	rt_json_u64(&j, "elements", r->elements);
 	rt_json_u64(&j, "composite", r->command);
 	rt_json_u64(&j, "stage", r->stage);
+	rt_json_u64(&j, "issue_ps", r->issue_ps); /* last: readers of the older records still parse */
 	rt_json_close(&j);
 	err = rt_json_finish(&j);
 	if (!err)
@@ -591,6 +649,10 @@ void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *sta
 	r->n_stats = c->n_stats;
 	r->stats = stat_ptrs;
 	r->unfinished = c->unfinished ? c->unfinished : (char *)"";
+	if (c->has_end_path) {
+		r->n_path = RT_PATH_CLASSES;
+		r->path = (uint64_t *)c->end_path.ps;
+	}
 }
 
 static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, const char *ext)
