@@ -97,15 +97,15 @@ static void decode_utilisation(void)
  * blocks) exceeds its transfer: 2 query heads on one KV head, 256 queries
  * and 256 keys per rank, 1 PE per rank. causal=0 is the balanced case;
  * with causal=1 the ranks holding early queries idle while waiting for
- * the others (load imbalance, counted as wait). */
+ * the others (their waits are off the critical path). */
 static void ring_hidden(void)
 {
 	static const unsigned ranks[3] = { 2, 4, 8 };
 	char args[512];
 
 	printf("ring_attention pass=kv prefill (1 PE/rank, heads_q=2 heads_kv=1, seq_kv=256/rank, seq_q=R*256)\n");
-	printf("  %6s %5s %11s %11s %9s %9s %9s %11s %8s\n", "causal", "ranks", "latency_us",
-	       "transfer_us", "wait_us", "exposed", "latency", "imbalance", "hidden");
+	printf("  %6s %5s %11s %11s %9s %9s %9s %9s %9s %8s\n", "causal", "ranks", "latency_us",
+	       "transfer_us", "wait_us", "exposed", "queueing", "serial.", "link_lat", "hidden");
 	for (int c = 0; c < 2; c++)
 		for (int r = 0; r < 3; r++) {
 			snprintf(args, sizeof(args),
@@ -115,17 +115,15 @@ static void ring_hidden(void)
 				 ranks[r], ranks[r] * 256, c);
 			if (!run(args))
 				continue;
-			printf("  %6d %5u %11.3f %11.3f %9.3f %9.3f %9.3f %11.3f %7.1f%%\n", c,
+			printf("  %6d %5u %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.1f%%\n", c,
 			       ranks[r], field("latency_ps") / 1e6, field("ipcq_transfer_ps") / 1e6,
 			       field("ipcq_wait_ps") / 1e6, field("ipcq_exposed_ps") / 1e6,
-			       field("ipcq_latency_wait_ps") / 1e6,
-			       field("ipcq_imbalance_wait_ps") / 1e6,
-			       100.0 * field("ipcq_hidden_fraction"));
+			       field("link_queueing") / 1e6, field("link_serialisation") / 1e6,
+			       field("link_latency") / 1e6, 100.0 * field("ipcq_hidden_fraction"));
 		}
-	printf("  (transfer = link busy time; hidden = 1 - exposed / transfer, where exposed is\n"
-	       "   the part of receive waits while bytes sent before the wait began were on\n"
-	       "   the link; the rest of a wait is imbalance/dependency, including the\n"
-	       "   serialisation of a message sent after the wait began: totals.ipcq_late_link_ps)\n");
+	printf("  (transfer = link busy time over every link; exposed = link time on the\n"
+	       "   critical path = queueing + serialisation + link latency there (us);\n"
+	       "   hidden = 1 - the path's link busy time / transfer; docs/metrics.md)\n");
 }
 
 static void wall_times(void)

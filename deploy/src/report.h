@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "launcher.h"
+#include "rt/path.h"
 
 struct kb_stat {
 	const char *name; /* borrowed from the end-of-run reports */
@@ -26,6 +27,14 @@ struct kb_agg {
 	struct kb_stat_set *kinds_max; /* busiest component per kind */
 	size_t n_kinds, cap_kinds;
 	uint64_t digest;               /* delivery digest */
+	/* The critical path (rt/path.h) of the kernel host that ended last
+	 * (lowest id on a tie), and its length; none when no host sent one. */
+	bool has_path;
+	struct rt_path path;
+	uint64_t path_ps;
+	/* From the op log: the busiest rank's time with at least one DMA
+	 * transfer moving bytes through its HBM (union of the records). */
+	uint64_t hbm_busy_ps;
 };
 
 /* Folds the end-of-run reports into `agg` (which borrows their names). */

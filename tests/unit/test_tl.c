@@ -67,7 +67,8 @@ static void exec_command(const struct fake *f, const Kb__Command *cmd)
 }
 
 static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
-			     uint64_t extra_ps, const Kb__Payload *msg)
+			     uint64_t extra_ps, const Kb__Payload *msg,
+			     const struct rt_path *at_send)
 {
 	struct fake *f = ctx;
 	uint8_t buf[65536];
@@ -75,7 +76,7 @@ static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
 	Kb__Payload *copy = kb__payload__unpack(NULL, len, buf);
 	uint64_t end = send_ps + f->cmd_latency_ps;
 
-	(void)dst, (void)extra_ps;
+	(void)dst, (void)extra_ps, (void)at_send;
 	cr_assert(copy && f->n < MAX_CMDS);
 	if (f->mem)
 		exec_command(f, copy->command);
@@ -158,7 +159,7 @@ static void run_kernel(struct run *r, tl_kernel_fn k, const struct tl_arg *args,
 		cr_assert(best != MAX_CMDS, "kernel waits but nothing is in flight");
 		delivered[best] = true;
 		r->rc = tl_on_command_done(tl, cmd_id(r->fake.sent[best]),
-					   r->fake.done_ps[best]);
+					   r->fake.done_ps[best], NULL);
 	}
 	snprintf(r->error, sizeof(r->error), "%s", rt_last_error());
 	tl_totals(tl, &r->tot);
@@ -742,7 +743,7 @@ Test(tl_ipcq, receive_queues_stay_small_over_many_messages, .timeout = 10)
 	m.nbytes = 128;
 	for (int i = 0; rc == RT_EOK && !tl_finished(tl) && i < IPCQ_ROUNDS; i++) {
 		now += 1000000;
-		rc = tl_on_ipcq(tl, &m, now);
+		rc = tl_on_ipcq(tl, &m, now, NULL);
 	}
 	cr_assert_eq(rc, RT_EOK, "%s", rt_last_error());
 	cr_assert(tl_finished(tl));
