@@ -129,7 +129,9 @@ static void utilisation(const struct rt_config *cfg, const struct kb_agg *agg,
 {
 	double lat = (double)m->latency_ps;
 	double cycles = lat / (double)rt_config_cycle_ps(cfg);
-	double dma_peak = (double)cfg->dma_bytes_per_cycle * cycles;
+	/* a channel moves a transfer on up to dma.queues queues at once */
+	double dma_peak = (double)cfg->dma_bytes_per_cycle * (cfg->dma_queues ? cfg->dma_queues : 1) *
+			  cycles;
 
 	m->busy[RES_DMA_READ] = (double)max_of(agg, "dma", NULL, "dma_read_busy_ps") / lat;
 	m->busy[RES_DMA_WRITE] = (double)max_of(agg, "dma", NULL, "dma_write_busy_ps") / lat;

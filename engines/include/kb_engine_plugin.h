@@ -35,7 +35,8 @@ struct kb_plugin_param {
 struct kb_stage_info {
 	const char *op_kind;   /* "memory", "gemm", "math" */
 	const char *op_name;   /* "dma_read", "dma_write", "gemm", "exp", ... */
-	uint64_t bytes;        /* bytes the stage moves or reads */
+	uint64_t bytes;        /* bytes the stage moves or reads (DMA: the piece one
+	                        * of the channel's queues moves, dma.queues) */
 	uint64_t elements;     /* elements it produces */
 	uint64_t m, k, n;      /* GEMM stages: C[m x n] += A[m x k] B[k x n]; else 0 */
 	uint64_t command;      /* the command (composite) it belongs to */

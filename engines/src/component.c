@@ -7,8 +7,11 @@
  *
  * A DMA channel keeps up to dma.outstanding transfers in flight (the
  * descriptor setup and HBM latency of the next transfer overlap the data of
- * the current one) and retires them in order. A transfer started at `now`
- * with model latency `cycles` = setup + wire (setup = dma.setup_cycles):
+ * the current one) and retires them in order. It is dma.queues queues that
+ * move one transfer in parallel: the transfer's rows are spread over its
+ * lanes (eng_dma_lanes) and the model times the largest piece, the one a
+ * queue moves. A transfer started at `now` with that latency `cycles` =
+ * setup + wire (setup = dma.setup_cycles):
  *
  *   wire_start = max(now + setup, previous wire_end)
  *   wire_end   = wire_start + wire          (the channel's own bandwidth)
@@ -205,11 +208,35 @@ static const Kb__View *hbm_view(const Kb__Stage *s)
 	return NULL;
 }
 
+/* How one DMA transfer is spread over its channel's queues. */
+struct lanes {
+	uint32_t n;          /* queues it moves on */
+	uint64_t lane_bytes; /* bytes of its largest piece */
+};
+
+/* The transfer's lanes and the model's cycles for its largest piece: the
+ * stage as one queue sees it (same views, the piece's rows). */
+static enum rt_err dma_piece_latency(struct rt_ctx *ctx, const struct engine *e,
+				     const Kb__Stage *s, struct lanes *ln, uint64_t *cycles)
+{
+	Kb__Stage piece = *s;
+	Kb__View in = *s->in[0], out = *s->out, *in_p = &in;
+	uint64_t rows;
+
+	ln->n = eng_dma_lanes(rt_cfg(ctx), in.rows, &rows);
+	in.rows = (uint32_t)rows;
+	out.rows = (uint32_t)rows;
+	piece.in = &in_p;
+	piece.out = &out;
+	ln->lane_bytes = eng_stage_bytes(&piece);
+	return eng_model_latency(&e->model, ln->n > 1 ? &piece : s, cycles);
+}
+
 /* Asks the rank's memory for a started transfer's completion. `ws_path`
  * is the critical path to the wire start, `now_path` to now (or NULL). */
 static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsigned idx,
 			       uint64_t id, const Kb__View *v, uint64_t bytes,
-			       uint64_t issue_ps, uint64_t wire_end_ps,
+			       const struct lanes *ln, uint64_t issue_ps, uint64_t wire_end_ps,
 			       const struct rt_path *ws_path, const struct rt_path *now_path)
 {
 	Kb__HbmRequest req = KB__HBM_REQUEST__INIT;
@@ -222,6 +249,8 @@ static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsig
 	req.channel = idx;
 	req.addr = v->addr;
 	req.bytes = bytes;
+	req.lanes = ln->n;
+	req.lane_bytes = ln->lane_bytes;
 	req.issue_ps = issue_ps;
 	req.wire_end_ps = wire_end_ps;
 	msg.body_case = KB__PAYLOAD__BODY_HBM_REQUEST;
@@ -278,8 +307,10 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
 	const struct rt_path *at_now = q->has_path ? &q->issue_path : NULL;
 	struct rt_path ws = { { 0 } };
+	struct lanes ln = { 1, 0 };
 	const Kb__View *v;
-	enum rt_err err = eng_model_latency(&e->model, q->s, &cycles);
+	enum rt_err err = e->cls == ENG_DMA ? dma_piece_latency(ctx, e, q->s, &ln, &cycles)
+					    : eng_model_latency(&e->model, q->s, &cycles);
 
 	if (err)
 		return err; /* the daemon names this component */
@@ -323,7 +354,7 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 		return RT_EOK;
 	}
 	return hbm_request(ctx, e, idx, ch->retired + ch->inflight - 1, v, eng_stage_bytes(q->s),
-			   q->start_ps, ch->free_ps, at_now ? &ws : NULL, at_now);
+			   &ln, q->start_ps, ch->free_ps, at_now ? &ws : NULL, at_now);
 }
 
 /* Starts queued stages up to the channel's limit, then arms its timer. */

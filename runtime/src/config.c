@@ -65,10 +65,13 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
 	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
-	    "bandwidth of each DMA channel (one read, one write)"),
-
+	    "bandwidth of each DMA queue (a read and a write channel per PE, each of dma.queues queues)"),
 	U64("dma.outstanding", dma_outstanding, "4", "transfers", 1, 64,
 	    "transfers each DMA channel keeps in flight (setup and HBM latency of the next overlap the current one's data)"),
+	U32("dma.queues", dma_queues, "1", "queues", 1, 64,
+	    "DMA queues (engines) per channel: a transfer's rows are spread over up to this many queues, which move them in parallel"),
+	U32("dma.rows_per_queue", dma_rows_per_queue, "1", "rows", 1, 65536,
+	    "fewest rows of one transfer a queue takes: a transfer of r rows uses min(dma.queues, ceil(r / rows_per_queue)) queues"),
 
 	STR("hbm.model", hbm_model, "shared", "name",
 	    "rank memory model: `shared` (the rank's DMA channels share hbm.bytes_per_cycle), `interleaved` (per-channel first come first served over interleaved addresses), `ideal` (no shared limit: every channel streams at dma.bytes_per_cycle, no HBM latency) or a path to a plugin .so"),

@@ -30,10 +30,14 @@ struct rt_config {
 	uint64_t tcm_scratch_bytes;/* kernel scratch per PE (host arenas) */
 	uint64_t tcm_staging_bytes;/* scheduler staging per PE, after scratch */
 
-	/* PE_DMA: one read and one write channel, capacity 1 each */
+	/* PE_DMA: one read and one write channel, each spread over
+	 * dma_queues queues (engines) that move one transfer's rows in
+	 * parallel (engines/README.md, "DMA queues") */
 	uint64_t dma_setup_cycles;     /* fixed cost per transfer */
-	uint64_t dma_bytes_per_cycle;  /* per channel */
+	uint64_t dma_bytes_per_cycle;  /* per queue */
 	uint64_t dma_outstanding;      /* transfers in flight per channel */
+	uint32_t dma_queues;           /* queues per channel */
+	uint32_t dma_rows_per_queue;   /* fewest rows a queue takes of one transfer */
 
 	/* HBM of one rank, shared by its DMA channels (engines/src/hbm) */
 	char hbm_model[RT_MODEL_NAME_MAX]; /* "shared", "ideal" or path.so */
