@@ -3,8 +3,8 @@
  *      (Llama-3-70B: 64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at
  *      seq_kv 1K, 8K and 32K, with dispatch cycles per tile;
  *   2. ring_attention prefill (pass=kv) ring figures for R = 2, 4, 8:
- *      link busy, waits split into exposed / latency / imbalance, and
- *      hidden = 1 - exposed / link busy;
+ *      link busy, waits, the link time on the critical path (queueing,
+ *      serialisation, latency) and the hidden fraction;
  *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
  *      --colocate pe and --colocate all;
@@ -16,7 +16,9 @@
  *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
  *   7. the memory model's cost: wall time of `make run`'s job (daemon per
  *      component) and of decode 32K with --colocate pe, each divided by the
- *      same run with hbm.model=ideal, measured side by side.
+ *      same run with hbm.model=ideal, measured side by side;
+ *   8. the critical path's cost: wall time with run.critical_path=1 over =0
+ *      for make run's job, decode 32K (--colocate all and pe) and a ring.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -288,6 +290,36 @@ static void hbm_cost(void)
 	}
 }
 
+/* What carrying the critical path costs (ADR 0030): each job with
+ * run.critical_path=1 (the default) and =0, 5 alternated runs each, the
+ * shortest compared. With a daemon per component every message is packed
+ * with its path; with --colocate all every in-process copy carries it. */
+static void path_cost(void)
+{
+	static const char *const jobs[4] = {
+		"gqa_decode_opt2 --arg seq_kv=8192",
+		"gqa_decode_opt2 --colocate all --arg seq_kv=32768",
+		"gqa_decode_opt2 --colocate pe --arg seq_kv=32768",
+		"ring_attention --ranks 4 --pes 2 --colocate rank --arg heads_q=8 --arg heads_kv=2 "
+		"--arg seq_kv=1024",
+	};
+	static const char *const names[4] = {
+		"make run's job, timing (daemon per component)", "decode 32K --colocate all",
+		"decode 32K --colocate pe", "ring 4 x 2 PEs --colocate rank" };
+	char args[512];
+
+	printf("critical-path cost: wall time with paths / without (run.critical_path=0)\n");
+	printf("  (shortest of 5 alternated runs each, trace on)\n");
+	for (int j = 0; j < 4; j++) {
+		double on, off;
+
+		snprintf(args, sizeof(args), "%s --set run.critical_path=0", jobs[j]);
+		wall_pair(jobs[j], args, 5, &on, &off);
+		if (on > 0 && off > 0)
+			printf("  %-46s %7.3f s / %7.3f s = %.3fx\n", names[j], on, off, on / off);
+	}
+}
+
 /* Every section by default; `attention_bench NAME...` runs only those. */
 int main(int argc, char **argv)
 {
@@ -298,7 +330,7 @@ int main(int argc, char **argv)
 		{ "decode_utilisation", decode_utilisation }, { "ring_hidden", ring_hidden },
 		{ "long_context", long_context },             { "wall_times", wall_times },
 		{ "real_shapes", real_shapes },               { "pe_scaling", pe_scaling },
-		{ "hbm_cost", hbm_cost },
+		{ "hbm_cost", hbm_cost },                     { "path_cost", path_cost },
 	};
 	char cmd_rm[128];
 
