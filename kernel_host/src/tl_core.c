@@ -360,10 +360,17 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 		tl_ipcq_waited(tl, id, start_ps); /* ring figures (ipcq.c) */
 	if (tl->cmds[id].done_ps > tl->clock_ps) {
 		/* the completion, not the kernel, decided the clock: its path
-		 * is the kernel's from here on (rt/path.h) */
+		 * is the kernel's from here on (rt/path.h). A message that
+		 * came without one leaves its wait unexplained: the sender's
+		 * side could not be followed */
+		if (tl->cmds[id].has_path)
+			tl->path = tl->cmds[id].done_path;
+		else if (tl->cmds[id].kind == TL_CMD_RECV)
+			rt_path_add(&tl->path, RT_PATH_SENDER_NOT_READY,
+				    tl->cmds[id].done_ps - tl->clock_ps);
+		else
+			tl->path_ok = false;
 		tl->clock_ps = tl->cmds[id].done_ps;
-		tl->path = tl->cmds[id].done_path;
-		tl->path_ok = tl->path_ok && tl->cmds[id].has_path;
 	}
 	if (tl->clock_ps > start_ps) /* the kernel stalled here */
 		trace_kernel(tl, "wait", at, start_ps, tl->clock_ps);

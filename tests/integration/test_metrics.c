@@ -6,7 +6,8 @@
  *     bytes counted in the test;
  *   - each DMA record is the interval its channel moved the transfer's
  *     bytes: no two records of one channel overlap, issue_ps <= start_ps,
- *     and a channel's records sum to its busy time. */
+ *     a channel's records sum to its busy time, and trace.json's DMA slices
+ *     are the same intervals. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -233,6 +234,88 @@ static void expect_intervals(const char *dir)
 	free(r);
 }
 
+/* A track's slices in trace.json ("r0.pe3.dma dma_read"): count, total
+ * ps, and whether two overlapped. */
+struct track_sum {
+	char name[48];
+	unsigned pid, tid;
+	uint64_t n, ps, last_end;
+	bool overlap;
+};
+
+/* "key": microseconds with six decimals, as exact ps. */
+static uint64_t us_ps(const char *line, const char *key)
+{
+	const char *p = strstr(line, key);
+	unsigned long long whole = 0, frac = 0;
+
+	cr_assert(p && sscanf(p + strlen(key), "%llu.%6llu", &whole, &frac) == 2, "%s", line);
+	return whole * 1000000ull + frac;
+}
+
+/* The DMA tracks' slices of DIR/trace.json are the op log's records: the
+ * same count and total on every channel, never overlapping. */
+static void expect_trace_matches(const char *dir)
+{
+	static const char slice[] = "{\"ph\":\"X\",\"name\":\"dma_";
+	static struct track_sum tr[256];
+	size_t n_tr = 0, n;
+	char path[400], *text, *line, *save = NULL;
+	struct rec *r;
+
+	memset(tr, 0, sizeof(tr));
+	snprintf(path, sizeof(path), "%s/trace.json", dir);
+	text = kb_slurp(path, NULL);
+	cr_assert(text, "no %s", path);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned pid, tid;
+		const char *q;
+
+		if ((q = strstr(line, "\"thread_name\",\"pid\":")) &&
+		    sscanf(q, "\"thread_name\",\"pid\":%u,\"tid\":%u", &pid, &tid) == 2 &&
+		    strstr(line, " dma_") && n_tr < 256) {
+			q = strstr(line, "{\"name\":\"") + 9;
+			snprintf(tr[n_tr].name, sizeof(tr[n_tr].name), "%.*s",
+				 (int)(strchr(q, '"') - q), q);
+			tr[n_tr].pid = pid;
+			tr[n_tr++].tid = tid;
+		} else if (!strncmp(line, slice, sizeof(slice) - 1) &&
+			   (q = strstr(line, "\"pid\":")) &&
+			   sscanf(q, "\"pid\":%u,\"tid\":%u", &pid, &tid) == 2) {
+			uint64_t ts = us_ps(line, "\"ts\":"), dur = us_ps(line, "\"dur\":");
+
+			for (size_t i = 0; i < n_tr; i++)
+				if (tr[i].pid == pid && tr[i].tid == tid) {
+					tr[i].overlap |= tr[i].n && ts < tr[i].last_end;
+					tr[i].n++;
+					tr[i].ps += dur;
+					tr[i].last_end = ts + dur;
+				}
+		}
+	}
+	free(text);
+	r = read_records(dir, &n);
+	cr_assert_gt(n_tr, 0, "%s: no DMA track in the trace", dir);
+	for (size_t i = 0; i < n_tr; i++) {
+		uint64_t count = 0, ps = 0;
+		char want[48];
+
+		for (size_t k = 0; k < n; k++) {
+			snprintf(want, sizeof(want), "r%u.pe%u.dma %s", r[k].rank, r[k].pe, r[k].engine);
+			if (!strcmp(want, tr[i].name)) {
+				count++;
+				ps += r[k].end - r[k].start;
+			}
+		}
+		cr_expect_eq(tr[i].n, count, "%s: %s has %llu slices, %llu records", dir, tr[i].name,
+			     (unsigned long long)tr[i].n, (unsigned long long)count);
+		cr_expect_eq(tr[i].ps, ps, "%s: %s slices cover %llu ps, records %llu ps", dir,
+			     tr[i].name, (unsigned long long)tr[i].ps, (unsigned long long)ps);
+		cr_expect_not(tr[i].overlap, "%s: slices of %s overlap", dir, tr[i].name);
+	}
+	free(r);
+}
+
 Test(op_log, dma_records_are_data_movement_and_never_overlap, .timeout = 180)
 {
 	static const char *const make_run[] = { "gqa_decode_opt2", "--arg", "seq_kv=8192",
@@ -252,8 +335,10 @@ Test(op_log, dma_records_are_data_movement_and_never_overlap, .timeout = 180)
 
 	run_in(dir, sizeof(dir), "oplog-run", make_run);
 	expect_intervals(dir);
+	expect_trace_matches(dir);
 	run_in(dir, sizeof(dir), "oplog-shared", shared);
 	expect_intervals(dir);
+	expect_trace_matches(dir);
 	run_in(dir, sizeof(dir), "oplog-queues", queues);
 	expect_intervals(dir);
 	snprintf(probe, sizeof(probe), "%s/hbm_probe.so:hbm_probe", plugins);
