@@ -14,6 +14,10 @@ and, for --arrows, the message flows of OUT_DIR/trace.json[.gz]; writes
                        of each (docs/metrics.md);
   utilisation.json     the same fractions, by lane, with the span they are of.
 
+With critical_path.jsonl in OUT_DIR (a traced run) the timeline's top lane
+is the critical path, each segment coloured by the class it spent most on
+(docs/metrics.md).
+
 Without --window the span is the run's latency (summary.json's latency_ps),
 as summary.json's figures are.
 
@@ -65,6 +69,32 @@ def load_stages(out_dir):
             except (ValueError, KeyError) as e:
                 fail("%s:%d: not an op log record (%s)" % (path, n, e))
     return stages
+
+
+PATH_COLOURS = {
+    "dispatch": "#f28e2b", "doorbell": "#bab0ac", "dma_setup": "#9c755f",
+    "hbm_data": "#4e79a7", "hbm_queueing": "#76b7b2", "hbm_latency": "#a0cbe8",
+    "gemm": "#e15759", "math": "#59a14f", "link_queueing": "#b07aa1",
+    "link_serialisation": "#ff9da7", "link_latency": "#edc948",
+    "sender_not_ready": "#000000",
+}
+PATH_LANE = "critical path"
+
+
+def load_path(out_dir):
+    """(class, t0, t1) per critical-path segment, or [] without the file."""
+    path = os.path.join(out_dir, "critical_path.jsonl")
+    if not os.path.exists(path):
+        return []
+    segs = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                segs.append((r["class"], r["start_ps"] / 1e6, r["end_ps"] / 1e6))
+            except (ValueError, KeyError) as e:
+                fail("%s:%d: not a critical path segment (%s)" % (path, n, e))
+    return segs
 
 
 def load_flows(out_dir):
@@ -162,10 +192,16 @@ def in_window(t0, t1, win):
     return t1 >= lo and (hi is None or t0 <= hi)
 
 
-def timeline(plt, stages, flows, win, path):
-    order = lanes(stages, flows)
+def timeline(plt, stages, flows, segs, win, path):
+    order = ([PATH_LANE] if segs else []) + lanes(stages, flows)
     y = {name: i for i, name in enumerate(order)}
     fig, ax = plt.subplots(figsize=(12, 0.35 * len(order) + 1.6))
+    for cls, colour in PATH_COLOURS.items():
+        spans = [(t0, t1 - t0) for c, t0, t1 in segs
+                 if c == cls and t1 > t0 and in_window(t0, t1, win)]
+        if spans:
+            ax.broken_barh(spans, (y[PATH_LANE] - 0.4, 0.8), facecolors=colour)
+            ax.plot([], [], color=colour, linewidth=8, label="path: " + cls)
     for kind, colour in list(KIND_COLOURS.items()) + [("other", "#999999")]:
         bars = {}
         for r, p, e, k, t0, t1 in stages:
@@ -246,9 +282,10 @@ def main():
     if not stages:
         fail("%s/op_log.jsonl has no stages to plot" % args.out_dir)
     flows = load_flows(args.out_dir) if args.arrows else []
+    segs = load_path(args.out_dir)
     span, frac = busy_fractions(stages, win, load_latency(args.out_dir))
     dest = args.dest or args.out_dir
-    for name, ext, fn in (("timeline", args.format, lambda p: timeline(plt, stages, flows, win, p)),
+    for name, ext, fn in (("timeline", args.format, lambda p: timeline(plt, stages, flows, segs, win, p)),
                           ("utilisation", args.format, lambda p: utilisation(plt, span, frac, p)),
                           ("utilisation", "json", lambda p: utilisation_json(span, frac, p))):
         path = os.path.join(dest, "%s.%s" % (name, ext))

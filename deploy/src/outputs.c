@@ -504,6 +504,8 @@ static enum rt_err absorb_report(struct kb_agg *agg, const struct rt_component_d
 			agg->has_path = true;
 			agg->path = p;
 			agg->path_ps = total;
+			agg->path_host = id;
+			agg->path_segment = r->path_segment;
 		}
 	}
 	return err;
@@ -979,6 +981,8 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = write_oplog(job, topo, &agg);
 	if (!err)
 		err = kb_trace_write(job, topo);
+	if (!err)
+		err = kb_cpath_write(job, topo, &agg);
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);

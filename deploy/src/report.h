@@ -32,6 +32,8 @@ struct kb_agg {
 	bool has_path;
 	struct rt_path path;
 	uint64_t path_ps;
+	uint32_t path_host;            /* its component id */
+	uint64_t path_segment;         /* 1 + its last segment record (0: none) */
 	/* From the op log: the busiest rank's time with at least one DMA
 	 * transfer moving bytes through its HBM (union of the records). */
 	uint64_t hbm_busy_ps;
@@ -45,6 +47,12 @@ uint64_t kb_stat_get(const struct kb_stat_set *set, const char *name);
 const struct kb_stat_set *kb_agg_kind(const struct kb_agg *agg, const char *kind);
 /* Per kind, each statistic's largest value over single components. */
 const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *kind);
+
+/* With the trace on, critical_path.jsonl: the critical path's segments in
+ * time order, walked back from the last kernel's end through the
+ * components' segment records (deploy/src/cpath.c). */
+enum rt_err kb_cpath_write(const struct rt_job *job, const struct rt_topology *topo,
+			   const struct kb_agg *agg);
 
 /* Writes summary.json and prints the report (unless --quiet). */
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,

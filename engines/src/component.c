@@ -306,7 +306,7 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 	struct queued *q = channel_at(ch, ch->inflight);
 	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
 	const struct rt_path *at_now = q->has_path ? &q->issue_path : NULL;
-	struct rt_path ws = { { 0 } };
+	struct rt_path ws = { 0 };
 	struct lanes ln = { 1, 0 };
 	const Kb__View *v;
 	enum rt_err err = e->cls == ENG_DMA ? dma_piece_latency(ctx, e, q->s, &ln, &cycles)

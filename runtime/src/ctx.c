@@ -23,7 +23,9 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 	c->desc = desc;
 	c->digest = RT_HASH_INIT;
 	rt_buf_init(&c->oplog);
+	rt_buf_init(&c->cpath);
 	rt_trace_writer_init(&c->trace);
+	c->segments = !d->job->trace_off && d->job->config.critical_path;
 	c->tracing = !d->job->trace_off && rt_trace_wanted(&d->job->trace, desc->rank, 0,
 							  UINT64_MAX);
 	c->state = calloc(1, desc->ops->state_size ? desc->ops->state_size : 1);
@@ -41,9 +43,12 @@ void rt_ctx_release(struct rt_ctx *c)
 	free(c->stats);
 	free(c->unfinished);
 	rt_buf_release(&c->oplog);
+	rt_buf_release(&c->cpath);
 	rt_trace_writer_release(&c->trace);
 	if (c->oplog_file)
 		fclose(c->oplog_file);
+	if (c->cpath_file)
+		fclose(c->cpath_file);
 }
 
 /* ---------------------------------------------------------------- identity */
@@ -336,6 +341,23 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 	return err ? err : send_keyed(ctx, dst, send_ps, &key, msg);
 }
 
+/* Writes the segment `path` adds up to end_ps (trace on); 1 + its index,
+ * or 0 when none is written. A failed write shows at the next flush. */
+static uint64_t segment(struct rt_ctx *ctx, const struct rt_path *path, uint64_t end_ps)
+{
+	struct rt_path_seg seg;
+
+	if (!ctx->segments)
+		return 0;
+	_Static_assert(sizeof(seg) == RT_PATH_SEG_BYTES, "segment records are 32 bytes");
+	rt_path_segment(path, end_ps, &seg);
+	if (rt_buf_append(&ctx->cpath, &seg, sizeof(seg)))
+		return 0;
+	if (ctx->cpath.len > FLUSH_BYTES)
+		rt_ctx_flush(ctx, false);
+	return ++ctx->n_segments;
+}
+
 enum rt_err rt_send_path(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 			 uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg,
 			 const struct rt_path *arrival)
@@ -355,6 +377,7 @@ enum rt_err rt_send_path(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 			       (unsigned long long)key.time_ps);
 	with.n_path = RT_PATH_CLASSES;
 	with.path = (uint64_t *)arrival->ps; /* only read: packed or copied */
+	with.path_segment = segment(ctx, arrival, key.time_ps);
 	return send_keyed(ctx, dst, send_ps, &key, &with);
 }
 
@@ -372,6 +395,7 @@ void rt_path_report(struct rt_ctx *ctx, const struct rt_path *path)
 {
 	ctx->end_path = *path;
 	ctx->has_end_path = true;
+	ctx->end_segment = segment(ctx, path, rt_path_total(path));
 }
 
 enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,
@@ -652,6 +676,7 @@ void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *sta
 	if (c->has_end_path) {
 		r->n_path = RT_PATH_CLASSES;
 		r->path = (uint64_t *)c->end_path.ps;
+		r->path_segment = c->end_segment;
 	}
 }
 
@@ -680,6 +705,9 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 {
 	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
 
+	if (!err)
+		err = append_part(c, &c->cpath_file, &c->cpath, "cpath");
+
 	char dir[RT_PATH_MAX + 16], stem[16];
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
@@ -691,5 +719,8 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 	if (c->oplog_file && fclose(c->oplog_file))
 		err = rt_fail(RT_EIO, "%s: cannot close its op log part", c->desc->name);
 	c->oplog_file = NULL;
+	if (c->cpath_file && fclose(c->cpath_file) && !err)
+		err = rt_fail(RT_EIO, "%s: cannot close its critical path part", c->desc->name);
+	c->cpath_file = NULL;
 	return err;
 }

@@ -39,6 +39,11 @@ struct rt_ctx {
 	char *unfinished;        /* what fini said is left undone (owned) */
 	struct rt_path end_path; /* critical path to its end (rt_path_report) */
 	bool has_end_path;
+	uint64_t end_segment;    /* 1 + its segment record (0: none) */
+	struct rt_buf cpath;     /* pending segment records (rt/path.h) */
+	uint64_t n_segments;     /* written so far */
+	bool segments;           /* the trace is on: write them */
+	FILE *cpath_file;
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
 	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
 	bool tracing;            /* trace on and this rank wanted */

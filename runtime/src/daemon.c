@@ -122,6 +122,10 @@ static enum rt_err event_path(struct rt_daemon *d, const struct rt_event *ev,
 			       "its critical path sums to %llu ps, not to its delivery time %llu ps",
 			       (unsigned long long)rt_path_total(&d->path),
 			       (unsigned long long)ev->key.time_ps);
+	/* where the path last crossed a message: this one (for drawing it) */
+	d->path.tail = msg->path_segment ? RT_PATH_TAIL(ev->key.src, msg->path_segment - 1) : 0;
+	d->path.tail_ps = ev->key.time_ps;
+	memcpy(d->path.tail_vec, d->path.ps, sizeof(d->path.ps));
 	del->path = &d->path;
 	return RT_EOK;
 }

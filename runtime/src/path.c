@@ -34,3 +34,59 @@ uint64_t rt_path_total(const struct rt_path *p)
 	}
 	return sum;
 }
+
+void rt_path_segment(const struct rt_path *p, uint64_t end_ps, struct rt_path_seg *out)
+{
+	uint64_t most = 0;
+
+	out->pred = p->tail;
+	out->start_ps = p->tail_ps;
+	out->end_ps = end_ps;
+	out->cls = RT_PATH_DISPATCH;
+	out->pad = 0;
+	for (int c = 0; c < RT_PATH_CLASSES; c++)
+	{
+		uint64_t grew = p->ps[c] > p->tail_vec[c] ? p->ps[c] - p->tail_vec[c] : 0;
+
+		if (grew > most) { /* a tie keeps the first */
+			most = grew;
+			out->cls = (uint32_t)c;
+		}
+	}
+}
+
+enum rt_err rt_path_walk(rt_path_read_fn read, rt_path_visit_fn visit, void *ctx,
+			 uint32_t n_components, uint32_t comp, uint64_t seg,
+			 uint64_t max_steps)
+{
+	uint64_t from = UINT64_MAX;
+
+	for (uint64_t step = 0;; step++) {
+		struct rt_path_seg s;
+		enum rt_err err;
+
+		if (step == max_steps)
+			return rt_fail(RT_EDECODE, "critical path: more than %llu segments (a cycle)",
+				       (unsigned long long)max_steps);
+		if (comp >= n_components)
+			return rt_fail(RT_EDECODE, "critical path: a segment names component %u of %u",
+				       comp, n_components);
+		err = read(ctx, comp, seg, &s);
+		if (err)
+			return err;
+		/* a segment ends where the one after it begins */
+		if ((from != UINT64_MAX && s.end_ps != from) || s.start_ps > s.end_ps ||
+		    s.cls >= RT_PATH_CLASSES)
+			return rt_fail(RT_EDECODE,
+				       "critical path: segment %llu of component %u [%llu, %llu] ps "
+				       "(class %u) does not end where the next one begins (%llu ps)",
+				       (unsigned long long)seg, comp, (unsigned long long)s.start_ps,
+				       (unsigned long long)s.end_ps, s.cls, (unsigned long long)from);
+		err = visit(ctx, comp, &s);
+		if (err || !s.pred)
+			return err;
+		from = s.start_ps;
+		comp = RT_PATH_TAIL_SRC(s.pred);
+		seg = RT_PATH_TAIL_SEG(s.pred);
+	}
+}

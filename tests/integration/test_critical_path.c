@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -358,4 +359,72 @@ Test(critical_path, off_sends_no_path_and_changes_no_timing, .timeout = 120)
 	cr_expect(strstr(json, "\"critical_path\": null"), "critical_path is not null when off");
 	cr_expect(strstr(json, "\"ipcq_exposed_ps\": null"));
 	free(json);
+}
+
+/* ---------------------------------------------------------------- segments */
+
+/* critical_path.jsonl (a traced run): the path's segments in time order,
+ * each ending where the next begins, from 0 to latency_ps, each on a
+ * component of the run with a class of the split; none with --trace off.
+ * kernbench plot draws them as the timeline's top lane. */
+static void expect_segments(const char *dir, const char *what)
+{
+	char path[400], v[128];
+	char *text, *line, *save = NULL;
+	uint64_t at = 0, latency = kb_summary_u64(dir, "latency_ps"), n = 0;
+
+	snprintf(path, sizeof(path), "%s/critical_path.jsonl", dir);
+	text = kb_slurp(path, NULL);
+	cr_assert(text, "%s: no critical_path.jsonl", what);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+		uint64_t start = kb_json_u64(line, "start_ps"), end = kb_json_u64(line, "end_ps");
+		bool known = false;
+
+		cr_expect_eq(start, at, "%s: segment %llu starts at %llu, the last ended at %llu",
+			     what, (unsigned long long)n, (unsigned long long)start,
+			     (unsigned long long)at);
+		cr_expect_leq(start, end);
+		cr_assert(kb_json_field(line, "class", v, sizeof(v)), "%s: %s", what, line);
+		for (size_t c = 0; c < N_CLASSES; c++) {
+			char quoted[64];
+
+			snprintf(quoted, sizeof(quoted), "\"%s\"", classes[c]);
+			known = known || !strcmp(v, quoted);
+		}
+		cr_expect(known, "%s: class %s", what, v);
+		cr_assert(kb_json_field(line, "component", v, sizeof(v)), "%s: %s", what, line);
+		at = end;
+	}
+	cr_expect_gt(n, 0);
+	cr_expect_eq(at, latency, "%s: the segments end at %llu, latency %llu", what,
+		     (unsigned long long)at, (unsigned long long)latency);
+	free(text);
+}
+
+Test(critical_path, segments_tile_the_run_in_critical_path_jsonl, .timeout = 180)
+{
+	static const char *const ring[] = { "ring_attention", "--ranks", "3", "--pes", "4",
+					    "--arg", "heads_q=8", "--arg", "heads_kv=4", "--arg",
+					    "seq_kv=128", "--set", "links.ipcq_bytes_per_cycle=32",
+					    "--colocate", "none", NULL };
+	static const char *const shared[] = { "gqa_decode_opt2", "--pes", "16", "--arg",
+					      "heads_kv=16", "--arg", "heads_q=128", "--arg",
+					      "seq_kv=512", "--set", "hbm.bytes_per_cycle=512",
+					      "--colocate", "all", NULL };
+	static const char *const untraced[] = { "gemm", "--trace", "off", NULL };
+	char dir[256], path[400];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "cp-seg-ring");
+	kb_run_ok(dir, ring);
+	expect_segments(dir, "ring 3 x 4 at 32 B/cycle");
+	kb_run(&r, "plot", dir, NULL);
+	cr_expect_eq(r.status, 0, "plot: %s", r.err);
+	kb_tmpdir(dir, sizeof(dir), "cp-seg-hbm");
+	kb_run_ok(dir, shared);
+	expect_segments(dir, "decode 16 PEs, shared HBM");
+	kb_tmpdir(dir, sizeof(dir), "cp-seg-off");
+	kb_run_ok(dir, untraced);
+	snprintf(path, sizeof(path), "%s/critical_path.jsonl", dir);
+	cr_expect(access(path, F_OK) != 0, "--trace off wrote critical_path.jsonl");
 }

@@ -1079,7 +1079,7 @@ Test(tl_path, the_kernel_clock_explains_every_picosecond, .timeout = 10)
 	struct path_fake f = { 0 };
 	struct tl_setup s = { 0 };
 	Kb__IpcqData m = KB__IPCQ_DATA__INIT;
-	struct rt_path arrived = { { 0 } };
+	struct rt_path arrived = { 0 };
 	struct tl *tl;
 
 	s.cfg = &cfg;

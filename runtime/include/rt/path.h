@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rt/err.h"
+
 #define RT_PATH_CLASS_MAP(X)                                                              \
 	X(DISPATCH, "dispatch", "PE_CPU dispatch cycles on the kernel clock")              \
 	X(DOORBELL, "doorbell",                                                            \
@@ -57,10 +59,53 @@ enum rt_path_class {
 	RT_PATH_CLASSES
 };
 
-/* ps per class; the sum is the time of the event the path leads to. */
+/* ps per class; the sum is the time of the event the path leads to.
+ * Where the path last crossed a message (for drawing it, never for its
+ * sums): that message's segment record, its delivery time and the vector
+ * then. The runtime sets them at delivery; components only copy paths. */
 struct rt_path {
 	uint64_t ps[RT_PATH_CLASSES];
+	uint64_t tail;     /* (sender id + 1) << 40 | its segment; 0: the start */
+	uint64_t tail_ps;
+	uint64_t tail_vec[RT_PATH_CLASSES];
 };
+
+/* Segment records (a part "<id>.cpath" per component, written while the
+ * trace is on): one per message sent with a path, `RT_PATH_SEG_BYTES`
+ * each, in send order. Segment k of component c covers [start, end] on c:
+ * from the delivery its path last crossed (pred) to its own message's
+ * delivery; its class is the one that grew most. The launcher walks them
+ * back from the last kernel's end (critical_path.jsonl, kernbench plot). */
+struct rt_path_seg {
+	uint64_t pred;  /* a tail as above */
+	uint64_t start_ps;
+	uint64_t end_ps;
+	uint32_t cls;   /* enum rt_path_class */
+	uint32_t pad;
+};
+#define RT_PATH_SEG_BYTES 32u
+#define RT_PATH_TAIL(src, seg) (((uint64_t)(src) + 1) << 40 | (uint64_t)(seg))
+#define RT_PATH_TAIL_SRC(t) ((uint32_t)((t) >> 40) - 1)
+#define RT_PATH_TAIL_SEG(t) ((t) & ((1ull << 40) - 1))
+
+/* The segment a path ending at `end_ps` adds after its tail. */
+void rt_path_segment(const struct rt_path *p, uint64_t end_ps, struct rt_path_seg *out);
+
+/* Reads segment `seg` of component `comp` into *out (RT_EOK, or an error
+ * with its line: a missing part or record). */
+typedef enum rt_err (*rt_path_read_fn)(void *ctx, uint32_t comp, uint64_t seg,
+				       struct rt_path_seg *out);
+/* Called for each segment, latest first. */
+typedef enum rt_err (*rt_path_visit_fn)(void *ctx, uint32_t comp, const struct rt_path_seg *seg);
+
+/* Walks the segment records back from segment `seg` of `comp` to the
+ * run's start. Segment records come from other processes, so nothing is
+ * believed: each segment must end where the one after it began, start no
+ * later than it ends, name a class and a component below n_components,
+ * and the walk stops with RT_EDECODE after `max_steps` (a cycle). */
+enum rt_err rt_path_walk(rt_path_read_fn read, rt_path_visit_fn visit, void *ctx,
+			 uint32_t n_components, uint32_t comp, uint64_t seg,
+			 uint64_t max_steps);
 
 /* "dispatch", "link_queueing", ... and the one-line doc of each. */
 const char *rt_path_class_name(enum rt_path_class c);
