@@ -59,7 +59,7 @@ enum rt_err rt_path_walk(rt_path_read_fn read, rt_path_visit_fn visit, void *ctx
 			 uint32_t n_components, uint32_t comp, uint64_t seg,
 			 uint64_t max_steps)
 {
-	uint64_t from = UINT64_MAX;
+	uint64_t from = 0; /* where the segment after this one begins */
 
 	for (uint64_t step = 0;; step++) {
 		struct rt_path_seg s;
@@ -75,7 +75,7 @@ enum rt_err rt_path_walk(rt_path_read_fn read, rt_path_visit_fn visit, void *ctx
 		if (err)
 			return err;
 		/* a segment ends where the one after it begins */
-		if ((from != UINT64_MAX && s.end_ps != from) || s.start_ps > s.end_ps ||
+		if ((step && s.end_ps != from) || s.start_ps > s.end_ps ||
 		    s.cls >= RT_PATH_CLASSES)
 			return rt_fail(RT_EDECODE,
 				       "critical path: segment %llu of component %u [%llu, %llu] ps "
