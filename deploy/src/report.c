@@ -115,12 +115,18 @@ static uint64_t busiest_link(const struct kb_agg *agg, const char *left, const c
 	return l > r ? l : r;
 }
 
-/* Peak MACs per cycle of the GEMM: the roofline's peak, else the array. */
+/* Peak MACs per PE cycle of the GEMM: the array's R x C (the roofline's
+ * gemm.macs_per_cycle when set; the tensor engine's array at its own clock,
+ * gemm.clock_mhz). A plug-in model is measured against the array. */
 static double gemm_peak(const struct rt_config *cfg)
 {
-	if (!strcmp(cfg->gemm_model, "roofline"))
+	double array = (double)cfg->gemm_array_rows * (double)cfg->gemm_array_cols;
+
+	if (!strcmp(cfg->gemm_model, "roofline") && cfg->gemm_macs_per_cycle)
 		return (double)cfg->gemm_macs_per_cycle;
-	return (double)cfg->gemm_array_rows * (double)cfg->gemm_array_cols;
+	if (!strcmp(cfg->gemm_model, "tensor_engine") && cfg->gemm_clock_mhz && cfg->clock_mhz)
+		return array * (double)cfg->gemm_clock_mhz / (double)cfg->clock_mhz;
+	return array;
 }
 
 /* busy_util and throughput_util of every resource (docs/metrics.md). */

@@ -149,7 +149,18 @@ enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem);
 
 /* ---------------------------------------------------------------- models */
 
-#define ENG_MODEL_ABI 1u
+#define ENG_MODEL_ABI 2u /* 2: latency takes the stage's context */
+
+/* Where a stage stands in its engine's stream, for models whose cost
+ * depends on what ran just before it: an array that still holds its
+ * weights, a pipeline that has not drained, an issue that overlapped. */
+struct eng_stage_ctx {
+	bool queued;          /* it arrived before the previous stage of its
+			       * channel ended (it waited; the engine was busy) */
+	uint64_t lead_cycles; /* queued: whole cycles from its arrival to that end */
+	bool stationary_held; /* GEMM: the engine still holds this stage's B tile
+			       * (Stage.stationary_held, set by the scheduler) */
+};
 
 /* A swappable timing-and-data model of one engine class. Stages handed to
  * latency/execute have passed eng_stage_check. */
@@ -160,9 +171,10 @@ struct eng_model_ops {
 	size_t state_size;     /* zeroed block for init/latency/execute/fini */
 	/* Reads what it needs from cfg (may be NULL: no state to set up). */
 	enum rt_err (*init)(void *state, const struct rt_config *cfg);
-	/* Cycles the stage occupies the engine's channel. */
+	/* Cycles the stage occupies the engine's channel, given where it
+	 * stands (never NULL). */
 	enum rt_err (*latency)(const void *state, const Kb__Stage *stage,
-			       uint64_t *cycles);
+			       const struct eng_stage_ctx *ctx, uint64_t *cycles);
 	/* Data effect at completion (data mode only). */
 	enum rt_err (*execute)(void *state, const Kb__Stage *stage,
 			       const struct eng_memory *mem);
@@ -175,6 +187,13 @@ struct eng_model_ops {
 extern const struct eng_model_ops eng_dma_linear_model;
 extern const struct eng_model_ops eng_gemm_systolic_model;
 extern const struct eng_model_ops eng_gemm_roofline_model;
+extern const struct eng_model_ops eng_gemm_tensor_engine_model;
+
+/* The tensor_engine model's engine cycles for the instructions of one
+ * logical M x K x N stage (f32: an input is float32), before the clock
+ * conversion; 0 for a configuration the model refuses. */
+uint64_t eng_tensor_engine_cycles(const struct rt_config *cfg, uint64_t m, uint64_t k,
+				  uint64_t n, bool f32);
 extern const struct eng_model_ops eng_math_simd_model;
 
 /* Finds the model of class `cls` called `name_or_path`: a built-in name, or
@@ -210,9 +229,9 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const struct rt_config *cfg);
 /* Finalises and frees; safe on an empty or released model. */
 void eng_model_release(struct eng_model *m);
-/* Shorthands through m->ops. */
-enum rt_err eng_model_latency(const struct eng_model *m,
-			      const Kb__Stage *stage, uint64_t *cycles);
+/* Shorthands through m->ops (ctx NULL: an isolated stage, nothing held). */
+enum rt_err eng_model_latency(const struct eng_model *m, const Kb__Stage *stage,
+			      const struct eng_stage_ctx *ctx, uint64_t *cycles);
 enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
 			      const struct eng_memory *mem);
 

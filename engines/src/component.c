@@ -39,14 +39,14 @@
 /* A queued stage; the first `inflight` of a channel have started. */
 struct queued {
 	Kb__Stage *s;      /* owned deep copy */
-	uint64_t issue_ps; /* when it reached the engine (op-log issue) */
+	uint64_t arrival_ps; /* when it reached the engine (op-log issue_ps) */
 	uint64_t start_ps; /* GEMM, MATH: when it started; DMA: wire start */
 	uint64_t wire_end_ps; /* DMA: the channel alone is through with it */
 	uint64_t data_end_ps; /* DMA: its last byte is through, once known */
 	uint64_t end_ps;   /* when it completes, once known */
 	bool known;        /* end_ps is set */
 	bool has_path;     /* paths below are known (rt/path.h) */
-	struct rt_path issue_path; /* critical path to issue_ps */
+	struct rt_path arrival_path; /* critical path to arrival_ps */
 	struct rt_path end_path;   /* ... and to end_ps, once known */
 };
 
@@ -82,7 +82,7 @@ struct engine {
 
 /* ---------------------------------------------------------------- queue */
 
-static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
+static enum rt_err channel_push(struct channel *ch, Kb__Stage *s, uint64_t now)
 {
 	if (ch->len == ch->cap) {
 		size_t cap = ch->cap ? 2 * ch->cap : 8;
@@ -97,7 +97,7 @@ static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 		ch->head = 0;
 		ch->cap = cap;
 	}
-	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s };
+	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s, .arrival_ps = now };
 	ch->len++;
 	return RT_EOK;
 }
@@ -229,7 +229,23 @@ static enum rt_err dma_piece_latency(struct rt_ctx *ctx, const struct engine *e,
 	piece.in = &in_p;
 	piece.out = &out;
 	ln->lane_bytes = eng_stage_bytes(&piece);
-	return eng_model_latency(&e->model, ln->n > 1 ? &piece : s, cycles);
+	return eng_model_latency(&e->model, ln->n > 1 ? &piece : s, NULL, cycles);
+}
+
+/* Where a GEMM or MATH stage stands in its channel's stream: it waited
+ * for the stage before it (that one ends at ch->free_ps), and whether the
+ * scheduler says the array still holds its B tile. */
+static struct eng_stage_ctx stage_ctx(const struct channel *ch, const struct queued *q,
+				      uint64_t cycle_ps)
+{
+	struct eng_stage_ctx c = { false, 0, false };
+
+	if (ch->retired + ch->inflight > 0 && q->arrival_ps < ch->free_ps) {
+		c.queued = true;
+		c.lead_cycles = (ch->free_ps - q->arrival_ps) / cycle_ps;
+	}
+	c.stationary_held = ch->retired + ch->inflight > 0 && q->s->stationary_held;
+	return c;
 }
 
 /* Asks the rank's memory for a started transfer's completion. `ws_path`
@@ -305,16 +321,17 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 	struct channel *ch = &e->ch[idx];
 	struct queued *q = channel_at(ch, ch->inflight);
 	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
-	const struct rt_path *at_now = q->has_path ? &q->issue_path : NULL;
+	const struct rt_path *at_now = q->has_path ? &q->arrival_path : NULL;
 	struct rt_path ws = { 0 };
 	struct lanes ln = { 1, 0 };
+	struct eng_stage_ctx sc = stage_ctx(ch, q, cycle);
 	const Kb__View *v;
 	enum rt_err err = e->cls == ENG_DMA ? dma_piece_latency(ctx, e, q->s, &ln, &cycles)
-					    : eng_model_latency(&e->model, q->s, &cycles);
+					    : eng_model_latency(&e->model, q->s, &sc, &cycles);
 
 	if (err)
 		return err; /* the daemon names this component */
-	if (q->issue_ps < now) /* a retirement at now let it start */
+	if (q->arrival_ps < now) /* a retirement at now let it start */
 		at_now = q->has_path ? now_path : NULL;
 	q->has_path = at_now != NULL;
 	ch->inflight++;
@@ -392,16 +409,15 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	copy = rt_keep(ctx, &s->base); /* the delivery's own, when it is in-process */
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
-	err = channel_push(ch, copy);
+	err = channel_push(ch, copy, rt_now(ctx));
 	if (err) {
 		rt_msg_free(copy);
 		return err;
 	}
 	q = channel_at(ch, ch->len - 1);
-	q->issue_ps = rt_now(ctx);
 	q->has_path = path != NULL;
 	if (path)
-		q->issue_path = *path;
+		q->arrival_path = *path;
 	return channel_fill(ctx, e, channel_of(s), path);
 }
 
@@ -458,7 +474,7 @@ static enum rt_err record(struct rt_ctx *ctx, const struct engine *e, struct cha
 	rec = (struct rt_oplog_rec){
 		.start_ps = from,
 		.end_ps = to,
-		.issue_ps = q->issue_ps,
+		.issue_ps = q->arrival_ps,
 		.engine = ch->name,
 		.op_kind = s->op_kind,
 		.op_name = s->op_name,

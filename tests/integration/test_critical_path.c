@@ -157,8 +157,9 @@ static const struct speedup speedups[] = {
 #define N_SPEEDUPS (sizeof(speedups) / sizeof(speedups[0]))
 
 /* Runs `words` with every speed-up; checks saved <= path time of its
- * classes, and with `chain` saved >= 95 % of it. */
-static void counterfactuals(const char *words, const char *const *base_sets, bool chain)
+ * classes (+ `slack` x latency), and with `chain` saved >= 95 % of it. */
+static void counterfactuals_within(const char *words, const char *const *base_sets, bool chain,
+				   double slack)
 {
 	const char *sets[16];
 	struct cp_run base = cp_run(words, base_sets);
@@ -180,8 +181,9 @@ static void counterfactuals(const char *words, const char *const *base_sets, boo
 		fast = cp_run(words, sets);
 		cr_assert_leq(fast.latency, base.latency, "%s: %s made it slower", words, s->name);
 		saved = base.latency - fast.latency;
-		cr_expect_leq(saved, on_path, "%s: infinitely fast %s saved %llu ps, the path spent "
-			      "only %llu ps on it", words, s->name, (unsigned long long)saved,
+		cr_expect_leq((double)saved, (double)on_path + slack * (double)base.latency,
+			      "%s: infinitely fast %s saved %llu ps, the path spent only %llu ps on "
+			      "it", words, s->name, (unsigned long long)saved,
 			      (unsigned long long)on_path);
 		if (chain)
 			cr_expect_geq((double)saved, 0.95 * (double)on_path,
@@ -189,6 +191,11 @@ static void counterfactuals(const char *words, const char *const *base_sets, boo
 				      "the path spent on it", words, s->name,
 				      (unsigned long long)saved, (unsigned long long)on_path);
 	}
+}
+
+static void counterfactuals(const char *words, const char *const *base_sets, bool chain)
+{
+	counterfactuals_within(words, base_sets, chain, 0.0);
 }
 
 Test(counterfactual, a_single_chain_saves_each_class_within_5_percent, .timeout = 240)
@@ -215,9 +222,18 @@ Test(counterfactual, never_saves_more_than_the_path_spent, .timeout = 600)
 	counterfactuals("ring_attention --ranks 4 --pes 1 --arg heads_q=2 --arg heads_kv=1 "
 			"--arg seq_kv=256",
 			NULL, false);
-	counterfactuals("ring_attention --ranks 3 --pes 4 --arg heads_q=8 --arg heads_kv=4 "
-			"--arg seq_kv=128 --arg causal=0",
-			shared_slow, false);
+	/* several PEs per rank share the rank's HBM (fair share among the
+	 * channels moving bytes) and its link (first come first served): a
+	 * speed-up moves the other PEs' transfers, and with them the share
+	 * and the order each transfer gets, so the run is not quite max-plus
+	 * (measured: infinitely fast MATH saves 0.4 % of the latency more
+	 * than the path's MATH on this 3 x 4 ring; with hbm.model=ideal, none) */
+	counterfactuals_within("ring_attention --ranks 3 --pes 4 --arg heads_q=8 --arg heads_kv=4 "
+			       "--arg seq_kv=128 --arg causal=0",
+			       shared_slow, false, 0.01);
+	counterfactuals("ring_attention --ranks 2 --pes 4 --arg heads_q=16 --arg heads_kv=4 "
+			"--arg seq_kv=256",
+			NULL, false);
 	counterfactuals("ring_attention --ranks 4 --pes 1 --arg heads_q=8 --arg heads_kv=1 "
 			"--arg seq_kv=512 --arg pass=q",
 			NULL, false);
@@ -307,25 +323,38 @@ Test(ring_labels, a_balanced_ring_on_a_slow_shared_link_queues, .timeout = 120)
 }
 
 /* (c) A contiguous causal ring: the ranks holding early queries wait for
- * the others, and those waits are off the critical path. Its latency is
- * the same at 8, 160 and 2^20 B/cycle, so no link bandwidth may be on the
- * path (the old split reported 23.7 us exposed). */
+ * the others, and those waits are off the critical path. Wherever its
+ * latency does not depend on the link's bandwidth (the same as with a
+ * 2^20 B/cycle link), no link bandwidth may be on the path — the old split
+ * reported 23.7 us exposed there. At least two of the widths tried must be
+ * such, or the test would check nothing. */
 Test(ring_labels, waits_off_the_path_are_not_exposed, .timeout = 120)
 {
-	static const char *const bw[3][2] = { { "links.ipcq_bytes_per_cycle=8" },
+	static const char *const bw[5][2] = { { "links.ipcq_bytes_per_cycle=1048576" },
+					     { "links.ipcq_bytes_per_cycle=640" },
 					     { "links.ipcq_bytes_per_cycle=160" },
-					     { "links.ipcq_bytes_per_cycle=1048576" } };
+					     { "links.ipcq_bytes_per_cycle=64" },
+					     { "links.ipcq_bytes_per_cycle=8" } };
 	const char *ring = "ring_attention --ranks 4 --pes 1 --arg heads_q=8 --arg heads_kv=1 "
 			   "--arg seq_kv=256";
-	struct cp_run r[3];
+	struct cp_run fastest = cp_run(ring, bw[0]);
+	int unaffected = 0;
 
-	for (int i = 0; i < 3; i++) {
-		r[i] = cp_run(ring, bw[i]);
-		cr_expect_eq(link_busy_on_path(&r[i]), 0, "%s: %llu ps of link bandwidth on the path",
-			     bw[i][0], (unsigned long long)link_busy_on_path(&r[i]));
-		cr_expect_eq(class_ps(&r[i], "sender_not_ready"), 0);
+	for (int i = 1; i < 5; i++) {
+		struct cp_run r = cp_run(ring, bw[i]);
+
+		cr_expect_eq(class_ps(&r, "sender_not_ready"), 0);
+		cr_expect_leq(r.latency - fastest.latency, link_busy_on_path(&r),
+			      "%s: the link cost %llu ps, the path has %llu ps of it", bw[i][0],
+			      (unsigned long long)(r.latency - fastest.latency),
+			      (unsigned long long)link_busy_on_path(&r));
+		if (r.latency != fastest.latency)
+			continue;
+		unaffected++;
+		cr_expect_eq(link_busy_on_path(&r), 0, "%s: %llu ps of link bandwidth on the path",
+			     bw[i][0], (unsigned long long)link_busy_on_path(&r));
 	}
-	cr_expect_eq(r[0].latency, r[2].latency, "the ring depends on its link after all");
+	cr_expect_geq(unaffected, 2, "the ring depends on its link at almost every width");
 }
 
 /* ---------------------------------------------------------------- off */

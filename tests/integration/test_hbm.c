@@ -39,9 +39,10 @@ static struct probe run_probe_in(const char *colocate, unsigned pes, const char 
 	snprintf(b, sizeof(b), "hbm.bytes_per_cycle=%u", hbm_bpc);
 	snprintf(c, sizeof(c), "hbm.channels=%u", channels);
 	snprintf(il, sizeof(il), "hbm.interleave_bytes=%u", interleave);
+	/* one 64 B/cycle queue per channel: the channel these figures are of */
 	kb_run(&res, "run", so, "--pes", p, "--colocate", colocate, "--arg", "loads=16",
-	       "--set", m, "--set", b, "--set", c, "--set", il, "--out", out, "--quiet",
-	       NULL);
+	       "--set", m, "--set", b, "--set", c, "--set", il, "--set", "dma.queues=1",
+	       "--set", "dma.bytes_per_cycle=64", "--out", out, "--quiet", NULL);
 	cr_assert_eq(res.status, 0, "probe on %u PEs failed: %s", pes, res.err);
 	pr.latency_cycles = (double)kb_summary_u64(out, "latency_ps") / 1000.0;
 	snprintf(so, sizeof(so), "%s/summary.json", out);

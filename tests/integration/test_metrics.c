@@ -97,46 +97,63 @@ Test(utilisation, both_fractions_for_every_resource_and_the_bound_is_the_through
 
 /* The DMA probe (rows = 128) reads two 128 x 128 f16 tiles and writes a
  * zero f16 tile and their sum, which tl_add makes f32: throughput = bytes /
- * (queues x bytes_per_cycle x cycles). */
+ * (queues x bytes_per_cycle x cycles), the rates read from the run's own
+ * configuration (summary.json's config). */
 Test(utilisation, throughput_is_bytes_over_peak_and_latency, .timeout = 60)
 {
 	const char *plugins = getenv("KB_PLUGINS");
 	char probe[600], dir[256];
 	const char *args[] = { probe, "--set", "dma.queues=2", "--set", "dma.rows_per_queue=16",
 			       "--colocate", "all", NULL };
-	double cycles, read_bytes = 2.0 * 2 * 128 * 128, write_bytes = (2.0 + 4.0) * 128 * 128;
+	double cycles, peak, read_bytes = 2.0 * 2 * 128 * 128, write_bytes = (2.0 + 4.0) * 128 * 128;
 	char *json;
 
 	snprintf(probe, sizeof(probe), "%s/dma_probe.so:dma_probe", plugins);
 	run_in(dir, sizeof(dir), "util-probe", args);
 	json = summary(dir);
-	cycles = (double)kb_json_u64(json, "latency_ps") / 1000.0;
-	cr_expect(fabs(json_double(json, "throughput_util.dma_read") -
-		       read_bytes / (2 * 64 * cycles)) < 1e-4,
+	cycles = (double)kb_json_u64(json, "latency_ps") * (double)kb_json_u64(json, "config.machine.clock_mhz") /
+		 1e6;
+	peak = 2.0 * (double)kb_json_u64(json, "config.dma.bytes_per_cycle") * cycles;
+	cr_expect(fabs(json_double(json, "throughput_util.dma_read") - read_bytes / peak) < 1e-4,
 		  "dma_read throughput %.4f, expected %.4f",
-		  json_double(json, "throughput_util.dma_read"), read_bytes / (2 * 64 * cycles));
-	cr_expect(fabs(json_double(json, "throughput_util.dma_write") -
-		       write_bytes / (2 * 64 * cycles)) < 1e-4);
+		  json_double(json, "throughput_util.dma_read"), read_bytes / peak);
+	cr_expect(fabs(json_double(json, "throughput_util.dma_write") - write_bytes / peak) < 1e-4,
+		  "dma_write throughput %.4f, expected %.4f",
+		  json_double(json, "throughput_util.dma_write"), write_bytes / peak);
 	free(json);
 }
 
-/* A 256 x 256 x 256 GEMM on the 128 x 128 array: 2^24 MACs. */
-Test(utilisation, gemm_throughput_is_macs_over_the_array, .timeout = 60)
+/* A 256 x 256 x 256 GEMM: 2^24 MACs over the array's peak (R x C MACs per
+ * PE cycle; the tensor engine's array at its own clock). */
+static void expect_gemm_throughput(const char *model)
 {
-	static const char *const args[] = { "gemm", "--arg", "m=256", "--arg", "k=256", "--arg",
-					    "n=256", "--colocate", "all", NULL };
-	char dir[256];
+	char set[64], dir[256];
+	const char *args[] = { "gemm", "--arg", "m=256", "--arg", "k=256", "--arg", "n=256",
+			       "--set", set, "--colocate", "all", NULL };
 	char *json;
-	double cycles, want;
+	double cycles, peak, want;
 
+	snprintf(set, sizeof(set), "gemm.model=%s", model);
 	run_in(dir, sizeof(dir), "util-gemm", args);
 	json = summary(dir);
-	cycles = (double)kb_json_u64(json, "latency_ps") / 1000.0;
-	want = 256.0 * 256 * 256 / (128.0 * 128 * cycles);
+	cycles = (double)kb_json_u64(json, "latency_ps") * (double)kb_json_u64(json, "config.machine.clock_mhz") /
+		 1e6;
+	peak = (double)kb_json_u64(json, "config.gemm.array_rows") *
+	       (double)kb_json_u64(json, "config.gemm.array_cols");
+	if (!strcmp(model, "tensor_engine") && kb_json_u64(json, "config.gemm.clock_mhz"))
+		peak *= (double)kb_json_u64(json, "config.gemm.clock_mhz") /
+			(double)kb_json_u64(json, "config.machine.clock_mhz");
+	want = 256.0 * 256 * 256 / (peak * cycles);
 	cr_expect(fabs(json_double(json, "throughput_util.gemm") - want) < 1e-4,
-		  "gemm throughput %.4f, expected %.4f", json_double(json, "throughput_util.gemm"),
-		  want);
+		  "%s: gemm throughput %.4f, expected %.4f", model,
+		  json_double(json, "throughput_util.gemm"), want);
 	free(json);
+}
+
+Test(utilisation, gemm_throughput_is_macs_over_the_array, .timeout = 60)
+{
+	expect_gemm_throughput("systolic");
+	expect_gemm_throughput("tensor_engine");
 }
 
 /* ---------------------------------------------------------------- op log */

@@ -62,7 +62,7 @@ static uint64_t latency(enum eng_class cls, const char *name,
 		     rt_last_error());
 	cr_assert_eq(eng_model_init(&m, cls, name, cfg), RT_EOK, "%s",
 		     rt_last_error());
-	cr_assert_eq(eng_model_latency(&m, s, &cycles), RT_EOK);
+	cr_assert_eq(eng_model_latency(&m, s, NULL, &cycles), RT_EOK);
 	eng_model_release(&m);
 	return cycles;
 }
@@ -361,8 +361,8 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	g.a.addr = 0;
 	g.b.addr = 1024;
 	g.out.addr = 2048;
-	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
-	cr_assert_eq(eng_model_latency(&sys, &g.s, &c_sys), RT_EOK);
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, NULL, &c_fixed), RT_EOK);
+	cr_assert_eq(eng_model_latency(&sys, &g.s, NULL, &c_sys), RT_EOK);
 	cr_assert_eq(c_fixed, 1000);
 	cr_assert_eq(c_sys, 5 + 1 * (2 * 32 + 32 + 16 - 2)); /* one fold */
 	/* same data effect, byte for byte */
@@ -371,7 +371,7 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	cr_assert_eq(memcmp(mem_a, mem_b, 1 << 16), 0);
 	/* constant whatever the shape */
 	gemm_case_init(&g, 3, 5, 7, false);
-	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, NULL, &c_fixed), RT_EOK);
 	cr_assert_eq(c_fixed, 1000);
 	/* it is a GEMM model: other engines refuse it */
 	cr_assert_eq(eng_model_find(ENG_MATH, path, &ops, &dl), RT_ECONFIG);
