@@ -390,8 +390,9 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
 	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
 	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->result_dir,
-	       job->trace_off ? "" : ", trace.json");
+	printf("  %-22s %s/summary.json, op_log.jsonl%s%s\n", "outputs", job->result_dir,
+	       job->trace_off ? "" : ", trace.json",
+	       job->trace_off || !agg->has_path || !agg->path_segment ? "" : ", critical_path.jsonl");
 }
 
 /* NaN or infinity in an input or an output: the numbers cannot be trusted. */
