@@ -302,6 +302,42 @@ int test_dma_sweep(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
+/* Critical-path probe (tests/integration/test_critical_path.c): one
+ * dependent chain of `steps` rounds on program 0 of every rank; each round
+ * loads a rows x 128 tile (DMA read), takes its exp (MATH), multiplies it by
+ * a pinned 128 x 128 weight (GEMM) and stores the product (DMA write), each
+ * command waiting for the one before. With --ranks 2 or more (ring=1) each
+ * round also passes the product round the ring: send right, then receive
+ * from the left, so the chain runs through the links as well. Making one
+ * resource infinitely fast saves the time that resource spent on the chain. */
+int test_chain(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t steps = tl_arg_u32(args, "steps", 4, 1, 4096);
+	uint32_t rows = tl_arg_u32(args, "rows", 64, 1, 1024);
+	bool ring = tl_arg_u32(args, "ring", tl_num_ranks(tl) > 1, 0, 1) && tl_num_ranks(tl) > 1;
+	uint64_t tile = (uint64_t)rows * 128 * 2, w_at = 8 * MB;
+	tl_tensor w, x, y;
+
+	if (tl_program_id(tl) != 0)
+		return 0;
+	w = tl_wait(tl, tl_load_async(tl, w_at, 128, 128, TL_F16));
+	for (uint32_t i = 0; i < steps; i++) {
+		tl_scratch_scope_begin(tl);
+		x = tl_wait(tl, tl_load_async(tl, (uint64_t)(i % 16) * tile, rows, 128, TL_F16));
+		y = tl_exp(tl, x);
+		tl_wait(tl, (tl_future){ y });
+		y = tl_dot(tl, y, w);
+		tl_wait(tl, (tl_future){ y });
+		if (ring) {
+			tl_send(tl, TL_RIGHT, y);
+			y = tl_wait(tl, tl_recv_async(tl, TL_LEFT, rows, 128, TL_F32));
+		}
+		tl_store(tl, 16 * MB + (uint64_t)(i % 16) * tile, y);
+		tl_scratch_scope_end(tl);
+	}
+	return 0;
+}
+
 /* Issue 18 item 8: a command reading the output of an earlier command
  * still running on the same PE is dispatched at once (the scheduler's
  * strict FIFO orders it); only a load's first use waits on the host

@@ -75,11 +75,11 @@ struct tl_cmd {
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
-	uint64_t ready_ps;       /* receives: when the sender sent it */
-	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
+	bool has_path;           /* done_path is known */
+	struct rt_path done_path;/* critical path to done_ps (rt/path.h) */
 };
 
 /* A scratch scope save point. */
@@ -92,10 +92,10 @@ struct tl_save {
 /* An IPCQ message that arrived before its receive was posted. */
 struct tl_ipcq_msg {
 	uint64_t arrive_ps;
-	uint64_t ready_ps; /* the sender sent it */
-	uint64_t link_start_ps, link_end_ps;
 	uint64_t nbytes;
 	uint8_t *bytes; /* owned; NULL in timing mode */
+	bool has_path;
+	struct rt_path path; /* critical path to arrive_ps */
 };
 
 /* Per-direction IPCQ state. */
@@ -105,6 +105,10 @@ struct tl_ipcq_dir {
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
 	uint64_t link_free_ps;     /* outgoing link busy until */
+	/* The critical path to link_free_ps as a later message sees it: the
+	 * last message's start, then its bytes as link_queueing (one PE per
+	 * rank: the host is the link, src/ipcq.c). */
+	struct rt_path link_free_path;
 };
 
 enum tl_state { TL_IDLE, TL_RUNNING, TL_WAITING, TL_DONE, TL_FAILED };
@@ -125,6 +129,8 @@ struct tl {
 	enum rt_err err;      /* the error that ended the kernel */
 	int kernel_rc;
 	uint64_t clock_ps;    /* kernel (PE_CPU) clock */
+	struct rt_path path;  /* critical path to clock_ps (rt/path.h) */
+	bool path_ok;         /* every completion waited on carried one */
 	uint64_t start_ps;
 	uint64_t now_ps;      /* event time of the current delivery */
 	uint64_t waiting_for; /* command id the kernel waits on */
@@ -174,6 +180,8 @@ void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t);
 void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id);
 void tl_wait_all(struct tl *tl, struct tl_site at);
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps);
+/* Records the critical path to command `id`'s completion (NULL: none). */
+void tl_cmd_set_path(struct tl *tl, uint64_t id, const struct rt_path *path);
 /* Host side: resumes the kernel if it waits for command `id`. */
 enum rt_err tl_resume_for(struct tl *tl, uint64_t id);
 /* Charges the dispatch of `cmd` and sends it to the scheduler. */

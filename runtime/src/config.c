@@ -154,6 +154,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	U64("run.watchdog_ms", watchdog_ms, "30000", "ms", 1, 86400000,
 	    "abort a run that makes no progress for this long (wall clock)"),
+	U32("run.critical_path", critical_path, "1", "0 or 1", 0, 1,
+	    "1: every message carries the critical path to it and summary.json splits the latency by resource class (`critical_path`, docs/metrics.md); 0: none (to measure what it costs)"),
 	STR("run.bind_host", bind_host, "127.0.0.1", "address",
 	    "TCP address the daemons bind to"),
 };

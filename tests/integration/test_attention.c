@@ -547,17 +547,24 @@ Test(attention, paged_decode_reads_pages_through_the_block_table, .timeout = 120
 }
 
 /* The issue's timing target: 8 sequences of 8K, Llama-3-70B heads, 8 PEs,
- * pages of 128 (timing mode); and unequal lengths spread over the PEs. */
-Test(attention, paged_decode_8x8k_runs_at_bound_util_0_8_and_balances, .timeout = 120)
+ * pages of 128 (timing mode), keep the resource that bounds them busy 80 %
+ * of the time (the target was set when bound_util was the busiest busy
+ * time; it is now the throughput closest to a peak, docs/metrics.md); and
+ * unequal lengths spread over the PEs. */
+Test(attention, paged_decode_8x8k_keeps_its_bound_busy_0_8_and_balances, .timeout = 120)
 {
-	char dir[256];
+	static const char *const resources[] = { "dma_read", "dma_write", "gemm", "math", "hbm" };
+	char dir[256], key[64];
+	double u = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "attn-pg-t");
 	RUN_OK(dir, "gqa_decode_paged", "--pes", "8", "--colocate", "all", "batch=8",
 	       "lens=8192", "page=128");
-	double u = summary_double(dir, "bound_util");
-
-	cr_assert_geq(u, 0.8, "bound_util %.4f", u);
+	for (size_t i = 0; i < sizeof(resources) / sizeof(resources[0]); i++) {
+		snprintf(key, sizeof(key), "busy_util.%s", resources[i]);
+		u = fmax(u, summary_double(dir, key));
+	}
+	cr_assert_geq(u, 0.8, "busiest resource busy %.4f", u);
 	cr_assert_eq(kb_summary_u64(dir, "tiles"), 8 * 8 * 64);
 	/* one long and seven short sequences, one KV head: items balance over
 	 * 2 PEs (the long one alone on one PE) */

@@ -92,6 +92,7 @@ struct rt_config {
 
 	/* run */
 	uint64_t watchdog_ms;      /* wall ms without progress before abort */
+	uint32_t critical_path;    /* 1: messages carry critical paths (ADR 0030) */
 	char bind_host[64];        /* tcp bind address (loopback default) */
 };
 
