@@ -230,7 +230,7 @@ void attn_sweep(struct tl *tl, const struct attn *a,
 		sweep_group(tl, a, b, kv, &x, j, end, n);
 		scope_end(tl, a);
 	}
-	tl_stat_add(tl, "tiles", n);
+	tl_stat_add(tl, "tiles", n, "count", "KV tiles folded into the output");
 }
 
 /* exp(x - m) as one composite (sub head, exp epilogue). */

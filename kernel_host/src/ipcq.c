@@ -92,7 +92,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 			 "tl_send needs a TCM tensor (not a tl_ref or a transposed view)");
 	tl_wait_cmd(tl, at, r->producer);
 	q = &tl->ipcq[dir];
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	tl_charge(tl, at, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
 	data.ready_ps = tl->clock_ps;
 	if (pe_shared_links(tl->s.ranks, tl->s.pes)) {
 		start = tl->clock_ps; /* the rank's link component serialises */
@@ -103,7 +103,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 		q->link_free_ps = start + ser;
 		data.link_start_ps = start;
 		data.link_end_ps = start + ser;
-		tl_stat_add(tl, "ipcq_link_busy_ps", ser);
+		tl_stat(tl, TL_ST_IPCQ_LINK_BUSY, ser);
 	}
 	data.dir = (uint32_t)dir;
 	data.nbytes = bytes;
@@ -119,8 +119,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "tl_send failed: %s", rt_last_error());
 	tl->tot.ipcq_bytes += bytes;
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, "ipcq_bytes", bytes);
+	tl_stat(tl, TL_ST_IPCQ_BYTES, bytes);
 }
 
 /* Completes receive `id` with message `m` (bytes into its buffer). */
@@ -167,11 +166,11 @@ void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
 		exposed = 0;
 	}
 	latency = overlap(from_ps, arrive, c->link_end_ps, arrive);
-	tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
-	tl_stat_add(tl, "ipcq_exposed_ps", exposed);
-	tl_stat_add(tl, "ipcq_latency_wait_ps", latency);
-	tl_stat_add(tl, "ipcq_late_link_ps", late_link);
-	tl_stat_add(tl, "ipcq_imbalance_wait_ps", arrive - from_ps - exposed - latency);
+	tl_stat(tl, TL_ST_IPCQ_RECV_WAIT, arrive - from_ps);
+	tl_stat(tl, TL_ST_IPCQ_EXPOSED, exposed);
+	tl_stat(tl, TL_ST_IPCQ_LATENCY_WAIT, latency);
+	tl_stat(tl, TL_ST_IPCQ_LATE_LINK, late_link);
+	tl_stat(tl, TL_ST_IPCQ_IMBALANCE, arrive - from_ps - exposed - latency);
 }
 
 tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,

@@ -20,7 +20,11 @@ struct link {
 	uint64_t free_ps[2]; /* per direction: the link is busy until */
 	uint64_t cycle_ps, bytes_per_cycle;
 	uint32_t rank, ranks, pes;
+	uint32_t busy_stat;  /* link_busy, by handle */
 };
+
+static const struct rt_stat_decl link_busy = RT_STAT_DECL("ipcq_link_busy_ps", "ps",
+		"time the rank's ring links (both directions) spent moving bytes");
 
 static enum rt_err link_init(struct rt_ctx *ctx, void *state)
 {
@@ -32,6 +36,7 @@ static enum rt_err link_init(struct rt_ctx *ctx, void *state)
 	l->rank = rt_self_desc(ctx)->rank;
 	l->ranks = cfg->ranks;
 	l->pes = cfg->pes;
+	l->busy_stat = rt_stat_declare(ctx, &link_busy);
 	return RT_EOK;
 }
 
@@ -59,7 +64,7 @@ static enum rt_err link_handle(struct rt_ctx *ctx, void *state, const struct rt_
 	msg.ipcq = &m;
 	dst = pe_component_id(l->pes, pe_ring_neighbour(l->ranks, l->rank, (enum pe_dir)m.dir),
 			      pe, PE_HOST);
-	rt_stat_add(ctx, "ipcq_link_busy_ps", end - start);
+	rt_stat_add_h(ctx, l->busy_stat, end - start);
 	return rt_send_delayed(ctx, dst, now, end > now ? end - now : 0, 0, &msg);
 }
 

@@ -30,6 +30,13 @@ struct hbm {
 	uint64_t timer_ps;   /* its time, UINT64_MAX when none */
 	struct rt_ctx *ctx;  /* of the current call (for done callbacks) */
 	enum rt_err err;     /* first failure inside a done callback */
+	uint32_t stat[2];    /* hbm_stats, by handle */
+};
+
+static const struct rt_stat_decl hbm_stats[] = {
+	RT_STAT_DECL("hbm_bytes", "bytes",
+			"bytes the rank's DMA channels moved through its HBM (reads and writes)"),
+	RT_STAT_DECL("hbm_transfers", "count", "DMA transfers the rank's memory served"),
 };
 
 bool eng_hbm_ideal(const struct rt_config *cfg)
@@ -91,6 +98,7 @@ static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
 
 	if (err)
 		return err; /* the daemon names this component */
+	rt_stat_declare_all(ctx, hbm_stats, 2, h->stat);
 	h->pes = cfg->pes;
 	h->timer_ps = UINT64_MAX;
 	h->state = calloc(1, h->ops->state_size ? h->ops->state_size : 1);
@@ -148,8 +156,8 @@ static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt
 	a.bytes = r->bytes;
 	a.issue_ps = d->time_ps;
 	a.wire_end_ps = r->wire_end_ps;
-	rt_stat_add(ctx, "hbm_bytes", r->bytes);
-	rt_stat_add(ctx, "hbm_transfers", 1);
+	rt_stat_add_h(ctx, h->stat[0], r->bytes);
+	rt_stat_add_h(ctx, h->stat[1], 1);
 	return h->ops->submit(h->state, d->time_ps, &a);
 }
 
