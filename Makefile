@@ -325,7 +325,8 @@ install: $(KERNBENCH)
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench
 	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
-	install -m 644 deploy/plot/kernbench_plot.py deploy/configs/default.yaml \
+	install -m 644 deploy/plot/kernbench_plot.py deploy/plot/kernbench_sweep_plot.py \
+	  deploy/configs/default.yaml \
 	  $(DESTDIR)$(PREFIX)/share/kernbench/
 	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
