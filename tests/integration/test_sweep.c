@@ -413,3 +413,30 @@ Test(sweep, mpirun_ranks_share_the_points, .timeout = 300)
 	free(want);
 	free(got);
 }
+
+/* --progress plain writes lines, not a redrawn bar, and says when the run
+ * is done; off and --quiet write none. (The lines in between come every
+ * few seconds of a long run: wall time is not asserted.) */
+Test(progress, plain_lines_off_and_quiet, .timeout = 120)
+{
+	char dir[256], out[300], want[64];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "progress");
+	snprintf(out, sizeof(out), "%s/p", dir);
+	kb_run(&r, "run", "gemm", "--arg", "m=256", "--out", out, "--progress", "plain", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "kernbench: progress: done, %llu window",
+		 (unsigned long long)kb_summary_u64(out, "windows"));
+	cr_expect(strstr(r.err, want), "no '%s' in: %s", want, r.err);
+	cr_expect_null(strchr(r.err, '\r'), "a bar in a log: %s", r.err);
+	kb_run(&r, "run", "gemm", "--out", out, "--progress", "off", NULL);
+	cr_expect_eq(r.status, 0);
+	cr_expect_null(strstr(r.err, "progress"), "%s", r.err);
+	kb_run(&r, "run", "gemm", "--out", out, "--progress", "plain", "--quiet", NULL);
+	cr_expect_eq(r.status, 0);
+	cr_expect_str_eq(r.err, "");
+	kb_run(&r, "run", "gemm", "--out", out, "--progress", "sometimes", NULL);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "expected auto, bar, plain or off"), "%s", r.err);
+}

@@ -27,7 +27,7 @@ enum rt_mode { RT_MODE_TIMING, RT_MODE_DATA };
  * BAR on a terminal and PLAIN elsewhere once the run has been going a
  * while (RT_PROGRESS_QUIET_S). */
 enum rt_progress { RT_PROGRESS_AUTO, RT_PROGRESS_BAR, RT_PROGRESS_PLAIN, RT_PROGRESS_OFF };
-#define RT_PROGRESS_QUIET_S 10
+#define RT_PROGRESS_QUIET_S 30
 #define RT_PROGRESS_EVERY_S 5
 
 struct rt_job_arg {
