@@ -393,6 +393,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	if (!err)
 		err = build_config(&job->config, &m);
 	if (!err)
+		err = kb_models_preflight(&job->config);
+	if (!err)
 		err = check_trace_ranks(job);
 	*have_hosts = m.hosts != NULL;
 	if (!err && m.hosts) {

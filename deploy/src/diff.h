@@ -10,7 +10,7 @@
  * (transport, colocation, windows, wall time) is not a difference.
  * Exit 0: the same; 1: they differ; 2: a usage error (a folder without a
  * summary.json, bad options). `--json` prints the same as one JSON object
- * (the Python package reads it). ADR 0048. */
+ * (the Python package reads it). ADR 0047. */
 #ifndef KB_DIFF_H
 #define KB_DIFF_H
 

@@ -56,7 +56,7 @@ static int cmd_run(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		kb_rerun_release(&rerun);
-		return 2;
+		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
 	}
 	rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
 	if (rc == 0 && kb_rerun_check(&rerun, job.result_dir)) {

@@ -90,6 +90,16 @@ static enum rt_err hbm_find(const char *name, struct hbm *h)
 		       name);
 }
 
+enum rt_err eng_hbm_check(const char *name)
+{
+	struct hbm h = { 0 };
+	enum rt_err err = hbm_find(name, &h);
+
+	if (h.dl)
+		dlclose(h.dl);
+	return err;
+}
+
 static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
 {
 	const struct rt_config *cfg = rt_cfg(ctx);
