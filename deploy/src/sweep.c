@@ -55,7 +55,8 @@ static void sweep_usage(FILE *out)
 	      "\n"
 	      "Any other `run` option (--config, --inputs, --trace, --colocate, ...) is\n"
 	      "passed to every point. Points run with --colocate all --transport inproc\n"
-	      "--trace off unless told otherwise: the results do not depend on it.\n"
+	      "(ipc for a kernel object or model plug-in) --trace off unless told\n"
+	      "otherwise: the results do not depend on it.\n"
 	      "\n"
 	      "Exit status: 0 every point succeeded, 1 a point failed (its row in\n"
 	      "results.csv says why), 2 usage error, 130 interrupted.\n",
@@ -363,17 +364,12 @@ static enum rt_err point_argv(const struct kb_sweep *s, struct kb_point *p)
 		a[n++] = strdup("--colocate");
 		a[n++] = strdup("all");
 	}
-	if (!fixed_has(spec, "--transport")) {
-		a[n++] = strdup("--transport");
-		a[n++] = strdup("inproc");
-	}
 	if (!fixed_has(spec, "--trace")) {
 		a[n++] = strdup("--trace");
 		a[n++] = strdup("off");
 	}
 	a[n++] = strdup("--quiet");
-	a[n++] = strdup("--out");
-	a[n] = NULL; /* the folder, once hashed */
+	a[n] = NULL; /* then --transport (once resolved) and --out (once hashed) */
 	for (size_t i = 0; i < n; i++)
 		if (!a[i])
 			return rt_fail(RT_ENOMEM, "sweep: out of memory");
@@ -437,6 +433,25 @@ static enum rt_err identity(const struct rt_job *job, struct rt_buf *b)
 	return rt_json_finish(&j);
 }
 
+/* Whether the point runs user code: a kernel object or a model plug-in
+ * (a path, by the engines' rule), which the daemon threads of --transport
+ * inproc do not load (ADR 0037): those points get one daemon process. */
+static bool runs_user_code(const struct rt_job *job)
+{
+	const char *const models[] = { job->config.dma_model, job->config.gemm_model,
+				       job->config.math_model, job->config.hbm_model };
+
+	if (strchr(job->workload, ':'))
+		return true;
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+		size_t len = strlen(models[i]);
+
+		if (strchr(models[i], '/') || (len > 3 && !strcmp(models[i] + len - 3, ".so")))
+			return true;
+	}
+	return false;
+}
+
 /* Resolves point `p` as `kernbench run` would (a usage error here stops
  * the sweep before anything runs) and names its folder. */
 static enum rt_err resolve(struct kb_sweep *s, struct kb_point *p, struct rt_job *job)
@@ -451,8 +466,7 @@ static enum rt_err resolve(struct kb_sweep *s, struct kb_point *p, struct rt_job
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "sweep: out of memory");
 	memcpy(copy, p->argv, n * sizeof(*copy));
-	copy[n] = (char *)"sweep-resolve"; /* --out's value, for the parse only */
-	err = kb_cli_parse_run((int)n + 1, copy, job, &hosts, &have_hosts);
+	err = kb_cli_parse_run((int)n, copy, job, &hosts, &have_hosts);
 	free(copy);
 	if (err) {
 		point_name(s, p, name, sizeof(name));
@@ -465,8 +479,19 @@ static enum rt_err resolve(struct kb_sweep *s, struct kb_point *p, struct rt_job
 			 (unsigned long long)rt_hash(RT_HASH_INIT, text.data, text.len));
 	rt_buf_release(&text);
 	kb_sweep_point_dir(s, p, dir, sizeof(dir));
-	if (!err && !(p->argv[n] = strdup(dir)))
-		err = rt_fail(RT_ENOMEM, "sweep: out of memory");
+	/* the cheapest deployment that runs it: daemon threads, unless it
+	 * runs user code (deployment never changes a result, nor the hash) */
+	if (!err && !fixed_has(&s->spec, "--transport")) {
+		p->argv[n++] = strdup("--transport");
+		p->argv[n++] = strdup(runs_user_code(job) ? "ipc" : "inproc");
+	}
+	if (!err) {
+		p->argv[n++] = strdup("--out");
+		p->argv[n++] = strdup(dir);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		if (!p->argv[i])
+			err = rt_fail(RT_ENOMEM, "sweep: out of memory");
 	return err;
 }
 
