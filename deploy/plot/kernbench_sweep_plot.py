@@ -12,6 +12,9 @@ axes and the objectives) and writes SWEEP_DIR/sweep.png:
                                        minimised, with its Pareto front drawn
                                        and labelled with the swept values.
 
+With --wait (the sweep starts it before its points run) it imports matplotlib
+first and draws only when its stdin says "draw" (end of file: it leaves).
+
 Failed points are left out (their rows say why). Runs with Debian's
 python3-matplotlib. Errors are one line on stderr and exit status 1.
 """
@@ -117,10 +120,21 @@ def two_objectives(plt, rows, axes, objectives, path):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: kernbench_sweep_plot.py SWEEP_DIR\n")
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--wait"):
+        sys.stderr.write("usage: kernbench_sweep_plot.py SWEEP_DIR [--wait]\n")
         sys.exit(2)
     out = sys.argv[1]
+    if len(sys.argv) == 3:
+        # started with the sweep: import now, while the points run, and draw
+        # when the sweep says its results.csv is written
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+        except ImportError:
+            pass  # said below, if asked to draw
+        if sys.stdin.readline().strip() != "draw":
+            sys.exit(0)
     try:
         with open(os.path.join(out, "sweep.json")) as f:
             meta = json.load(f)

@@ -619,6 +619,9 @@ int kb_sweep_main(int argc, char **argv)
 		       err == RT_ENOTFOUND ? 2 : 1;
 	}
 	s.exe[n] = '\0';
+	for (size_t i = 0; i < s.n_points && !s.plotter; i++)
+		if (s.points[i].mine && !s.points[i].done)
+			kb_sweep_plot_early(&s); /* points will run: the plot imports meanwhile */
 	err = kb_sweep_run(&s);
 	if (!err || err == RT_EINTERRUPTED) {
 		enum rt_err rerr = kb_sweep_results(&s, &complete);

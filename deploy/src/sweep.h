@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "rt/err.h"
 #include "rt/job.h"
@@ -42,6 +43,8 @@ struct kb_sweep {
 	bool quiet;
 	bool plot;
 	bool plotted;           /* OUT/sweep.png was drawn from results.csv */
+	pid_t plotter;          /* the plot script, started early (0: none) */
+	int plotter_fd;         /* ... its stdin: "draw" when results.csv is done */
 	uint32_t task, tasks;   /* this process runs points p with p % tasks == task */
 	const char *task_source;/* where the task index came from */
 	struct kb_point *points;
@@ -52,8 +55,12 @@ struct kb_sweep {
 /* Runs every point of `s` that is this task's and not done, --jobs at a
  * time; fills each point's status. RT_EINTERRUPTED after Ctrl-C. */
 enum rt_err kb_sweep_run(struct kb_sweep *s);
+/* Starts the plot script before the points run, so its imports (most of
+ * its time) overlap them; it draws when kb_sweep_results says so. */
+void kb_sweep_plot_early(struct kb_sweep *s);
 /* Writes results.csv and sweep.json in the sweep folder (when every point
- * is done or failed), then the plot; *complete says whether all were. */
+ * is done or failed), then the plot; *complete says whether all were.
+ * Ends an early plot script either way. */
 enum rt_err kb_sweep_results(struct kb_sweep *s, bool *complete);
 /* The point folder OUT/points/HASH into `path`. */
 void kb_sweep_point_dir(const struct kb_sweep *s, const struct kb_point *p, char *path,

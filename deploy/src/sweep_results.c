@@ -13,9 +13,11 @@
 #include "sweep.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -270,38 +272,96 @@ static bool newer(const char *a, const char *b)
 		(sa.st_mtim.tv_sec == sb.st_mtim.tv_sec && sa.st_mtim.tv_nsec >= sb.st_mtim.tv_nsec));
 }
 
-/* python3 kernbench_sweep_plot.py OUT: a warning, not a failure, when it
- * cannot draw (the numbers are in results.csv). */
-static bool plot(const struct kb_sweep *s, bool changed)
+/* python3 kernbench_sweep_plot.py OUT [--wait]; its pid, or -1 with the
+ * warning said. With --wait it imports matplotlib, then reads its stdin:
+ * "draw" draws, end of file leaves. */
+static pid_t start_plotter(const struct kb_sweep *s, int *fd)
 {
-	char script[4200], png[1200], csv[1200];
+	char script[4200];
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (!kb_find_script("kernbench_sweep_plot.py", script, sizeof(script))) {
+		fprintf(stderr, "kernbench: warning: sweep: kernbench_sweep_plot.py not found beside "
+			"this binary; no plot (results.csv is complete)\n");
+		return -1;
+	}
+	/* a socket, not a pipe: a plotter that died is an EPIPE, not SIGPIPE */
+	if (fd && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { (char *)"python3", script, (char *)s->out, fd ? (char *)"--wait" : NULL,
+				 NULL };
+
+		if (fd)
+			dup2(p[0], STDIN_FILENO);
+		execv("/usr/bin/python3", argv);
+		_exit(127);
+	}
+	if (fd) {
+		close(p[0]);
+		*fd = pid > 0 ? p[1] : -1;
+		if (pid < 0)
+			close(p[1]);
+	}
+	return pid;
+}
+
+void kb_sweep_plot_early(struct kb_sweep *s)
+{
+	pid_t pid;
+
+	if (!s->plot)
+		return;
+	pid = start_plotter(s, &s->plotter_fd);
+	s->plotter = pid > 0 ? pid : 0;
+	if (!s->plotter)
+		s->plot = false; /* the warning is said */
+}
+
+/* Ends an early plot script: draws (`draw`) or leaves; its exit status. */
+static int end_plotter(struct kb_sweep *s, bool draw)
+{
+	int wstatus = -1;
+
+	if (!s->plotter)
+		return -1;
+	if (draw && send(s->plotter_fd, "draw\n", 5, MSG_NOSIGNAL) != 5)
+		draw = false;
+	close(s->plotter_fd);
+	while (waitpid(s->plotter, &wstatus, 0) < 0 && errno == EINTR)
+		;
+	s->plotter = 0;
+	return draw ? wstatus : -1;
+}
+
+/* The plot: a warning, not a failure, when it cannot draw (the numbers
+ * are in results.csv). */
+static bool plot(struct kb_sweep *s, bool changed)
+{
+	char png[1200], csv[1200];
 	int wstatus;
 	pid_t pid;
 	bool any = false;
 
 	for (size_t i = 0; i < s->n_points; i++)
 		any = any || s->points[s->points[i].first].done;
-	if (!any)
-		return false; /* nothing to draw */
 	snprintf(png, sizeof(png), "%s/sweep.png", s->out);
 	snprintf(csv, sizeof(csv), "%s/results.csv", s->out);
-	if (!changed && newer(png, csv))
-		return true; /* already drawn from these results */
-	if (!kb_find_script("kernbench_sweep_plot.py", script, sizeof(script))) {
-		fprintf(stderr, "kernbench: warning: sweep: kernbench_sweep_plot.py not found beside "
-			"this binary; no plot (results.csv is complete)\n");
-		return false;
+	if (!any || (!changed && newer(png, csv))) {
+		end_plotter(s, false);
+		return any; /* nothing to draw, or drawn already from these results */
 	}
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		char *argv[] = { (char *)"python3", script, (char *)s->out, NULL };
-
-		execv("/usr/bin/python3", argv);
-		_exit(127);
+	if (s->plotter) {
+		wstatus = end_plotter(s, true);
+	} else {
+		pid = start_plotter(s, NULL);
+		if (pid < 0 || waitpid(pid, &wstatus, 0) < 0)
+			wstatus = -1;
 	}
-	if (pid < 0 || waitpid(pid, &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
-	    WEXITSTATUS(wstatus)) {
+	if (wstatus == -1 || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus)) {
 		fprintf(stderr, "kernbench: warning: sweep: the plot could not be drawn (the line "
 			"above says why); results.csv is complete\n");
 		return false;
@@ -338,8 +398,10 @@ enum rt_err kb_sweep_results(struct kb_sweep *s, bool *complete)
 
 		*complete = *complete && (f->done || f->failed);
 	}
-	if (!*complete)
+	if (!*complete) {
+		end_plotter(s, false);
 		return RT_EOK;
+	}
 	t.rows = calloc(s->n_points ? s->n_points : 1, sizeof(*t.rows));
 	if (!t.rows)
 		return rt_fail(RT_ENOMEM, "sweep: out of memory");
@@ -365,5 +427,6 @@ enum rt_err kb_sweep_results(struct kb_sweep *s, bool *complete)
 	rt_buf_release(&js);
 	table_release(&t, s->n_points);
 	s->plotted = !err && s->plot && plot(s, changed || meta_changed);
+	end_plotter(s, false);
 	return err;
 }
