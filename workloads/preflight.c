@@ -11,7 +11,8 @@
  * never runs user code itself (a constructor that crashes, exits or loops
  * must not take the launcher with it; docs/architecture.md). A refusal is
  * a usage error (exit 2, the plug-in's line); a crash or a hang of the
- * child is a failure of the plug-in (exit 1), still before any daemon. */
+ * child is a failure of the plug-in (exit 1), still before any daemon
+ * (ADR 0048). */
 #include "workloads.h"
 
 #include <errno.h>
