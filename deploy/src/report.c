@@ -184,6 +184,17 @@ static void summary_provenance(struct rt_json *j, const struct rt_job *job,
 		snprintf(value, sizeof(value), "%.*s", (int)strcspn(v, "\n"), v);
 		rt_json_str(j, name, value);
 	}
+	/* a workload without kernel hosts (traffic) reads its --arg itself:
+	 * record them as given (once per name, the value it reads), so
+	 * `run --from` can run it again */
+	for (uint32_t i = 0; (!f->args || !*f->args) && i < job->n_args; i++) {
+		bool seen = false;
+
+		for (uint32_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(job->args[k].name, job->args[i].name);
+		if (!seen)
+			rt_json_str(j, job->args[i].name, rt_job_arg_str(job, job->args[i].name, ""));
+	}
 	rt_json_close(j);
 	rt_json_object(j, "models", RT_JSON_INLINE);
 	rt_json_str(j, "dma", job->config.dma_model);

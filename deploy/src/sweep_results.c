@@ -348,6 +348,8 @@ static bool plot(struct kb_sweep *s, bool changed)
 
 	for (size_t i = 0; i < s->n_points; i++)
 		any = any || s->points[s->points[i].first].done;
+	/* one point with one objective: nothing to draw a line through */
+	any = any && (s->spec.n_axes || s->spec.n_objectives == 2);
 	snprintf(png, sizeof(png), "%s/sweep.png", s->out);
 	snprintf(csv, sizeof(csv), "%s/results.csv", s->out);
 	if (!any || (!changed && newer(png, csv))) {

@@ -206,3 +206,20 @@ Test(diff, tensor_errors_match_a_computation_from_the_files, .timeout = 120)
 	cr_expect(strstr(r.out, "c.npy") && strstr(r.out, want), "no '%s' in %s", want, r.out);
 	cr_expect(strstr(r.out, "args.seed") || strstr(r.out, "seed"), "%s", r.out);
 }
+
+/* A workload without kernel hosts (the traffic fixture) records the
+ * arguments it was given, so its rerun is the same run. */
+Test(rerun, traffic_records_its_arguments, .timeout = 120)
+{
+	char dir[256], a[300], b[300];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "rerun-traffic");
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/a/rerun", dir);
+	kb_run_ok(a, (const char *const[]){ "traffic", "--arg", "components=6", "--arg",
+					    "messages=3000", NULL });
+	kb_run(&r, "run", "--from", a, "--quiet", NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	kb_expect_same_run(a, b, false);
+}
