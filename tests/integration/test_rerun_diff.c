@@ -211,7 +211,7 @@ Test(diff, tensor_errors_match_a_computation_from_the_files, .timeout = 120)
  * arguments it was given, so its rerun is the same run. */
 Test(rerun, traffic_records_its_arguments, .timeout = 120)
 {
-	char dir[256], a[300], b[300];
+	char dir[256], a[300], b[300], *da, *db;
 	struct kb_result r;
 
 	kb_tmpdir(dir, sizeof(dir), "rerun-traffic");
@@ -221,5 +221,10 @@ Test(rerun, traffic_records_its_arguments, .timeout = 120)
 					    "messages=3000", NULL });
 	kb_run(&r, "run", "--from", a, "--quiet", NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	kb_expect_same_run(a, b, false);
+	da = kb_summary_field(a, "delivery_digest");
+	db = kb_summary_field(b, "delivery_digest");
+	cr_expect_str_eq(da, db);
+	cr_expect_eq(kb_summary_u64(a, "messages"), kb_summary_u64(b, "messages"));
+	free(da);
+	free(db);
 }
