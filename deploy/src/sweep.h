@@ -4,7 +4,8 @@
  * a Slurm job array or an mpirun job), gathered into results.csv and a
  * plot. docs/exploring.md is the user's guide; ADR 0045 the design.
  *
- *   sweep.c          command line, the points and their folders, the run
+ *   sweep.c          the command line and the run
+ *   sweep_points.c   each point's command line, hash and folder
  *   sweep_spec.c     axes, value lists, the YAML sweep file
  *   sweep_run.c      the pool of point processes and the progress line
  *   sweep_results.c  results.csv, sweep.json and the plot */
@@ -52,6 +53,12 @@ struct kb_sweep {
 	char exe[4096];         /* this binary, run for each point */
 };
 
+/* Makes s->points from the spec: each resolved by the run parser (a
+ * usage error names the point), hashed, and marked done when its folder
+ * holds a finished run; and the folder OUT/points. */
+enum rt_err kb_sweep_make_points(struct kb_sweep *s);
+enum rt_err kb_sweep_make_dirs(const struct kb_sweep *s);
+void kb_sweep_release(struct kb_sweep *s);
 /* Runs every point of `s` that is this task's and not done, --jobs at a
  * time; fills each point's status. RT_EINTERRUPTED after Ctrl-C. */
 enum rt_err kb_sweep_run(struct kb_sweep *s);
