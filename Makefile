@@ -332,16 +332,20 @@ PUBLIC_HEADERS := kernel_host/include/tl.h kernel_host/include/tl_io.h \
 # Debian's python3 looks in PREFIX/lib/python3.X/dist-packages for both
 # /usr and /usr/local
 PY_SITE ?= $(PREFIX)/lib/$(shell /usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3)/dist-packages
+# machine presets (`--machine NAME`): the binary finds them in
+# ../share/kernbench/machines beside itself
+MACHINE_PRESETS := $(wildcard deploy/configs/machines/*.yaml)
 
 install: $(KERNBENCH)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kernbench \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench/machines \
 	  $(DESTDIR)$(PY_SITE)/kernbench
 	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
 	install -m 644 deploy/plot/kernbench_plot.py deploy/plot/kernbench_sweep_plot.py \
 	  deploy/configs/default.yaml \
 	  $(DESTDIR)$(PREFIX)/share/kernbench/
+	install -m 644 $(MACHINE_PRESETS) $(DESTDIR)$(PREFIX)/share/kernbench/machines/
 	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
 	install -m 644 python/kernbench/__init__.py python/kernbench/_npy.py \
@@ -351,7 +355,8 @@ install: $(KERNBENCH)
 
 # what the install test builds against
 $(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in \
-	python/kernbench/__init__.py python/kernbench/_npy.py deploy/plot/kernbench_sweep_plot.py
+	python/kernbench/__init__.py python/kernbench/_npy.py deploy/plot/kernbench_sweep_plot.py \
+	$(MACHINE_PRESETS)
 	$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage)
 
 golden: all

@@ -1,7 +1,7 @@
 /* attention_bench.c — the attention figures of issues 5, 8 and 12 (`make bench`):
  *   1. bound_util, hbm_bw_util and dma_read_util of gqa_decode_opt2 / opt3
  *      (Llama-3-70B: 64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at
- *      seq_kv 1K, 8K and 32K, with dispatch cycles per tile;
+ *      seq_kv 1K, 8K, 32K and 128K, with dispatch cycles per tile;
  *   2. ring_attention prefill (pass=kv) ring figures for R = 2, 4, 8:
  *      link busy, waits split into exposed / latency / imbalance, and
  *      hidden = 1 - exposed / link busy;
@@ -74,14 +74,14 @@ static double field(const char *key)
 static void decode_utilisation(void)
 {
 	static const char *const kernels[2] = { "gqa_decode_opt2", "gqa_decode_opt3" };
-	static const unsigned seqs[3] = { 1024, 8192, 32768 };
+	static const unsigned seqs[4] = { 1024, 8192, 32768, 131072 };
 	char args[512];
 
 	printf("decode (Llama-3-70B, 1 rank x 8 PEs, timing, --colocate all)\n");
 	printf("  %-16s %7s %12s %10s %11s %13s %15s\n", "kernel", "seq_kv", "latency_us",
 	       "bound_util", "hbm_bw_util", "dma_read_util", "dispatch/tile");
 	for (int k = 0; k < 2; k++)
-		for (int s = 0; s < 3; s++) {
+		for (int s = 0; s < 4; s++) {
 			snprintf(args, sizeof(args), "%s --colocate all --arg seq_kv=%u",
 				 kernels[k], seqs[s]);
 			if (!run(args))

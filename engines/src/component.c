@@ -7,8 +7,11 @@
  *
  * A DMA channel keeps up to dma.outstanding transfers in flight (the
  * descriptor setup and HBM latency of the next transfer overlap the data of
- * the current one) and retires them in order. A transfer started at `now`
- * with model latency `cycles` = setup + wire (setup = dma.setup_cycles):
+ * the current one) and retires them in order. It is dma.queues queues that
+ * move one transfer in parallel: the transfer's rows are spread over its
+ * lanes (eng_dma_lanes) and the model times the largest piece, the one a
+ * queue moves. A transfer started at `now` with that latency `cycles` =
+ * setup + wire (setup = dma.setup_cycles):
  *
  *   wire_start = max(now + setup, previous wire_end)
  *   wire_end   = wire_start + wire          (the channel's own bandwidth)
@@ -36,6 +39,7 @@
 /* A queued stage; the first `inflight` of a channel have started. */
 struct queued {
 	Kb__Stage *s;      /* owned deep copy */
+	uint64_t arrival_ps; /* when it reached the engine */
 	uint64_t start_ps; /* when it started (op-log start) */
 	uint64_t end_ps;   /* when it completes, once known */
 	bool known;        /* end_ps is set */
@@ -138,7 +142,7 @@ struct engine {
 
 /* ---------------------------------------------------------------- queue */
 
-static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
+static enum rt_err channel_push(struct channel *ch, Kb__Stage *s, uint64_t now)
 {
 	if (ch->len == ch->cap) {
 		size_t cap = ch->cap ? 2 * ch->cap : 8;
@@ -153,7 +157,7 @@ static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 		ch->head = 0;
 		ch->cap = cap;
 	}
-	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s };
+	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s, .arrival_ps = now };
 	ch->len++;
 	return RT_EOK;
 }
@@ -267,10 +271,50 @@ static const Kb__View *hbm_view(const Kb__Stage *s)
 	return NULL;
 }
 
+/* How one DMA transfer is spread over its channel's queues. */
+struct lanes {
+	uint32_t n;          /* queues it moves on */
+	uint64_t lane_bytes; /* bytes of its largest piece */
+};
+
+/* The transfer's lanes and the model's cycles for its largest piece: the
+ * stage as one queue sees it (same views, the piece's rows). */
+static enum rt_err dma_piece_latency(struct rt_ctx *ctx, const struct engine *e,
+				     const Kb__Stage *s, struct lanes *ln, uint64_t *cycles)
+{
+	Kb__Stage piece = *s;
+	Kb__View in = *s->in[0], out = *s->out, *in_p = &in;
+	uint64_t rows;
+
+	ln->n = eng_dma_lanes(rt_cfg(ctx), in.rows, &rows);
+	in.rows = (uint32_t)rows;
+	out.rows = (uint32_t)rows;
+	piece.in = &in_p;
+	piece.out = &out;
+	ln->lane_bytes = eng_stage_bytes(&piece);
+	return eng_model_latency(&e->model, ln->n > 1 ? &piece : s, NULL, cycles);
+}
+
+/* Where a GEMM or MATH stage stands in its channel's stream: it waited
+ * for the stage before it (that one ends at ch->free_ps), and whether the
+ * scheduler says the array still holds its B tile. */
+static struct eng_stage_ctx stage_ctx(const struct channel *ch, const struct queued *q,
+				      uint64_t cycle_ps)
+{
+	struct eng_stage_ctx c = { false, 0, false };
+
+	if (ch->retired + ch->inflight > 0 && q->arrival_ps < ch->free_ps) {
+		c.queued = true;
+		c.lead_cycles = (ch->free_ps - q->arrival_ps) / cycle_ps;
+	}
+	c.stationary_held = ch->retired + ch->inflight > 0 && q->s->stationary_held;
+	return c;
+}
+
 /* Asks the rank's memory for a started transfer's completion. */
 static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsigned idx,
 			       uint64_t id, const Kb__View *v, uint64_t bytes,
-			       uint64_t issue_ps, uint64_t wire_end_ps)
+			       const struct lanes *ln, uint64_t issue_ps, uint64_t wire_end_ps)
 {
 	Kb__HbmRequest req = KB__HBM_REQUEST__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
@@ -281,6 +325,8 @@ static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsig
 	req.channel = idx;
 	req.addr = v->addr;
 	req.bytes = bytes;
+	req.lanes = ln->n;
+	req.lane_bytes = ln->lane_bytes;
 	req.issue_ps = issue_ps;
 	req.wire_end_ps = wire_end_ps;
 	msg.body_case = KB__PAYLOAD__BODY_HBM_REQUEST;
@@ -310,8 +356,11 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 	struct channel *ch = &e->ch[idx];
 	struct queued *q = channel_at(ch, ch->inflight);
 	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
+	struct lanes ln = { 1, 0 };
+	struct eng_stage_ctx sc = stage_ctx(ch, q, cycle);
 	const Kb__View *v;
-	enum rt_err err = eng_model_latency(&e->model, q->s, &cycles);
+	enum rt_err err = e->cls == ENG_DMA ? dma_piece_latency(ctx, e, q->s, &ln, &cycles)
+					    : eng_model_latency(&e->model, q->s, &sc, &cycles);
 
 	if (err)
 		return err; /* the daemon names this component */
@@ -338,7 +387,7 @@ static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsig
 		return RT_EOK;
 	}
 	return hbm_request(ctx, e, idx, ch->retired + ch->inflight - 1, v,
-			   eng_stage_bytes(q->s), wire_start, ch->free_ps);
+			   eng_stage_bytes(q->s), &ln, wire_start, ch->free_ps);
 }
 
 /* Starts queued stages up to the channel's limit, then arms its timer. */
@@ -373,7 +422,7 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	copy = rt_keep(ctx, &s->base); /* the delivery's own, when it is in-process */
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
-	err = channel_push(&e->ch[channel_of(s)], copy);
+	err = channel_push(&e->ch[channel_of(s)], copy, rt_now(ctx));
 	if (err) {
 		rt_msg_free(copy);
 		return err;

@@ -347,6 +347,13 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 	}
 }
 
+void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id)
+{
+	if (id && (tl->cmds[id].kind == TL_CMD_RECV ||
+		   (tl->cmds[id].kind == TL_CMD_DMA && tl->cmds[id].load)))
+		tl_wait_cmd(tl, at, id);
+}
+
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t)
 {
 	struct tl_rec *r = tl_rec_get(tl, at, t, "tensor");
@@ -513,6 +520,11 @@ uint64_t tl_scratch_used(const struct tl *tl)
 uint64_t tl_scratch_peak(const struct tl *tl)
 {
 	return tl->peak;
+}
+
+uint64_t tl_scratch_size(const struct tl *tl)
+{
+	return tl->s.cfg->tcm_scratch_bytes;
 }
 
 void tl_scratch_scope_begin_at(struct tl *tl, struct tl_site at)

@@ -33,7 +33,7 @@ struct tl_tref {
 };
 
 #define TL_OP_MAX_OPERANDS 3
-#define TL_OP_MAX_EXTRAS 3
+#define TL_OP_MAX_EXTRAS 4
 #define TL_CMD_MAX_OPS 16
 #define TL_CMD_MAX_RW 4
 
@@ -70,6 +70,7 @@ enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV };
 /* A command the host issued (or an IPCQ receive it waits for). */
 struct tl_cmd {
 	enum tl_cmd_kind kind;
+	bool load;               /* TL_CMD_DMA reading HBM into a tensor */
 	bool done;
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
@@ -186,6 +187,13 @@ void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes);
 void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id);
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t);
+/* An operand's producer, for a command about to go to the scheduler: waits
+ * only for what the host must see done first — a load's first use
+ * (lazy-load design D2) or an IPCQ receive (the host writes its bytes).
+ * A producer the scheduler runs (composite, fill, copy, ...) is ordered by
+ * its strict FIFO (flat-composite design D6.3): no wait, the command is
+ * dispatched at once. */
+void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id);
 void tl_wait_all(struct tl *tl, struct tl_site at);
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps);
 /* Host side: resumes the kernel if it waits for command `id`. */

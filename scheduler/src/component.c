@@ -56,6 +56,7 @@ void sched_stage_msg_fill(struct sched_stage_msg *m,
 	}
 	m->stage.first = st->first;
 	m->stage.last = st->last;
+	m->stage.stationary_held = st->stationary_held;
 	if (st->op) {
 		m->stage.n_extras = st->op->n_extras;
 		m->stage.extras = st->op->extras;

@@ -328,7 +328,8 @@ Test(attention, decode_at_8k_plus_1_keeps_bound_util_within_2_percent, .timeout 
 	       "heads_q=8", "seq_kv=8193");
 	double u0 = summary_double(a, "bound_util"), u1 = summary_double(b, "bound_util");
 
-	cr_assert_eq(kb_summary_u64(b, "tiles"), 65);
+	/* one more (1-key) tile of the decode default of 1024 keys */
+	cr_assert_eq(kb_summary_u64(b, "tiles"), (8193 + 1023) / 1024);
 	cr_assert_leq(fabs(u1 - u0), 0.02 * u0, "bound_util 8K %.4f, 8K+1 %.4f", u0, u1);
 }
 
@@ -703,9 +704,9 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	kb_tmpdir(d2, sizeof(d2), "attn-t7a");
 	kb_tmpdir(d3, sizeof(d3), "attn-t7b");
 	RUN_OK(d2, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
+	       "heads_kv=1", "heads_q=8", "seq_kv=8192", "tile=128");
 	RUN_OK(d3, "gqa_decode_opt3", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
+	       "heads_kv=1", "heads_q=8", "seq_kv=8192", "tile=128");
 	uint64_t t2 = kb_summary_u64(d2, "tiles"), t3 = kb_summary_u64(d3, "tiles");
 	double c2 = (double)kb_summary_u64(d2, "totals.dispatch_cycles") / (double)t2;
 	double c3 = (double)kb_summary_u64(d3, "totals.dispatch_cycles") / (double)t3;
@@ -723,16 +724,20 @@ Test(attention, adr0063_t3_long_decode_needs_scopes_and_peak_is_bounded, .timeou
 	char dir[256], dir2[256];
 	struct kb_result r;
 
+	/* the design's 1 MiB of scratch and 128-key tiles */
 	kb_tmpdir(dir, sizeof(dir), "attn-t3a");
 	run_kernel(&r, dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-		   "heads_kv=1", "heads_q=8", "seq_kv=32768", "scopes=0", NULL);
+		   "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+		   "seq_kv=32768", "tile=128", "scopes=0", NULL);
 	cr_assert_neq(r.status, 0, "the unscoped sweep should overflow");
 	cr_assert(strstr(r.err, "scratch overflow"), "stderr: %s", r.err);
 	RUN_OK(dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=32768");
+	       "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+	       "seq_kv=32768", "tile=128");
 	kb_tmpdir(dir2, sizeof(dir2), "attn-t3b");
 	RUN_OK(dir2, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=4096");
+	       "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+	       "seq_kv=4096", "tile=128");
 	cr_assert_eq(kb_summary_u64(dir, "peak_scratch_bytes"),
 		     kb_summary_u64(dir2, "peak_scratch_bytes"));
 	cr_assert_lt(kb_summary_u64(dir, "peak_scratch_bytes"), 1u << 20);

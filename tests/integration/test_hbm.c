@@ -39,9 +39,10 @@ static struct probe run_probe_in(const char *colocate, unsigned pes, const char 
 	snprintf(b, sizeof(b), "hbm.bytes_per_cycle=%u", hbm_bpc);
 	snprintf(c, sizeof(c), "hbm.channels=%u", channels);
 	snprintf(il, sizeof(il), "hbm.interleave_bytes=%u", interleave);
+	/* one 64 B/cycle queue per channel: the channel these figures are of */
 	kb_run(&res, "run", so, "--pes", p, "--colocate", colocate, "--arg", "loads=16",
-	       "--set", m, "--set", b, "--set", c, "--set", il, "--out", out, "--quiet",
-	       NULL);
+	       "--set", m, "--set", b, "--set", c, "--set", il, "--set", "dma.queues=1",
+	       "--set", "dma.bytes_per_cycle=64", "--out", out, "--quiet", NULL);
 	cr_assert_eq(res.status, 0, "probe on %u PEs failed: %s", pes, res.err);
 	pr.latency_cycles = (double)kb_summary_u64(out, "latency_ps") / 1000.0;
 	snprintf(so, sizeof(so), "%s/summary.json", out);
@@ -151,6 +152,73 @@ Test(hbm, ideal_model_has_no_shared_limit, .timeout = 60)
 
 	cr_expect_eq(many.latency_cycles, one.latency_cycles);
 	cr_expect(within(many.read_bytes / many.latency_cycles, 12 * 64.0) < 0.03);
+}
+
+/* ---------------------------------------------------------------- DMA queues */
+
+/* The probe with `queues` DMA queues per channel of `bpc` B/cycle each,
+ * 8 rows per queue, each PE reading `loads` tiles of `rows` x 128 f16,
+ * against an HBM of `hbm_bpc`: latency in cycles, *bytes the bytes read. */
+static double queue_probe(unsigned pes, unsigned loads, unsigned queues, unsigned rows,
+			  unsigned bpc, unsigned hbm_bpc, double *bytes)
+{
+	char out[256], so[512], a[6][64], *json;
+	struct kb_result res;
+	double latency;
+
+	kb_tmpdir(out, sizeof(out), "hbmq");
+	snprintf(so, sizeof(so), "%s/hbm_probe.so:hbm_probe", getenv("KB_PLUGINS"));
+	snprintf(a[0], sizeof(a[0]), "%u", pes);
+	snprintf(a[1], sizeof(a[1]), "dma.queues=%u", queues);
+	snprintf(a[2], sizeof(a[2]), "dma.bytes_per_cycle=%u", bpc);
+	snprintf(a[3], sizeof(a[3]), "hbm.bytes_per_cycle=%u", hbm_bpc);
+	snprintf(a[4], sizeof(a[4]), "rows=%u", rows);
+	snprintf(a[5], sizeof(a[5]), "loads=%u", loads);
+	kb_run(&res, "run", so, "--pes", a[0], "--colocate", "rank", "--arg", a[5],
+	       "--arg", a[4], "--set", a[1], "--set", "dma.rows_per_queue=8", "--set", a[2],
+	       "--set", a[3], "--set", "hbm.model=shared", "--out", out, "--quiet", NULL);
+	cr_assert_eq(res.status, 0, "queue probe on %u PEs failed: %s", pes, res.err);
+	latency = (double)kb_summary_u64(out, "latency_ps") / 1000.0;
+	snprintf(so, sizeof(so), "%s/summary.json", out);
+	json = kb_slurp(so, NULL);
+	cr_assert(json);
+	*bytes = (double)kb_json_u64(json, "totals.dma_read_bytes");
+	free(json);
+	cr_assert_eq(*bytes, (double)pes * loads * 2.0 * rows * 128);
+	return latency;
+}
+
+/* A transfer of r rows is spread over min(queues, ceil(r / 8)) queues, so
+ * one PE reads at that many times the queue's rate (its largest piece
+ * decides), and a few PEs saturate the rank: the streaming rate (bytes and
+ * cycles that 24 loads add over 8, so the first setup and the last HBM
+ * latency cancel) is min(P x lanes x b, HBM), within 1 %. */
+Test(dma_queues, a_transfer_moves_on_its_lanes_and_few_pes_saturate_the_rank, .timeout = 240)
+{
+	static const struct { unsigned pes, queues, rows, bpc, hbm; } c[] = {
+		{ 1, 16, 128, 27, 2900 },  /* 16 lanes: 432 B/cycle */
+		{ 4, 16, 128, 27, 2900 },  /* 1728 */
+		{ 8, 16, 128, 27, 2900 },  /* 3456 > 2900: saturated */
+		{ 1, 16, 8, 27, 2900 },    /* 8 rows: one lane */
+		{ 2, 4, 64, 50, 300 },     /* 4 lanes of 8 rows, 2 x 200 > 300 */
+		{ 3, 3, 40, 20, 10000 },   /* 40 rows over 3 queues (14, 13, 13 rows) */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		unsigned lanes = (c[i].rows + 7) / 8 < c[i].queues ? (c[i].rows + 7) / 8 : c[i].queues;
+		double piece = (c[i].rows + lanes - 1) / lanes;
+		double per_pe = (double)c[i].bpc * c[i].rows / piece;
+		double want = c[i].pes * per_pe < c[i].hbm ? c[i].pes * per_pe : c[i].hbm;
+		double b8, b32, l8 = queue_probe(c[i].pes, 8, c[i].queues, c[i].rows, c[i].bpc,
+						 c[i].hbm, &b8);
+		double l32 = queue_probe(c[i].pes, 24, c[i].queues, c[i].rows, c[i].bpc, c[i].hbm,
+					 &b32);
+		double bw = (b32 - b8) / (l32 - l8);
+
+		cr_expect(within(bw, want) < 0.01,
+			  "%u PEs, %u queues, %u rows, %u B/cycle, HBM %u: %.1f B/cycle, expected %.1f",
+			  c[i].pes, c[i].queues, c[i].rows, c[i].bpc, c[i].hbm, bw, want);
+	}
 }
 
 /* ---------------------------------------------------------------- ring links */

@@ -448,3 +448,33 @@ Test(progress, plain_lines_off_and_quiet, .timeout = 120)
 	cr_expect_eq(r.status, 2);
 	cr_expect(strstr(r.err, "expected auto, bar, plain or off"), "%s", r.err);
 }
+
+/* --machine LIST is an axis of machine presets: each row is the preset's
+ * run (its PE count, its energy prices), in the machine column. */
+Test(sweep, machine_presets_are_an_axis, .timeout = 240)
+{
+	static const char *const axes[] = { "sweep", "gemm", "--machine", "trn2,tpu_v5e",
+					    "--arg", "m=64", NULL };
+	char dir[256], out[300], one[400];
+	struct kb_result r;
+	struct csv c;
+
+	kb_tmpdir(dir, sizeof(dir), "sweep-machine");
+	snprintf(out, sizeof(out), "%s/sw", dir);
+	run_sweep(&r, axes, out, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	csv_load(&c, out);
+	cr_assert_eq(c.rows, 2);
+	for (int i = 0; i < 2; i++) {
+		const char *m = at(&c, i, "machine");
+
+		cr_expect_str_eq(m, i ? "tpu_v5e" : "trn2");
+		snprintf(one, sizeof(one), "%s/one%d", dir, i);
+		kb_run_ok(one, (const char *const[]){ "gemm", "--machine", m, "--arg", "m=64", NULL });
+		cr_expect_eq(strtoull(at(&c, i, "pes"), NULL, 10), kb_summary_u64(one, "pes"));
+		cr_expect_eq(strtoull(at(&c, i, "energy.total_fj"), NULL, 10),
+			     kb_summary_u64(one, "energy.total_fj"), "row %d", i);
+	}
+	cr_expect_str_neq(at(&c, 0, "pes"), at(&c, 1, "pes"));
+	free(c.text);
+}

@@ -523,8 +523,13 @@ Test(tl_scratch, adr0063_t1_peak_bounded_by_one_tile_whatever_the_count, .timeou
 Test(tl_scratch, adr0063_overflow_names_kernel_bytes_and_fix, .timeout = 10)
 {
 	struct run *r = run_new();
-	struct tl_arg args[] = { { "tiles", "200" }, { "scoped", "0" } };
+	char tiles[24];
+	struct tl_arg args[] = { { "tiles", tiles }, { "scoped", "0" } };
 
+	/* one tile more than the scratch holds unscoped (a tile's footprint
+	 * above: 8192 + 16384 + 256 bytes) */
+	snprintf(tiles, sizeof(tiles), "%llu",
+		 (unsigned long long)(r->cfg.tcm_scratch_bytes / (8192 + 16384 + 256) + 1));
 	run_kernel(r, k_sweep, args, 2);
 	cr_expect_eq(r->rc, RT_ESCRATCH);
 	cr_expect(strstr(r->error, "kernel test") && strstr(r->error, "bytes requested") &&
@@ -943,6 +948,51 @@ Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
 		memcpy(&f, mem.hbm + 0x50000 + 4 * i, 4);
 		cr_assert_eq(f, 1e30f);
 	}
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
+/* tl_empty allocates scratch and issues nothing: a load into it is the
+ * first command, the tensor's bytes are the load's, it takes its place in
+ * the arena like any allocation, and tl_scratch_size is the arena. */
+static uint64_t g_empty_used, g_empty_size;
+
+static int k_empty(struct tl *tl, const struct tl_args *a)
+{
+	uint64_t before = tl_scratch_used(tl);
+	tl_tensor e = tl_empty(tl, 4, 8, TL_F16);
+
+	(void)a;
+	g_empty_used = tl_scratch_used(tl) - before;
+	g_empty_size = tl_scratch_size(tl);
+	tl_load_async_into(tl, e, 0x1000);
+	tl_store(tl, 0x60000, e);
+	return 0;
+}
+
+Test(tl_fill, empty_issues_no_command_and_holds_what_is_loaded, .timeout = 10)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	for (int i = 0; i < 64; i++)
+		mem.hbm[0x1000 + i] = (uint8_t)(i * 7 + 1);
+	r->fake.mem = &mem;
+	run_kernel(r, k_empty, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	/* the load and the store only */
+	cr_assert_eq(r->fake.n, 2);
+	cr_assert_not_null(r->fake.sent[0]->command->dma);
+	cr_assert(!r->fake.sent[0]->command->dma->write);
+	cr_assert_eq(g_empty_used, 64);
+	cr_assert_eq(g_empty_size, r->cfg.tcm_scratch_bytes);
+	cr_assert_eq(memcmp(mem.hbm + 0x60000, mem.hbm + 0x1000, 64), 0);
 	run_release(r);
 	free(r);
 	free(mem.hbm);

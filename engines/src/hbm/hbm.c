@@ -46,11 +46,12 @@ bool eng_hbm_ideal(const struct rt_config *cfg)
 
 bool eng_hbm_local(const struct rt_config *cfg)
 {
-	/* a read and a write channel per PE, each at most b bytes per cycle */
+	/* a read and a write channel per PE, each of dma.queues queues of at
+	 * most b bytes per cycle */
 	return eng_hbm_ideal(cfg) ||
 	       (strcmp(cfg->hbm_model, "shared") == 0 &&
-		eng_mul_sat(eng_mul_sat(2, cfg->pes), cfg->dma_bytes_per_cycle) <=
-			cfg->hbm_bytes_per_cycle);
+		eng_mul_sat(eng_mul_sat(eng_hbm_streams(cfg), cfg->dma_queues ? cfg->dma_queues : 1),
+			    cfg->dma_bytes_per_cycle) <= cfg->hbm_bytes_per_cycle);
 }
 
 static enum rt_err hbm_load_plugin(const char *path, struct hbm *h)
@@ -164,6 +165,9 @@ static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt
 	a.stream = 2 * ((d->src / PE_UNITS) % h->pes) + r->channel;
 	a.addr = r->addr;
 	a.bytes = r->bytes;
+	/* a request without lanes (one queue) moves all its bytes on one */
+	a.lanes = r->lanes ? r->lanes : 1;
+	a.lane_bytes = r->lane_bytes && r->lane_bytes <= r->bytes ? r->lane_bytes : r->bytes;
 	a.issue_ps = d->time_ps;
 	a.wire_end_ps = r->wire_end_ps;
 	rt_stat_add_h(ctx, h->stat[0], r->bytes);
