@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +332,8 @@ static int end_plotter(struct kb_sweep *s, bool draw)
 	if (draw && send(s->plotter_fd, "draw\n", 5, MSG_NOSIGNAL) != 5)
 		draw = false;
 	close(s->plotter_fd);
+	if (!draw) /* not wanted: no need to let it finish importing */
+		kill(s->plotter, SIGTERM);
 	while (waitpid(s->plotter, &wstatus, 0) < 0 && errno == EINTR)
 		;
 	s->plotter = 0;
