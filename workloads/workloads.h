@@ -26,6 +26,13 @@ const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
 
+/* Checks, before any daemon starts, every model plug-in `cfg` names:
+ * the path as written (a bare `my.so` says to write ./my.so), then, in a
+ * short-lived child process, its ABI, class and parameters as the
+ * engines will load it (preflight.c). RT_EUSAGE with the one line for a
+ * refusal; RT_EPEER when the plug-in crashes, exits or hangs loading. */
+enum rt_err kb_models_preflight(const struct rt_config *cfg);
+
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);
 /* Every PE of every rank: host, scheduler, DMA, GEMM, MATH. */
