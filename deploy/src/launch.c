@@ -999,8 +999,7 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 {
 	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
-	struct kb_run_facts facts = { .argc = argc, .argv = argv };
-	double start = wall_now();
+	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = wall_now() };
 	enum rt_err err = kb_job_topology(job, &l.topo);
 	/* a workload refusing its arguments is a usage error, like the CLI's */
 	bool usage = err == RT_EINVAL || err == RT_ENOTFOUND;
@@ -1029,7 +1028,6 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 		return usage || err == RT_EUSAGE ? 2 : 1;
 	}
 	teardown(&l, false);
-	facts.wall_s = wall_now() - start;
 	rt_topology_init(&l.topo);
 	err = kb_job_topology(job, &l.topo);
 	if (!err)

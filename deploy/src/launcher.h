@@ -97,7 +97,9 @@ int kb_daemon_main(int argc, char **argv);
 struct kb_run_facts {
 	struct rt_coord_stats coord;
 	struct rt_end_reports reports; /* what every component reported in BYE */
-	double wall_s;
+	double started_s; /* CLOCK_MONOTONIC when the launcher began the run */
+	double wall_s;    /* the whole run, output merge included (set by the merge) */
+	double merge_s;   /* of which merging the parts into the outputs */
 	uint32_t daemons;
 	uint64_t global_windows; /* windows across hosts (0: a one-host run) */
 	uint64_t lookahead_ps;

@@ -11,6 +11,7 @@
 #include "energy.h"
 #include "report.h"
 #include "stats_out.h"
+#include "trace_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/config_doc.h"
@@ -331,6 +332,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct rt_topolo
 	rt_json_u64(&j, "grants", f->coord.grants);
 	rt_json_u64(&j, "routed_messages", f->coord.routed);
 	rt_json_fixed(&j, "windows_wall_s", f->coord.windows_wall_s, 6);
+	rt_json_fixed(&j, "merge_s", f->merge_s, 3); /* part of wall_s */
 	rt_json_fixed(&j, "wall_s", f->wall_s, 3);
 	rt_json_close(&j);
 	rt_buf_append(b, "\n", 1);
@@ -441,11 +443,11 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu (routed between daemons: %llu)\n", "messages",
 	       (unsigned long long)kb_stat_get(&agg->totals, "delivered"),
 	       (unsigned long long)f->coord.routed);
-	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
-	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
-	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, stats.csv, op_log.jsonl%s%s\n", "outputs", job->result_dir,
-	       job->trace_off ? "" : ", trace.json",
+	printf("  %-22s %llu\n  %-22s %.3f s (merging the outputs %.3f s)\n  %-22s %016llx\n",
+	       "windows", (unsigned long long)f->coord.windows, "wall time", f->wall_s, f->merge_s,
+	       "delivery digest", (unsigned long long)agg->digest);
+	printf("  %-22s %s/summary.json, stats.csv, op_log.jsonl%s%s%s\n", "outputs",
+	       job->result_dir, job->trace_off ? "" : ", ", job->trace_off ? "" : kb_trace_file_name(job),
 	       job->trace_off || !agg->has_path || !agg->path_segment ? "" : ", critical_path.jsonl");
 }
 

@@ -124,9 +124,20 @@ Test(core_outputs, summary_and_trace_have_required_content, .timeout = 60)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	s = summary_of(dir);
 	for (const char *const *k = (const char *const[]){ "sim_time_ps", "windows", "messages",
-							    "wall_s", "delivery_digest", NULL };
+							    "wall_s", "merge_s", "delivery_digest", NULL };
 	     *k; k++)
 		field(s, *k, v, sizeof(v));
+	{ /* wall_s is the whole run: the windows and the merge after them
+	   * (each rounded: wall_s and merge_s to 1 ms) */
+		char w[64], m[64], ww[64];
+
+		field(s, "wall_s", w, sizeof(w));
+		field(s, "merge_s", m, sizeof(m));
+		field(s, "windows_wall_s", ww, sizeof(ww));
+		cr_expect_gt(strtod(m, NULL), 0.0, "merge_s %s: the merge took no time?", m);
+		cr_expect_geq(strtod(w, NULL) + 0.0011, strtod(m, NULL) + strtod(ww, NULL),
+			      "wall_s %s does not cover windows_wall_s %s + merge_s %s", w, ww, m);
+	}
 	snprintf(path, sizeof(path), "%s/trace.json", dir);
 	trace = kb_slurp(path, NULL);
 	cr_assert(trace);
