@@ -82,6 +82,8 @@ void kb_cli_run_usage(FILE *out)
 	      "  --trace-flows on|off     message slices and arrows (default on)\n"
 	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
 	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
+	      "  --op-log on|off          write op_log.jsonl, a line per executed stage\n"
+	      "                           (default on); off changes no other output\n"
 	      "  --quiet                  no report on stdout, no progress on stderr\n"
 	      "  --progress P             auto | bar | plain | off (default auto: a bar on a\n"
 	      "                           terminal, else a line every few seconds once the\n"
@@ -173,7 +175,7 @@ static enum rt_err parse_mode(const char *text, enum rt_mode *out)
 enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
-	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
+	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT, OPT_OP_LOG,
 	OPT_KEYS, OPT_HOSTS, OPT_AGENT_TIMEOUT, OPT_MACHINE, OPT_HELP, OPT_FROM, OPT_PROGRESS,
 };
 
@@ -210,6 +212,7 @@ static const struct option run_options[] = {
 	{ "trace-window", required_argument, NULL, OPT_TRACE_WINDOW },
 	{ "trace-ranks", required_argument, NULL, OPT_TRACE_RANKS },
 	{ "trace-flows", required_argument, NULL, OPT_TRACE_FLOWS },
+	{ "op-log", required_argument, NULL, OPT_OP_LOG },
 	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "keys", required_argument, NULL, OPT_KEYS },
@@ -285,6 +288,11 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 	case OPT_TRACE_WINDOW: return rt_trace_parse_window(val, &job->trace);
 	case OPT_TRACE_RANKS: return rt_trace_parse_ranks(val, &job->trace);
 	case OPT_TRACE_FORMAT: return rt_trace_parse_format(val, &job->trace);
+	case OPT_OP_LOG:
+		if (strcmp(val, "on") && strcmp(val, "off"))
+			return rt_fail(RT_EINVAL, "--op-log '%s': expected on or off", val);
+		job->oplog_off = !strcmp(val, "off");
+		return RT_EOK;
 	case OPT_TRACE_FLOWS:
 		if (strcmp(val, "on") && strcmp(val, "off"))
 			return rt_fail(RT_EINVAL, "--trace-flows '%s': expected on or off", val);

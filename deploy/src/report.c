@@ -446,8 +446,9 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s (merging the outputs %.3f s)\n  %-22s %016llx\n",
 	       "windows", (unsigned long long)f->coord.windows, "wall time", f->wall_s, f->merge_s,
 	       "delivery digest", (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, stats.csv, op_log.jsonl%s%s%s\n", "outputs",
-	       job->result_dir, job->trace_off ? "" : ", ", job->trace_off ? "" : kb_trace_file_name(job),
+	printf("  %-22s %s/summary.json, stats.csv%s%s%s%s\n", "outputs", job->result_dir,
+	       job->oplog_off ? "" : ", op_log.jsonl", job->trace_off ? "" : ", ",
+	       job->trace_off ? "" : kb_trace_file_name(job),
 	       job->trace_off || !agg->has_path || !agg->path_segment ? "" : ", critical_path.jsonl");
 }
 

@@ -22,9 +22,13 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 	c->id = id;
 	c->desc = desc;
 	c->digest = RT_HASH_INIT;
-	rt_buf_init(&c->oplog);
+	rt_trace_writer_init(&c->oplog);
 	rt_buf_init(&c->cpath);
 	rt_trace_writer_init(&c->trace);
+	c->oplog_on = !d->job->oplog_off;
+	c->oplog_dma = !strcmp(desc->ops->name, "dma");
+	for (unsigned i = 0; i < 3; i++)
+		c->oplog_last[i] = RT_TRACE_NONE;
 	c->segments = !d->job->trace_off && d->job->config.critical_path;
 	c->tracing = !d->job->trace_off && rt_trace_wanted(&d->job->trace, desc->rank, 0,
 							  UINT64_MAX);
@@ -45,11 +49,9 @@ void rt_ctx_release(struct rt_ctx *c)
 	}
 	free(c->stats);
 	free(c->unfinished);
-	rt_buf_release(&c->oplog);
+	rt_trace_writer_release(&c->oplog);
 	rt_buf_release(&c->cpath);
 	rt_trace_writer_release(&c->trace);
-	if (c->oplog_file)
-		fclose(c->oplog_file);
 	if (c->cpath_file)
 		fclose(c->cpath_file);
 }
@@ -494,37 +496,53 @@ enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path, siz
 	return RT_EOK;
 }
 
+/* The op log string id of `s` (content compared: a stage's strings live in
+ * a message that is recycled), trying the field's last id first. */
+static enum rt_err oplog_str(struct rt_ctx *ctx, unsigned field, const char *s, uint16_t *id)
+{
+	uint16_t last = ctx->oplog_last[field];
+
+	s = s ? s : "";
+	if (last != RT_TRACE_NONE && !strcmp(ctx->oplog.names[last], s)) {
+		*id = last;
+		return RT_EOK;
+	}
+	*id = rt_trace_intern(&ctx->oplog, s);
+	if (*id == RT_TRACE_NONE)
+		return rt_fail(RT_ENOMEM, "%s: op log string table full (%u distinct names) or "
+			       "out of memory", ctx->desc->name, (unsigned)RT_TRACE_MAX_NAMES);
+	ctx->oplog_last[field] = *id;
+	return RT_EOK;
+}
+
+/* A fixed record, formatted by the launcher at the end (ADR 0055). */
 enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
 {
-	struct rt_buf *b = &ctx->oplog;
-	struct rt_json j;
+	struct rt_oplog_bin b = {
+		.start_ps = r->start_ps,
+		.end_ps = r->end_ps,
+		.issue_ps = r->issue_ps,
+		.seq = ctx->oplog_seq++,
+		.bytes = r->bytes,
+		.elements = r->elements,
+		.command = r->command,
+		.comp = ctx->id,
+		.stage = r->stage,
+	};
 	enum rt_err err;
 
-	/* sort key (start, end, component, seq) then the record; the launcher
-	 * merges parts by key and strips it */
-	rt_buf_printf(b, "%020llu %020llu %010u %012llu ", (unsigned long long)r->start_ps,
-		      (unsigned long long)r->end_ps, ctx->id, (unsigned long long)ctx->oplog_seq++);
-	rt_json_init(&j, b);
-	rt_json_object(&j, NULL, RT_JSON_COMPACT);
-	rt_json_u64(&j, "start_ps", r->start_ps);
-	rt_json_u64(&j, "end_ps", r->end_ps);
-	rt_json_u64(&j, "rank", ctx->desc->rank);
-	rt_json_u64(&j, "pe", ctx->desc->pe);
-	rt_json_str(&j, "engine", r->engine);
-	rt_json_str(&j, "op_kind", r->op_kind);
-	rt_json_str(&j, "op_name", r->op_name);
-	rt_json_u64(&j, "bytes", r->bytes);
-	rt_json_u64(&j, "elements", r->elements);
-	rt_json_u64(&j, "composite", r->command);
-	rt_json_u64(&j, "stage", r->stage);
-	rt_json_u64(&j, "issue_ps", r->issue_ps); /* last: readers of the older records still parse */
-	rt_json_close(&j);
-	err = rt_json_finish(&j);
+	if (!ctx->oplog_on && !ctx->oplog_dma)
+		return RT_EOK;
+	err = oplog_str(ctx, 0, r->engine, &b.engine);
 	if (!err)
-		err = rt_buf_append(b, "\n", 1);
+		err = oplog_str(ctx, 1, r->op_kind, &b.op_kind);
+	if (!err)
+		err = oplog_str(ctx, 2, r->op_name, &b.op_name);
+	if (!err)
+		err = rt_buf_append(&ctx->oplog.recs, &b, sizeof(b));
 	if (err)
 		return err;
-	return b->len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
+	return ctx->oplog.recs.len > FLUSH_BYTES ? rt_ctx_flush(ctx, false) : RT_EOK;
 }
 
 /* Copies `name` for an error line: non-printable bytes as \xNN, at most
@@ -778,22 +796,17 @@ static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, con
 
 enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 {
-	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
-
-	if (!err)
-		err = append_part(c, &c->cpath_file, &c->cpath, "cpath");
-
+	enum rt_err err = append_part(c, &c->cpath_file, &c->cpath, "cpath");
 	char dir[RT_PATH_MAX + 16], stem[16];
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
 	snprintf(stem, sizeof(stem), "%u", c->id);
 	if (!err)
+		err = rt_trace_flush_as(&c->oplog, dir, stem, "oplog", "onames", final);
+	if (!err)
 		err = rt_trace_flush(&c->trace, dir, stem, final);
 	if (err || !final)
 		return err;
-	if (c->oplog_file && fclose(c->oplog_file))
-		err = rt_fail(RT_EIO, "%s: cannot close its op log part", c->desc->name);
-	c->oplog_file = NULL;
 	if (c->cpath_file && fclose(c->cpath_file) && !err)
 		err = rt_fail(RT_EIO, "%s: cannot close its critical path part", c->desc->name);
 	c->cpath_file = NULL;

@@ -47,7 +47,12 @@ struct rt_ctx {
 	uint64_t n_segments;     /* written so far */
 	bool segments;           /* the trace is on: write them */
 	FILE *cpath_file;
-	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
+	struct rt_trace_writer oplog; /* binary op log records (rt_oplog_bin) and
+				       * their strings, flushed past 1 MiB */
+	bool oplog_on;           /* write every record (--op-log on) ... */
+	bool oplog_dma;          /* ... or, off, still a DMA engine's: the
+				  * launcher sums HBM busy time from them */
+	uint16_t oplog_last[3];  /* last ids of engine, op_kind, op_name */
 	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
 	bool tracing;            /* trace on and this rank wanted */
 	struct {                 /* call site -> trace string id, by address */
@@ -55,7 +60,6 @@ struct rt_ctx {
 		int line;
 		uint16_t id;
 	} sites[64];
-	FILE *oplog_file;
 };
 
 struct rt_daemon {

@@ -89,11 +89,17 @@ static enum rt_err write_names(const struct rt_trace_writer *w, const char *path
 enum rt_err rt_trace_flush(struct rt_trace_writer *w, const char *dir, const char *stem,
 			   bool final)
 {
+	return rt_trace_flush_as(w, dir, stem, "trace", "tnames", final);
+}
+
+enum rt_err rt_trace_flush_as(struct rt_trace_writer *w, const char *dir, const char *stem,
+			      const char *recs_ext, const char *names_ext, bool final)
+{
 	char path[MAX_PATH];
 
 	if (w->recs.len) {
 		if (!w->file) {
-			snprintf(path, sizeof(path), "%s/%s.trace", dir, stem);
+			snprintf(path, sizeof(path), "%s/%s.%s", dir, stem, recs_ext);
 			w->file = fopen(path, "wb");
 			if (!w->file)
 				return rt_fail(RT_EIO, "cannot create %s: %s", path, strerror(errno));
@@ -110,7 +116,7 @@ enum rt_err rt_trace_flush(struct rt_trace_writer *w, const char *dir, const cha
 		return rt_fail(RT_EIO, "cannot close trace part %s", stem);
 	}
 	w->file = NULL;
-	snprintf(path, sizeof(path), "%s/%s.tnames", dir, stem);
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, stem, names_ext);
 	return write_names(w, path);
 }
 
@@ -363,6 +369,22 @@ enum rt_err rt_trace_part_read_names(const char *dir, const char *stem, struct r
 		err = split_names(p, &names, path);
 	if (!err)
 		err = check_tracks(p, path);
+	rt_buf_release(&names);
+	return err;
+}
+
+enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p)
+{
+	struct rt_buf names;
+	enum rt_err err;
+
+	memset(p, 0, sizeof(*p));
+	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
+		p->track_name[t] = RT_TRACE_NONE;
+	rt_buf_init(&names);
+	err = read_optional(path, &names);
+	if (!err && names.len)
+		err = split_names(p, &names, path);
 	rt_buf_release(&names);
 	return err;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -140,4 +141,43 @@ Test(outputs_merge, launcher_memory_does_not_grow_with_the_trace, .timeout = 400
 	cr_expect_lt(traced_kb, base_kb + (40 << 10),
 		     "the launcher grew by %llu KB merging a %lld MB trace (bound 40 MB)",
 		     (unsigned long long)(traced_kb - base_kb), (long long)(st.st_size >> 20));
+}
+
+/* --op-log off writes no op_log.jsonl and changes no other output: the
+ * summary (HBM busy time comes from the DMA records, still written) and
+ * the trace are the bytes of a run with it on. */
+Test(outputs_merge, op_log_off_changes_no_other_output, .timeout = 300)
+{
+	static const char *const on[] = { "ring_attention", "--ranks", "4", "--pes", "2",
+					  "--arg", "pass=q", "--arg", "seq_kv=1024", NULL };
+	static const char *const off[] = { "ring_attention", "--ranks", "4", "--pes", "2",
+					   "--arg", "pass=q", "--arg", "seq_kv=1024",
+					   "--op-log", "off", NULL };
+	char a[256], b[256], path[600];
+	char *sa, *sb, *cut_a, *cut_b;
+	struct kb_result r;
+
+	kb_tmpdir(a, sizeof(a), "oplog-on");
+	kb_tmpdir(b, sizeof(b), "oplog-off");
+	kb_run_ok(a, on);
+	kb_run_ok(b, off);
+	expect_same(a, b, "trace.json");
+	snprintf(path, sizeof(path), "%s/op_log.jsonl", b);
+	cr_expect(access(path, F_OK) != 0, "--op-log off wrote %s", path);
+	snprintf(path, sizeof(path), "%s/summary.json", a);
+	sa = kb_slurp(path, NULL);
+	snprintf(path, sizeof(path), "%s/summary.json", b);
+	sb = kb_slurp(path, NULL);
+	cr_assert(sa && sb);
+	cr_expect(strstr(sa, "\"busy_util\""), "no busy_util (HBM busy time) to compare");
+	cut_a = strstr(sa, "\"transport\"");
+	cut_b = strstr(sb, "\"transport\"");
+	cr_assert(cut_a && cut_b);
+	*cut_a = *cut_b = '\0';
+	cr_expect_str_eq(sa, sb, "summary.json differs above \"transport\" with --op-log off");
+	free(sa);
+	free(sb);
+	kb_run(&r, "run", "gemm", "--op-log", "maybe", "--out", b, NULL);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "--op-log 'maybe': expected on or off"), "%s", r.err);
 }

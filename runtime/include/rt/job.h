@@ -51,6 +51,7 @@ struct rt_job {
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
+	bool oplog_off;               /* --op-log off: no op_log.jsonl */
 	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
 	enum rt_progress progress;    /* --progress */

@@ -58,6 +58,21 @@ struct rt_trace_rec {
 #define RT_TRACE_F_COMMAND 1u /* slice: seq is a command id */
 #define RT_TRACE_F_STAGE 2u   /* slice: src is a stage index */
 
+/* One op log record as a component writes it (rt_oplog): 72 bytes in host
+ * byte order, strings as ids in the component's own op log string table
+ * (an rt_trace_writer of its own, files `<id>.oplog` and `<id>.onames`).
+ * The launcher merges them by (start, end, comp, seq) and formats
+ * op_log.jsonl once, at the end (ADR 0055). */
+struct rt_oplog_bin {
+	uint64_t start_ps, end_ps, issue_ps;
+	uint64_t seq;       /* the component's record number: ties at one key */
+	uint64_t bytes, elements, command;
+	uint32_t comp;      /* the writing component's id */
+	uint32_t stage;
+	uint16_t engine, op_kind, op_name;
+	uint16_t pad;       /* zero */
+};
+
 /* One component's (or the coordinator's) trace being written. */
 struct rt_trace_writer {
 	struct rt_buf recs;
@@ -79,6 +94,15 @@ enum rt_err rt_trace_put(struct rt_trace_writer *w, const struct rt_trace_rec *r
  * string table `<dir>/<stem>.tnames` and closes. */
 enum rt_err rt_trace_flush(struct rt_trace_writer *w, const char *dir, const char *stem,
 			   bool final);
+/* The same with other file extensions (`<stem>.<recs_ext>`,
+ * `<stem>.<names_ext>`): the op log's parts use the writer too. */
+enum rt_err rt_trace_flush_as(struct rt_trace_writer *w, const char *dir, const char *stem,
+			      const char *recs_ext, const char *names_ext, bool final);
+/* Reads only a string table file (as a flush wrote it; missing: no
+ * names) into p->names and p->track_name, p->recs left NULL; released by
+ * rt_trace_part_release. */
+struct rt_trace_part;
+enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p);
 
 /* True if a record of rank `rank` spanning [from, to] is wanted. */
 bool rt_trace_wanted(const struct rt_trace_opts *o, uint32_t rank, uint64_t from,
