@@ -216,6 +216,11 @@ uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
  * (0 q, 1 k, 2 v, in its full row-major layout), standard normal rounded
  * to fp16 (returned widened). */
 float attn_normal(uint64_t seed, uint32_t which, uint64_t index);
+/* Elements [first, first + n) of the same tensor into out[0, n), the bytes
+ * attn_normal gives one at a time, at a fraction of its cost: the stream's
+ * base is mixed once, and the two elements of a Box-Muller pair share
+ * their uniforms, logarithm and square root. */
+void attn_normal_fill(uint64_t seed, uint32_t which, uint64_t first, uint64_t n, float *out);
 /* splitmix64's output function (a kernel sees only the tl API, so the
  * attention kernels keep their own copy). */
 uint64_t attn_mix(uint64_t z);

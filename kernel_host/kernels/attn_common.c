@@ -273,33 +273,16 @@ uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j)
 	return left < a->tile ? (uint32_t)left : a->tile;
 }
 
-/* ------------------------------------------------------------ generator */
-
-uint64_t attn_mix(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-float attn_normal(uint64_t seed, uint32_t which, uint64_t index)
-{
-	uint64_t base = attn_mix(seed ^ attn_mix((uint64_t)which + 1));
-	uint64_t pair = index >> 1;
-	double u1 = (double)((attn_mix(base + 2 * pair) >> 11) + 1) * 0x1.0p-53;
-	double u2 = (double)(attn_mix(base + 2 * pair + 1) >> 11) * 0x1.0p-53;
-	double r = sqrt(-2.0 * log(u1));
-	double z = (index & 1) ? r * sin(2.0 * M_PI * u2) : r * cos(2.0 * M_PI * u2);
-
-	return tl_f16_to_f32(tl_f32_to_f16((float)z));
-}
-
 /* ------------------------------------------------------------ inputs */
+
+/* Generated inputs come from attn_gen.c (attn_normal, attn_normal_fill). */
 
 /* A full input tensor (fp16 bits) with its shape. */
 struct attn_src {
-	uint16_t *gen;       /* generated, or NULL */
+	uint16_t *gen;       /* generated whole, or NULL */
+	bool lazy;           /* generated a row range at a time (no .npy) */
+	uint64_t seed;       /* lazy: the stream (seed, which) */
+	uint32_t which;
 	struct tl_npy file;  /* loaded from --inputs */
 	uint64_t shape[3];
 };
@@ -343,17 +326,23 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 			    "elements", "NaN or infinite elements read from --inputs");
 }
 
-/* Generates the whole tensor `which`. */
+/* Generates the whole tensor `which` (for its .npy), a block at a time. */
 static void src_generate(struct tl *tl, uint32_t which, struct attn_src *s)
 {
 	uint64_t n = s->shape[0] * s->shape[1] * s->shape[2];
+	float block[256]; /* a kernel's stack is small */
 
 	s->gen = malloc(n * sizeof(uint16_t));
 	if (!s->gen)
 		tl_fail(tl, "out of memory generating %llu input elements",
 			(unsigned long long)n);
-	for (uint64_t i = 0; i < n; i++)
-		s->gen[i] = tl_f32_to_f16(attn_normal(tl_seed(tl), which, i));
+	for (uint64_t i = 0; i < n; i += 256) {
+		uint64_t m = n - i < 256 ? n - i : 256;
+
+		attn_normal_fill(tl_seed(tl), which, i, m, block);
+		for (uint64_t k = 0; k < m; k++)
+			s->gen[i + k] = tl_f32_to_f16(block[k]);
+	}
 }
 
 /* Copies rows [r0, r0+nr) of head h (each row d elements) to HBM. */
@@ -369,12 +358,18 @@ static void src_to_hbm(struct tl *tl, const struct attn_src *s, uint32_t h,
 	f = malloc((size_t)n * sizeof(float));
 	if (!f)
 		tl_fail(tl, "out of memory loading inputs");
-	for (uint64_t i = 0; i < n; i++)
+	if (s->lazy) /* only this PE's rows are generated */
+		attn_normal_fill(s->seed, s->which, first, n, f);
+	for (uint64_t i = 0; !s->lazy && i < n; i++)
 		f[i] = src_at(s, first + i);
 	tl_hbm_write(tl, addr, TL_F16, f, (size_t)n);
 	free(f);
 }
 
+/* Opens input `which`: loaded from --inputs, generated whole where its
+ * .npy is written (rank 0, PE 0), else generated when placed: a PE places
+ * only its heads' rows, 1/pes of K and V (8 PEs used to generate 8 whole
+ * copies, ~70 % of `make run`'s CPU). */
 static void src_open(struct tl *tl, const struct attn *a, const char *dir,
 		     uint32_t which, struct attn_src *s)
 {
@@ -384,10 +379,15 @@ static void src_open(struct tl *tl, const struct attn *a, const char *dir,
 	s->shape[0] = which == 0 ? a->hq : a->hkv;
 	s->shape[1] = which == 0 ? a->sq : (uint64_t)a->ranks * a->skv;
 	s->shape[2] = a->d;
-	if (dir[0])
+	if (dir[0]) {
 		src_load(tl, dir, names[which], s);
-	else
+	} else if (tl_mode(tl) == TL_DATA && (a->rank || a->pe)) {
+		s->lazy = true;
+		s->seed = tl_seed(tl);
+		s->which = which;
+	} else {
 		src_generate(tl, which, s);
+	}
 }
 
 /* This PE's rows of tensor `which` into HBM: q's group rows, or the

@@ -215,7 +215,9 @@ static void put_rows(struct tl *tl, const struct paged *p, uint32_t which,
 {
 	float *f = xcalloc(tl, n, sizeof(float));
 
-	for (uint64_t i = 0; i < n; i++)
+	if (!p->in[which].data) /* the bytes of elem(), a row range at once */
+		attn_normal_fill(tl_seed(tl), which, first, n, f);
+	for (uint64_t i = 0; p->in[which].data && i < n; i++)
 		f[i] = elem(tl, p, which, first + i);
 	tl_hbm_write(tl, addr, TL_F16, f, (size_t)n);
 	free(f);
