@@ -30,6 +30,7 @@ struct peer {
 	bool assigned;          /* agents: an agent was given this host */
 	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
 	uint64_t events;        /* last PROGRESS count */
+	uint64_t cpu_ns;        /* CPU time at the last liveness sample */
 	pid_t pid;
 	uint64_t next_local_ps;
 	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
@@ -53,6 +54,7 @@ struct rt_coord {
 	struct rt_trace_writer counters; /* window counter trace records */
 	uint64_t last_progress_ms;
 	uint64_t recvs;         /* waits for a frame (signals: every 64th) */
+	uint64_t cpu_sampled_ms; /* last liveness sample (hooks->cpu_ns) */
 	int rcvtimeo_ms;        /* the socket's receive timeout now */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
 	uint64_t strangers_shown;
@@ -779,14 +781,49 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 		       (unsigned long long)c->job->config.watchdog_ms);
 }
 
+#define LIVE_SAMPLE_MS 250 /* how often the waited-for daemons' CPU clocks are read */
+#define LIVE_CPU_SHARE 100 /* alive: at least 1/100 of a core since the last read */
+
+/* Whether a daemon this wait is for consumed CPU since the last sample at
+ * more than 1% of a core (ADR 0035). Computing inside one long event (a
+ * data-mode kernel start can take minutes on a loaded machine) is
+ * progress; a stopped, blocked or deadlocked daemon uses next to nothing
+ * (its receive timeouts cost microseconds a second). Each waited daemon's
+ * clock is re-read at every sample, so a trickle never adds up. */
+static bool peers_computing(struct rt_coord *c, enum wait_for what)
+{
+	uint64_t now = wall_ms(), since = now - c->cpu_sampled_ms;
+	bool computing = false;
+
+	if (!c->hooks || !c->hooks->cpu_ns || since < LIVE_SAMPLE_MS)
+		return false;
+	c->cpu_sampled_ms = now;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		struct peer *p = &c->peers[i];
+		uint64_t cpu;
+
+		if (!p->present || (what == WAIT_READY ? p->ready : p->answered))
+			continue;
+		cpu = c->hooks->cpu_ns(c->hooks->arg, i);
+		if (cpu == RT_COORD_CPU_UNKNOWN)
+			continue;
+		if (p->cpu_ns && cpu > p->cpu_ns &&
+		    cpu - p->cpu_ns >= since * (1000000 / LIVE_CPU_SHARE))
+			computing = true;
+		p->cpu_ns = cpu;
+	}
+	return computing;
+}
+
 /* Waits for one frame from a daemon; keeps an eye on the hooks and the
  * watchdog. A blocking receive, not a poll: the fewest system calls on the
  * path of every window. Signals and ended children (hooks->fd) are looked
  * at after every idle slice (RECV_SLICE_MS) and every 64 waits, heartbeats
  * (keep_agents, tick) between frames. The watchdog counts only time this
  * process could run without any daemon making progress: a PROGRESS
- * heartbeat resets it, and a receive that returns late (the process was
- * stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
+ * heartbeat with more events, or CPU a waited-for daemon consumed
+ * (peers_computing), resets it, and a receive that returns late (the
+ * process was stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
  * neither count nor end the run. On success *peer is the sender and *out
  * its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
@@ -820,8 +857,10 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 		if (err || taken == TAKEN_FRAME)
 			return err;
 		watch = taken == TAKEN_NOTHING;
-		/* an agent's heartbeat while others are missing is no progress */
-		if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
+		/* an agent's heartbeat while others are missing is no progress;
+		 * a daemon computing in a long event is (liveness, ADR 0035) */
+		if ((taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) ||
+		    peers_computing(c, what)) {
 			idle = 0;
 			started = wall_ms();
 		}
