@@ -1,6 +1,7 @@
 /* registry.c — workload lookup: built-ins first, then kernels. */
 #include <string.h>
 
+#include "eng.h"
 #include "rt/config.h"
 #include "tl_host.h"
 #include "workloads.h"
@@ -58,4 +59,17 @@ void kb_workload_list(FILE *out)
 		fprintf(out, "  %-22s %s\n", builtins[i].name, builtins[i].summary);
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "  %-22s %s\n", k[i].name, k[i].help);
+}
+
+const char *kb_job_shared_object(const struct rt_job *job)
+{
+	const struct rt_config *cfg = &job->config;
+	const char *models[] = { cfg->dma_model, cfg->gemm_model, cfg->math_model, cfg->hbm_model };
+
+	if (strchr(job->workload, ':'))
+		return job->workload;
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		if (eng_is_plugin_path(models[i]))
+			return models[i];
+	return NULL;
 }

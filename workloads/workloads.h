@@ -26,6 +26,11 @@ const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
 
+/* The first shared object of the user's the job would load (a kernel
+ * object's path, or an engine or memory model plug-in's), NULL if none:
+ * what daemon threads of the launcher cannot contain (ADR 0037). */
+const char *kb_job_shared_object(const struct rt_job *job);
+
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);
 /* Every PE of every rank: host, scheduler, DMA, GEMM, MATH. */

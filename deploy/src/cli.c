@@ -332,6 +332,18 @@ static enum rt_err check_trace_ranks(const struct rt_job *job)
 	return RT_EOK;
 }
 
+enum rt_err kb_check_inproc(const struct rt_job *job)
+{
+	const char *obj = job->transport == RT_TRANSPORT_INPROC ? kb_job_shared_object(job) : NULL;
+
+	if (!obj)
+		return RT_EOK;
+	return rt_fail(RT_EINVAL, "--transport inproc runs every daemon as a thread of this process, "
+		       "which cannot contain what a shared object may do (crash, abort, _exit, a "
+		       "constructor that never returns): %.300s needs --transport ipc (the default) or "
+		       "tcp", obj);
+}
+
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
 			     bool *have_hosts)
 {
@@ -371,6 +383,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		err = build_config(&job->config, &m);
 	if (!err)
 		err = check_trace_ranks(job);
+	if (!err)
+		err = kb_check_inproc(job);
 	*have_hosts = m.hosts != NULL;
 	if (!err && m.hosts) {
 		hosts->agent_timeout_s = m.agent_timeout_s;

@@ -30,8 +30,10 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
@@ -80,6 +82,7 @@ struct launch {
 	struct rt_coord_hooks hooks;   /* an agent's local coordinator keeps them */
 	struct rt_end_reports reports; /* an agent's, for its BYE */
 	Kb__ComponentReport **bye_reports;
+	bool keys_published;       /* ephemeral keys left for local agents (hostkeys.h) */
 };
 
 /* The run in progress, for the exit() and crash guards of inproc daemon
@@ -88,6 +91,7 @@ static struct launch *running;
 
 static void put_text(const char *text);
 static void put_u64(uint64_t v);
+static void guard_stack(void);
 
 static double wall_now(void)
 {
@@ -183,47 +187,6 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 
 /* ---------------------------------------------------------------- endpoint */
 
-void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
-		       void *arg)
-{
-	DIR *d = opendir("/tmp");
-	struct dirent *e;
-	char pattern[64];
-
-	snprintf(pattern, sizeof(pattern), "%s%%d-%%n", prefix);
-	while (d && (e = readdir(d))) {
-		struct stat st;
-		int pid = 0, used = 0;
-
-		if (sscanf(e->d_name, pattern, &pid, &used) != 1 || !used || pid <= 0 ||
-		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
-		    st.st_uid != geteuid())
-			continue;
-		sweep(dirfd(d), e->d_name, arg);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* A launcher that was SIGKILLed could not remove its socket directory; the
- * next one removes it — in it only our socket. */
-static void remove_endpoint_dir(int at, const char *name, void *arg)
-{
-	struct stat st;
-	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	(void)arg;
-	if (fd < 0)
-		return;
-	if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
-	    st.st_uid == geteuid())
-		unlinkat(fd, "coord", 0);
-	close(fd);
-	unlinkat(at, name, AT_REMOVEDIR);
-}
-
 static bool is_loopback(const char *host)
 {
 	return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1") ||
@@ -247,7 +210,7 @@ static enum rt_err make_endpoint(struct launch *l)
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
-		kb_sweep_dead_tmp("kb-", remove_endpoint_dir, NULL);
+		kb_sweep_dead_tmp("kb-");
 		/* named for the launcher's pid, so a leak is easy to trace */
 		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-%d-XXXXXX", (int)getpid());
 		if (!mkdtemp(l->ipc_dir))
@@ -285,6 +248,7 @@ static void *daemon_thread(void *arg)
 	uint32_t i = ((struct thread_arg *)arg)->index;
 
 	free(arg);
+	guard_stack();
 	if (rt_daemon_run(&l->thread_opts[i]))
 		snprintf(l->thread_errors[i], sizeof(l->thread_errors[i]), "%s", rt_last_error());
 	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
@@ -340,15 +304,35 @@ static void crash_guard(int sig)
 		put_text("the launcher");
 	put_text(" died: killed by signal ");
 	put_u64((uint64_t)sig);
-	put_text("\n");
+	put_text(" (");
+	put_text(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	put_text(")\n");
+	/* nothing of the run is left: its staging folder goes now */
+	if (l && l->lock_fd >= 0)
+		kb_remove_tree_now(l->job->out_dir);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
+/* Each daemon thread gets a stack of its own for the crash guard, so that
+ * a kernel overflowing its stack (the guard page below a coroutine's)
+ * still gets its one line. */
+#define GUARD_STACK (64u << 10)
+
+static void guard_stack(void)
+{
+	stack_t ss = { .ss_size = GUARD_STACK };
+
+	ss.ss_sp = malloc(GUARD_STACK);
+	if (ss.ss_sp && sigaltstack(&ss, NULL))
+		free(ss.ss_sp);
+	/* kept until the thread ends: the process frees it */
+}
+
 static void guard_crashes(void)
 {
-	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
-	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND };
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND | SA_ONSTACK };
 
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
@@ -640,6 +624,9 @@ static void teardown(struct launch *l, bool failed)
 	rt_end_reports_release(&l->reports);
 	free(l->bye_reports);
 	rt_coord_destroy(&l->coord);
+	if (l->keys_published)
+		kb_hostkeys_withdraw(l->hosts->coordinator);
+	l->keys_published = false;
 	/* a hung daemon thread still holds a socket; the process exit frees it */
 	if (l->zctx && threads_done)
 		zmq_ctx_term(l->zctx);
@@ -824,6 +811,31 @@ static enum rt_err place_daemons(struct launch *l)
 	return RT_EOK;
 }
 
+/* CPU time daemon `i` used so far (rt_coord_hooks.cpu_ns, ADR 0035): its
+ * process's clock, or its thread's when it is an inproc daemon thread. */
+static uint64_t daemon_cpu_ns(void *arg, uint32_t i)
+{
+	struct launch *l = arg;
+	struct timespec ts;
+	clockid_t clk;
+
+	if (i >= l->topo.n_daemons || !l->daemon_here || !l->daemon_here[i])
+		return RT_COORD_CPU_UNKNOWN;
+	if (l->pids && l->pids[i]) {
+		if (clock_getcpuclockid(l->pids[i], &clk))
+			return RT_COORD_CPU_UNKNOWN;
+	} else if (l->threads && i < l->n_threads &&
+		   !__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE)) {
+		if (pthread_getcpuclockid(l->threads[i], &clk))
+			return RT_COORD_CPU_UNKNOWN;
+	} else {
+		return RT_COORD_CPU_UNKNOWN;
+	}
+	if (clock_gettime(clk, &ts))
+		return RT_COORD_CPU_UNKNOWN;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static enum rt_err launch_tick(void *arg)
 {
 	struct launch *l = arg;
@@ -861,6 +873,8 @@ static enum rt_err start_host(struct launch *l)
 	enum rt_err err = place_daemons(l);
 
 	agent.peer_of = l->peer_of;
+	if (!err && kb_check_inproc(l->job)) /* an agent's job came from afar */
+		err = RT_EUSAGE;
 	if (!err)
 		err = check_limits(l);
 	if (!err)
@@ -927,11 +941,19 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 }
 
 /* The job file's bytes, for the agents' Assign: each host's daemons adopt
- * what one host's would. */
+ * what one host's would, without the run's keys (the server secret is the
+ * coordinator's; an agent has its own client keys). */
 static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 {
-	enum rt_err err = share_job(l);
-	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
+	struct rt_keys keys = l->job->keys;
+	enum rt_err err;
+	off_t size;
+
+	memset(&l->job->keys, 0, sizeof(l->job->keys));
+	err = share_job(l);
+	l->job->keys = keys;
+	memset(&keys, 0, sizeof(keys));
+	size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
 
 	if (!err)
 		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
@@ -951,6 +973,14 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 	enum rt_err err = kb_outputs_prepare(l->job, &l->lock_fd);
 
 	rt_buf_init(&job);
+	/* always CURVE (ADR 0036): without --keys, ephemeral keys whose client
+	 * side only agents of this user on this machine can read */
+	if (!err && !l->job->keys.on) {
+		err = rt_keys_generate(&l->job->keys);
+		if (!err)
+			err = kb_hostkeys_publish(&l->job->keys, l->hosts->coordinator);
+		l->keys_published = !err;
+	}
 	if (!err)
 		err = place_hosts(l, &lay);
 	if (!err)
@@ -980,7 +1010,8 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 
 static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 {
-	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .arg = l };
+	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .cpu_ns = daemon_cpu_ns,
+					.arg = l };
 	enum rt_err err;
 
 	if (l->hosts)
@@ -1093,7 +1124,7 @@ enum rt_err kb_local_start(struct kb_local *local, enum rt_err (*tick)(void *arg
 	l->tick = tick;
 	l->tick_arg = arg;
 	l->hooks = (struct rt_coord_hooks){ .fd = l->sigfd, .on_fd = on_signal, .tick = launch_tick,
-					    .arg = l };
+					    .cpu_ns = daemon_cpu_ns, .arg = l };
 	return l->direct ? RT_EOK : rt_coord_start(l->coord, &l->hooks);
 }
 

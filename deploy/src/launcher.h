@@ -25,6 +25,10 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 /* Parses `config` options into the effective configuration; *format gets
  * 0 (yaml), 1 (json) or 2 (markdown reference). */
 enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format);
+/* RT_EINVAL with one line if the job loads a shared object of the user's
+ * (kernel or model plug-in) into daemon threads (--transport inproc),
+ * which cannot contain it (ADR 0037). */
+enum rt_err kb_check_inproc(const struct rt_job *job);
 /* "kernbench RELEASE (COMMIT)". */
 const char *kb_version(void);
 void kb_cli_usage(FILE *out);
@@ -73,12 +77,6 @@ int kb_agent_main(int argc, char **argv);
  * small soft limit (and restarts, as thread stacks follow the limit at
  * start-up) or exits with one line saying how much is needed. */
 void kb_check_stack(char **argv);
-
-/* Calls `sweep` for each real directory of ours in /tmp named
- * PREFIX<pid>-XXXXXX whose process is gone (SIGKILLed before it could clean
- * up): the next launcher or agent on the host removes what it left. */
-void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
-		       void *arg);
 
 /* Entry of a re-executed daemon process. */
 int kb_daemon_main(int argc, char **argv);

@@ -22,6 +22,7 @@
 #include "launcher.h"
 #include "merge.h"
 #include "report.h"
+#include "tidy.h"
 #include "trace_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
@@ -489,39 +490,15 @@ const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *
 #define STAGE_NAME ".kernbench-staging"    /* where a run writes until it succeeds */
 #define MANIFEST_MAX 65536
 
-/* A result file name as a manifest may list it: one plain name. */
+/* A result file name as a manifest may list it: one plain name (the
+ * rule kernels' output names follow, rt_output_name_check), so no name
+ * can split a manifest line. */
 static bool plain_name(const char *name)
 {
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
 	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
-}
-
-/* Removes `name` in folder `at` only if it is ours: a regular file (or, with
- * `dirs`, a folder whose entries are ours) owned by this user. A link is
- * never followed; anything else is left alone. */
-static void remove_owned(int at, const char *name, bool dirs)
-{
-	struct stat st;
-
-	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) || st.st_uid != geteuid())
-		return;
-	if (S_ISREG(st.st_mode)) {
-		unlinkat(at, name, 0);
-	} else if (S_ISDIR(st.st_mode) && dirs) {
-		int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *e;
-
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
-			return;
-		}
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				remove_owned(dirfd(d), e->d_name, true);
-		closedir(d);
-		unlinkat(at, name, AT_REMOVEDIR);
-	}
 }
 
 /* Creates `path` and its missing parents (an existing folder is fine). */
@@ -615,12 +592,12 @@ static void remove_previous_results(int at)
 		text[n] = '\0';
 		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 			if (plain_name(line))
-				remove_owned(at, line, false);
+				kb_remove_owned(at, line, false);
 	}
 	if (fd >= 0)
 		close(fd);
 	free(text);
-	remove_owned(at, MANIFEST_NAME, false);
+	kb_remove_owned(at, MANIFEST_NAME, false);
 }
 
 enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd)
@@ -636,7 +613,7 @@ enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd)
 		err = lock_folder(dfd, dir, lock_fd);
 	if (!err) {
 		remove_previous_results(dfd);
-		remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
+		kb_remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
 		if (mkdirat(dfd, STAGE_NAME, 0700))
 			err = rt_fail(RT_EIO, "cannot create %s/%s: %s", dir, STAGE_NAME,
 				      strerror(errno));
@@ -664,7 +641,7 @@ void kb_outputs_abandon(struct rt_job *job)
 
 	if (dfd < 0)
 		return;
-	remove_owned(dfd, STAGE_NAME, true);
+	kb_remove_owned(dfd, STAGE_NAME, true);
 	close(dfd);
 	memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
 }
@@ -732,7 +709,7 @@ enum rt_err kb_outputs_commit(struct rt_job *job)
 		err = write_manifest(stagefd, dfd, &list);
 	if (err) /* no half set of results: take back what was moved */
 		for (size_t i = 0; i < n; i++)
-			remove_owned(dfd, names[i], false);
+			kb_remove_owned(dfd, names[i], false);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -751,7 +728,7 @@ void kb_outputs_discard(const struct rt_job *job)
 
 	if (fd < 0)
 		return;
-	remove_owned(fd, RT_PARTS_DIR, true);
+	kb_remove_owned(fd, RT_PARTS_DIR, true);
 	close(fd);
 }
 

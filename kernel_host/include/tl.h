@@ -297,7 +297,10 @@ bool tl_hbm_read_at(struct tl *tl, struct tl_site at, uint64_t addr,
 #define tl_hbm_read(tl, addr, dtype, dst, n) \
 	tl_hbm_read_at((tl), TL_HERE, (addr), (dtype), (dst), (n))
 /* Waits for every pending command, then writes the rows x cols HBM tensor
- * at addr as `file` (.npy) in the run's output directory. */
+ * at addr as `file` (.npy) in the run's output directory. `file` is a
+ * plain file name: no '/', no control byte, not starting with '.' and not
+ * one of the run's own results (summary.json, op_log.jsonl, trace.json,
+ * ...); anything else ends the run with one line naming the tensor. */
 bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 		    uint64_t addr, uint32_t rows, uint32_t cols,
 		    enum tl_dtype dtype);

@@ -26,7 +26,10 @@ uint64_t tl_seed(const struct tl *tl);
 bool tl_inputs_dir(struct tl *tl, char *out, size_t cap);
 
 /* Full path of `file` in the run's output directory; false when the run
- * has none (unit-test ports). */
+ * has none (unit-test ports). `file` is a plain file name (no '/', not
+ * starting with '.', no control byte, not one of the run's own results
+ * such as summary.json): anything else ends the run with one line naming
+ * it. tl_save_npy's file names follow the same rule. */
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap);
 
 /* This PE's statistics, merged into summary.json: summed over PEs

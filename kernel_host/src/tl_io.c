@@ -47,6 +47,10 @@ bool tl_inputs_dir(struct tl *tl, char *out, size_t cap)
 
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap)
 {
+	const char *bad = rt_output_name_check(file);
+
+	if (bad)
+		tl_abort(tl, (struct tl_site){ NULL, 0 }, RT_EINVAL, "tl_output_file: %s", bad);
 	if (!tl->s.port->output_path)
 		return false;
 	return tl->s.port->output_path(tl->s.port_ctx, file, path, cap) ==

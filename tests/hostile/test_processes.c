@@ -142,25 +142,6 @@ Test(hostile_processes, kernel_object_constructor_that_loops_trips_the_watchdog,
 	expect_nothing_left(r.pid);
 }
 
-/* Inproc daemons are threads of the launcher, so the object loads in its
- * process: exit() and a crash still end in one line naming the daemon. */
-Test(hostile_processes, inproc_kernel_object_constructor_exit_or_crash_is_named, .timeout = 60)
-{
-	char dir[256];
-	struct kb_result r;
-
-	run_object_over("inproc", "exit(0);", "run.watchdog_ms=20000", &r, dir, sizeof(dir));
-	cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
-	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "exit()"), "%s", r.err);
-	expect_one_line(r.err);
-	setenv("ASAN_OPTIONS", "handle_segv=0", 1);
-	run_object_over("inproc", "raise(SIGSEGV);", "run.watchdog_ms=20000", &r, dir, sizeof(dir));
-	unsetenv("ASAN_OPTIONS");
-	cr_expect_eq(r.status, 128 + SIGSEGV, "exit %d: %s", r.status, r.err);
-	cr_expect(strstr(r.err, "kb-host") && strstr(r.err, "signal 11"), "%s", r.err);
-	expect_one_line(r.err);
-}
-
 /* A kernel's child that escapes into its own session still dies with the
  * run: it writes its pid, and must be gone (not merely re-parented) after. */
 Test(hostile_processes, process_a_kernel_forks_does_not_outlive_the_run, .timeout = 60)

@@ -27,7 +27,8 @@
 	X(NOTFOUND, "not found")                                   \
 	X(UNFINISHED, "the run ended with unfinished work")        \
 	X(INTERRUPTED, "interrupted")                              \
-	X(USAGE, "bad command-line value")
+	X(USAGE, "bad command-line value")                         \
+	X(AGAIN, "try again")
 
 enum rt_err {
 #define RT_ERR_ENUM(name, msg) RT_E##name,
