@@ -340,4 +340,4 @@ golden: all
 clean:
 	rm -rf build out
 
--include $(shell find $(BUILD)/obj $(BUILD)/obj-test -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-test $(BUILD)/plugins -name '*.d' 2>/dev/null)

@@ -14,7 +14,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +32,7 @@
 #include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "stops.h"
 #include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
@@ -42,6 +42,7 @@
 #define FILE_PIECE (4u << 20)
 
 struct agent {
+	struct kb_agent_opts opts; /* the command line */
 	const char *coordinator;
 	struct rt_keys keys;
 	struct kb_agent_index index;
@@ -678,6 +679,7 @@ static void remove_staging(struct agent *a)
 		close(tmp);
 	}
 	a->staging[0] = '\0';
+	kb_guard_staging(NULL);
 }
 
 /* Outputs written and shipped, then BYE with this host's reports. */
@@ -748,7 +750,7 @@ static void report_error(struct agent *a, enum rt_err code)
 		snprintf(line, sizeof(line), "%s", what);
 	else
 		snprintf(line, sizeof(line), "%s: %s", a->label, what);
-	fprintf(stderr, "kernbench: error: %s\n", line);
+	rt_print_error(line);
 	if (!a->sock || a->stopped)
 		return;
 	error.daemon = a->host;
@@ -776,20 +778,16 @@ static void report_error(struct agent *a, enum rt_err code)
 
 /* ---------------------------------------------------------------- keeper */
 
-/* A stop signal waiting for this process (SIGINT, SIGTERM, SIGHUP: blocked
- * everywhere, read from the host's signalfd between windows). */
+/* A stop signal waiting for this process (stops.h: blocked everywhere,
+ * read from the host's signalfd between windows). */
 static enum rt_err stop_signal_pending(const struct agent *a)
 {
-	static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
-	sigset_t pending;
+	int sig = kb_stop_signal_pending();
 
-	if (sigpending(&pending))
+	if (!sig)
 		return RT_EOK;
-	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
-		if (sigismember(&pending, stops[i]))
-			return rt_fail(RT_EINTERRUPTED, "%s: interrupted by SIG%s; stopped every daemon",
-				       a->label, sigabbrev_np(stops[i]));
-	return RT_EOK;
+	return rt_fail(RT_EINTERRUPTED, "%s: interrupted by SIG%s%s; stopped every daemon", a->label,
+		       sigabbrev_np(sig), kb_stop_signal_meaning(sig));
 }
 
 /* CPU time of the agent's own thread, which runs a direct daemon. */
@@ -925,58 +923,32 @@ static enum rt_err open_host(struct agent *a, char **argv)
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "kernbench: error: agent: %s (usage: kernbench agent --coordinator "
-		"tcp://ADDRESS:PORT [--index I] [--keys FILE])\n", why);
+	char line[1200];
+
+	snprintf(line, sizeof(line), "agent: %s (see `kernbench agent --help`)", why);
+	rt_print_error(line);
 	return 2;
 }
 
+/* The command line (cli.c), then what it leaves out: the index from the
+ * environment, and whether the keys are the coordinator's (hostkeys.h). */
 static int parse_args(struct agent *a, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "coordinator", required_argument, NULL, 'c' },
-		{ "index", required_argument, NULL, 'i' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool have_index = false;
-	int o;
+	int rc = kb_cli_parse_agent(argc, argv, &a->opts);
 
-	opterr = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		uint64_t v;
-
-		if (o == 'h') {
-			puts("usage: kernbench agent --coordinator tcp://ADDRESS:PORT [--index I] "
-			     "[--keys FILE]\n\nRuns this host's ranks of a `kernbench run --hosts FILE`. "
-			     "Without --index the index\ncomes from OMPI_COMM_WORLD_RANK, PMIX_RANK, "
-			     "SLURM_PROCID or JOB_COMPLETION_INDEX\n(deploy/README.md).");
-			return -1;
-		} else if (o == 'c') {
-			a->coordinator = optarg;
-		} else if (o == 'i') {
-			if (rt_parse_u64(optarg, 0, KB_HOSTS_MAX_RANKS, &v) != RT_PARSE_OK)
-				return usage("--index must be a number from 0 to 64");
-			a->index = (struct kb_agent_index){ (uint32_t)v, 0, "--index" };
-			have_index = true;
-		} else if (o == 'k') {
-			if (rt_keys_check_curve() || rt_keys_load(optarg, &a->keys))
-				return usage(rt_last_error());
-		} else {
-			return usage("unknown or incomplete option");
-		}
-	}
-	if (optind != argc)
-		return usage("unexpected argument");
-	if (!a->coordinator || strncmp(a->coordinator, "tcp://", 6))
-		return usage("--coordinator tcp://ADDRESS:PORT is required");
+	if (rc >= 0)
+		return rc ? rc : -1; /* -1: --help */
+	a->coordinator = a->opts.coordinator;
+	a->keys = a->opts.keys;
+	memset(&a->opts.keys, 0, sizeof(a->opts.keys));
+	if (a->opts.have_index)
+		a->index = (struct kb_agent_index){ a->opts.index, 0, "--index" };
 	if (!kb_hosts_loopback(a->coordinator) && !a->keys.on)
 		return usage("a coordinator off loopback needs --keys FILE (CURVE)");
 	if (!a->keys.on && rt_keys_check_curve())
 		return usage(rt_last_error());
 	a->ephemeral = !a->keys.on; /* the coordinator's, left on this machine */
-	if (!have_index && kb_agent_env_index(getenv, &a->index))
+	if (!a->opts.have_index && kb_agent_env_index(getenv, &a->index))
 		return usage(rt_last_error());
 	return 0;
 }
@@ -997,6 +969,7 @@ static enum rt_err make_staging(struct agent *a)
 	if (mkdir(parts, 0700))
 		return rt_fail(RT_EIO, "%s: cannot create %s: %s", a->label, parts, strerror(errno));
 	snprintf(a->job->out_dir, sizeof(a->job->out_dir), "%s", a->staging);
+	kb_guard_staging(a->staging);
 	return RT_EOK;
 }
 
@@ -1027,9 +1000,7 @@ static void *start_zmq(void)
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGCHLD);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
+	kb_stop_signals_add(&block);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	zctx = zmq_ctx_new();
 	sock = zctx ? zmq_socket(zctx, ZMQ_DEALER) : NULL; /* starts its threads */
@@ -1048,7 +1019,7 @@ int kb_agent_main(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc; /* -1: --help */
-	signal(SIGPIPE, SIG_IGN);
+	kb_guard_stops();
 	kb_sweep_dead_tmp("kb-agent-"); /* what killed agents left */
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);

@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "rt/buf.h"
+#include "rt/yamlcheck.h"
 #include "rt/wire.h"
 
 /* One parse: the libyaml parser and where errors point. */
@@ -180,10 +181,15 @@ enum rt_err kb_hosts_parse(const char *text, size_t len, const char *where, stru
 {
 	struct hosts_parse p = { .where = where, .h = h };
 	uint64_t timeout = h->agent_timeout_s;
+	char what[300];
 	enum rt_err err;
 
 	memset(h, 0, sizeof(*h));
 	h->agent_timeout_s = timeout ? timeout : 60;
+	snprintf(what, sizeof(what), "hosts file %s", where);
+	err = rt_yaml_check_depth(text, len, RT_YAML_MAX_DEPTH, what);
+	if (err)
+		return err;
 	if (!yaml_parser_initialize(&p.parser))
 		return rt_fail(RT_ENOMEM, "hosts file %s: out of memory", where);
 	yaml_parser_set_input_string(&p.parser, (const unsigned char *)text, len);

@@ -33,6 +33,8 @@
 #include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "stops.h"
+#include "tasks.h"
 #include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
@@ -55,12 +57,13 @@ struct launch {
 	struct rt_daemon_opts *thread_opts;
 	bool *thread_ended;       /* set by each thread as it returns */
 	char (*thread_errors)[256]; /* why a thread returned early, if it said */
+	bool *thread_seen;        /* its early end was counted */
 	uint32_t n_threads;
 	char ipc_dir[64];
 	char endpoint[512];
 	struct rt_buf memfds;     /* "-" or fd list handed to daemons */
 	int job_fd;               /* the resolved job, shared with the daemons */
-	int lock_fd;              /* flock on the output folder */
+	struct kb_outdir outdir;  /* the output folder, locked for the run */
 	int run_argc;
 	char **run_argv;          /* `run WORKLOAD ...` as given, forwarded */
 	char **child_argv;        /* built before forking: no malloc after fork */
@@ -274,8 +277,7 @@ static void exit_guard(void)
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
 			who = name;
 		}
-	if (l->lock_fd >= 0) /* only a run holding the folder may clear it */
-		kb_outputs_abandon(l->job);
+	kb_outputs_abandon(l->job, &l->outdir, false);
 	fprintf(stderr, "kernbench: error: %s called exit() before the end of the run\n", who);
 	fflush(stderr);
 	_exit(1);
@@ -308,7 +310,7 @@ static void crash_guard(int sig)
 	put_text(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 	put_text(")\n");
 	/* nothing of the run is left: its staging folder goes now */
-	if (l && l->lock_fd >= 0)
+	if (l && l->outdir.lock_fd >= 0)
 		kb_remove_tree_now(l->job->out_dir);
 	signal(sig, SIG_DFL);
 	raise(sig);
@@ -348,7 +350,9 @@ static enum rt_err spawn_threads(struct launch *l)
 	l->thread_opts = calloc(n, sizeof(*l->thread_opts));
 	l->thread_ended = calloc(n, sizeof(*l->thread_ended));
 	l->thread_errors = calloc(n, sizeof(*l->thread_errors));
-	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors)
+	l->thread_seen = calloc(n, sizeof(*l->thread_seen));
+	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors ||
+	    !l->thread_seen)
 		return rt_fail(RT_ENOMEM, "cannot allocate %u daemon threads", n);
 	if (!guarded && atexit(exit_guard) == 0)
 		guarded = true;
@@ -462,27 +466,35 @@ static int daemon_of(const struct launch *l, pid_t pid)
 	return -1;
 }
 
-static enum rt_err describe_exit(const struct launch *l, int i, pid_t pid, int status)
+/* How daemon `i` ended; no pid in the line: it reads the same each run. */
+static enum rt_err describe_exit(const struct launch *l, int i, int status)
 {
 	const struct rt_daemon_desc *d = &l->topo.daemons[i];
 
 	if (WIFSIGNALED(status))
-		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) died: killed by signal %d (%s)",
-			       d->name, d->label, (int)pid, WTERMSIG(status),
-			       strsignal(WTERMSIG(status)));
+		return rt_fail(RT_EPEER, "daemon %s %s died: killed by signal %d (%s)", d->name,
+			       d->label, WTERMSIG(status), strsignal(WTERMSIG(status)));
 	if (WEXITSTATUS(status) == 0)
-		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status 0 before the end "
-			       "of the run", d->name, d->label, (int)pid);
-	return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status %d", d->name, d->label,
-		       (int)pid, WEXITSTATUS(status));
+		return rt_fail(RT_EPEER, "daemon %s %s exited with status 0 before the end of the run",
+			       d->name, d->label);
+	return rt_fail(RT_EPEER, "daemon %s %s exited with status %d", d->name, d->label,
+		       WEXITSTATUS(status));
 }
 
+/* The daemons that ended too early, the lowest first (several often end
+ * together, in no fixed order: the line names the lowest). */
+struct early_ends {
+	int lowest;     /* daemon index, -1: none */
+	int status;     /* its wait status (processes) */
+	unsigned count;
+};
+
 /* Reaps exited children. A daemon that did not exit cleanly, or exited
- * before the coordinator released it, ends the run; anything else (a
- * process a kernel forked, re-parented to us) is killed with its group. */
-static enum rt_err reap(struct launch *l)
+ * before the coordinator released it, is an early end; anything else (a
+ * process a kernel forked, re-parented to us) is killed later with its
+ * group. */
+static void reap_into(struct launch *l, struct early_ends *ends)
 {
-	enum rt_err err = RT_EOK;
 	pid_t pid;
 	int status;
 
@@ -493,16 +505,74 @@ static enum rt_err reap(struct launch *l)
 		if (i < 0)
 			continue;
 		l->pids[i] = 0;
-		if (!err && (!clean || !(l->coord && rt_coord_released(l->coord, (uint32_t)i))))
-			err = describe_exit(l, i, pid, status);
+		if (clean && l->coord && rt_coord_released(l->coord, (uint32_t)i))
+			continue;
+		ends->count++;
+		if (ends->lowest < 0 || i < ends->lowest) {
+			ends->lowest = i;
+			ends->status = status;
+		}
 	}
-	for (uint32_t i = 0; !err && i < l->n_threads; i++)
+	for (uint32_t i = 0; i < l->n_threads; i++)
 		if (__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE) &&
-		    !rt_coord_released(l->coord, i))
-			err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of "
-				      "the run%s%s", l->topo.daemons[i].name, l->topo.daemons[i].label,
-				      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
+		    !rt_coord_released(l->coord, i) && !l->thread_seen[i]) {
+			l->thread_seen[i] = true;
+			ends->count++;
+			if (ends->lowest < 0 || (int)i < ends->lowest) {
+				ends->lowest = (int)i;
+				ends->status = -1;
+			}
+		}
+}
+
+static enum rt_err describe_ends(const struct launch *l, const struct early_ends *ends)
+{
+	char line[1200];
+	int i = ends->lowest;
+	enum rt_err err;
+
+	if (i < 0)
+		return RT_EOK;
+	if (ends->status >= 0)
+		err = describe_exit(l, i, ends->status);
+	else
+		err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of the run%s%s",
+			      l->topo.daemons[i].name, l->topo.daemons[i].label,
+			      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
+	if (ends->count > 1) {
+		snprintf(line, sizeof(line), "%s (and %u more daemon%s ended)", rt_last_error(),
+			 ends->count - 1, ends->count == 2 ? "" : "s");
+		err = rt_fail(err, "%s", line);
+	}
 	return err;
+}
+
+/* A daemon of this host still running (process or thread). */
+static bool any_alive_daemon(const struct launch *l)
+{
+	for (uint32_t i = 0; i < l->topo.n_daemons; i++)
+		if ((l->pids && l->pids[i]) ||
+		    (l->threads && i < l->n_threads && l->daemon_here[i] &&
+		     !__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE)))
+			return true;
+	return false;
+}
+
+#define ENDS_GATHER_MS 300 /* daemons ending together: heard out this long */
+
+static enum rt_err reap(struct launch *l)
+{
+	struct early_ends ends = { .lowest = -1 };
+
+	reap_into(l, &ends);
+	/* one end is often the first of several (a kernel crashing on every
+	 * PE): wait a moment for the others, so the line names the lowest */
+	for (int waited = 0; ends.count && waited < ENDS_GATHER_MS && any_alive_daemon(l);
+	     waited += 20) {
+		usleep(20000);
+		reap_into(l, &ends);
+	}
+	return describe_ends(l, &ends);
 }
 
 static enum rt_err on_signal(void *arg)
@@ -518,8 +588,9 @@ static enum rt_err on_signal(void *arg)
 				return err;
 		} else {
 			l->signal_seen = (int)si.ssi_signo;
-			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s; stopped every daemon",
-				       sigabbrev_np((int)si.ssi_signo));
+			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s%s; stopped every daemon",
+				       sigabbrev_np((int)si.ssi_signo),
+				       kb_stop_signal_meaning((int)si.ssi_signo));
 		}
 	}
 	return RT_EOK;
@@ -531,9 +602,7 @@ static enum rt_err watch_signals(struct launch *l)
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	kb_stop_signals_add(&mask);
 	sigprocmask(SIG_BLOCK, &mask, &l->old_mask);
 	l->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (l->sigfd < 0)
@@ -554,7 +623,9 @@ static bool any_alive(const struct launch *l)
 static void reap_all(struct launch *l, int grace_ms)
 {
 	for (int waited = 0; any_alive(l) && waited < grace_ms; waited += 10) {
-		reap(l);
+		struct early_ends ends = { .lowest = -1 };
+
+		reap_into(l, &ends); /* the run is over: how they end no longer matters */
 		if (any_alive(l))
 			usleep(10000);
 	}
@@ -594,6 +665,45 @@ void kb_kill_strays(void)
 			return;
 		usleep(1000);
 	}
+}
+
+void kb_kill_strays_now(void)
+{
+	char path[64] = "/proc/self/task/", buf[4096];
+	size_t used = strlen(path);
+	pid_t self = getpid(), pid = 0;
+	ssize_t n;
+	int fd;
+
+	/* "/proc/self/task/PID/children" without snprintf */
+	for (pid_t p = self, div = 1; p / div >= 10; div *= 10)
+		;
+	{
+		char digits[16];
+		int k = 0;
+
+		for (pid_t p = self; p; p /= 10)
+			digits[k++] = (char)('0' + p % 10);
+		while (k)
+			path[used++] = digits[--k];
+		memcpy(path + used, "/children", 10);
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+			} else {
+				if (pid > 0)
+					kill(pid, SIGKILL);
+				pid = 0;
+			}
+		}
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	close(fd);
 }
 
 static bool join_threads(struct launch *l, int grace_ms)
@@ -644,6 +754,7 @@ static void teardown(struct launch *l, bool failed)
 	free(l->thread_opts);
 	free(l->thread_ended);
 	free(l->thread_errors);
+	free(l->thread_seen);
 	free(l->child_argv);
 	free(l->child_envp);
 	free(l->token_vars);
@@ -704,17 +815,40 @@ static uint64_t address_space_needed(const struct launch *l)
 	return threads * (ranks * cfg->hbm_bytes + ranks * pes * tcm) + (256ull << 20);
 }
 
+static uint32_t daemons_here(const struct launch *l)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->topo.n_daemons; i++)
+		n += l->daemon_here[i];
+	return n;
+}
+
+/* Processes and threads a run starts: a daemon process is three tasks
+ * (its thread and ZeroMQ's I/O and reaper threads), a daemon thread one,
+ * plus this process's own ZeroMQ and writer threads. */
+static uint64_t tasks_needed(const struct launch *l)
+{
+	uint64_t daemons = daemons_here(l);
+
+	return (l->job->transport == RT_TRANSPORT_INPROC ? daemons : 3 * daemons) + 8;
+}
+
 /* Limits that would otherwise fail deep inside ZeroMQ (an abort) or as a
  * failed mapping: checked before anything is spawned, one line each. */
 static enum rt_err check_limits(const struct launch *l)
 {
 	uint64_t fds = descriptors_needed(l);
 	struct rlimit rl;
+	enum rt_err err;
 
 	if (!raise_limit(RLIMIT_NOFILE, fds, fds, &rl))
 		return rt_fail(RT_ECONFIG, "this run needs about %llu open file descriptors and the "
 			       "limit is %llu (raise it: ulimit -n %llu)", (unsigned long long)fds,
 			       (unsigned long long)rl.rlim_cur, (unsigned long long)fds);
+	err = kb_check_tasks(tasks_needed(l), daemons_here(l));
+	if (err)
+		return err;
 	if (l->job->mode == RT_MODE_DATA) {
 		uint64_t as = address_space_needed(l);
 
@@ -964,13 +1098,24 @@ static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 	return err;
 }
 
+/* The output folder, and the stop guard told where the staging folder is
+ * (the stop signals are blocked here: watch_signals). */
+static enum rt_err prepare_outputs(struct launch *l)
+{
+	enum rt_err err = kb_outputs_prepare(l->job, &l->outdir);
+
+	if (!err)
+		kb_guard_staging(l->job->out_dir);
+	return err;
+}
+
 static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
 					.arg = l };
 	struct rt_coord_layout lay;
 	struct rt_buf job;
-	enum rt_err err = kb_outputs_prepare(l->job, &l->lock_fd);
+	enum rt_err err = prepare_outputs(l);
 
 	rt_buf_init(&job);
 	/* always CURVE (ADR 0036): without --keys, ephemeral keys whose client
@@ -1016,7 +1161,7 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 
 	if (l->hosts)
 		return run_hosts(l, facts);
-	err = kb_outputs_prepare(l->job, &l->lock_fd);
+	err = prepare_outputs(l);
 	if (!err)
 		err = start_host(l);
 	if (!err)
@@ -1026,16 +1171,58 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 	return err;
 }
 
+/* A failed run: every daemon stopped, the output folder put back (as it
+ * was for a usage error, else without results), one line; the status. */
+static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_down)
+{
+	char line[1200];
+
+	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	if (!torn_down)
+		teardown(l, true);
+	kb_outputs_abandon(l->job, &l->outdir, usage);
+	kb_guard_staging(NULL);
+	rt_print_error(line);
+	if (l->signal_seen)
+		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
+	return usage ? 2 : 1;
+}
+
+/* The outputs merged and moved into place (the stop guard removes the
+ * staging folder if a stop signal cuts the merge short; the commit itself
+ * is not cut). */
+static enum rt_err finish_outputs(struct launch *l, struct kb_run_facts *facts)
+{
+	sigset_t held;
+	enum rt_err err;
+
+	rt_topology_init(&l->topo);
+	err = kb_job_topology(l->job, &l->topo);
+	if (!err)
+		err = kb_outputs_merge(l->job, &l->topo, facts);
+	kb_stops_hold(&held);
+	if (!err)
+		err = kb_outputs_commit(l->job, &l->outdir);
+	if (!err)
+		kb_guard_staging(NULL);
+	kb_stops_release(&held);
+	rt_topology_release(&l->topo);
+	return err;
+}
+
 int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char **argv)
 {
-	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
 	struct kb_run_facts facts = { .argc = argc, .argv = argv };
 	double start = wall_now();
-	enum rt_err err = kb_job_topology(job, &l.topo);
+	enum rt_err err;
 	/* a workload refusing its arguments is a usage error, like the CLI's */
-	bool usage = err == RT_EINVAL || err == RT_ENOTFOUND;
+	bool usage;
 
+	kb_guard_stops();
+	err = kb_job_topology(job, &l.topo);
+	usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 	rt_buf_init(&l.memfds);
 	/* what kernels fork outlives its daemon as our child, to be killed */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1046,37 +1233,15 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 	facts.daemons = l.topo.n_daemons;
 	if (!l.hosts)
 		facts.lookahead_ps = l.topo.lookahead_ps;
-	if (err) {
-		char line[1200];
-
-		snprintf(line, sizeof(line), "%s", rt_last_error());
-		teardown(&l, true);
-		if (l.lock_fd >= 0) /* only a run holding the folder may clear it */
-			kb_outputs_abandon(job);
-		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
-		if (l.signal_seen)
-			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
-		/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
-		return usage || err == RT_EUSAGE ? 2 : 1;
-	}
+	/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
+	if (err)
+		return fail_run(&l, err, usage || err == RT_EUSAGE, false);
 	teardown(&l, false);
 	facts.wall_s = wall_now() - start;
-	rt_topology_init(&l.topo);
-	err = kb_job_topology(job, &l.topo);
-	if (!err)
-		err = kb_outputs_merge(job, &l.topo, &facts);
-	if (!err)
-		err = kb_outputs_commit(job);
-	rt_topology_release(&l.topo);
+	err = finish_outputs(&l, &facts);
 	rt_end_reports_release(&facts.reports);
-	if (err) {
-		char line[1200];
-
-		snprintf(line, sizeof(line), "%s", rt_last_error());
-		kb_outputs_abandon(job);
-		fprintf(stderr, "kernbench: error: %s\n", line);
-		return err == RT_EINVAL ? 2 : 1; /* an --arg nothing read is a usage error */
-	}
+	if (err) /* RT_EINVAL: an --arg or --inputs nothing read, a usage error */
+		return fail_run(&l, err, err == RT_EINVAL, true);
 	return 0;
 }
 
@@ -1091,7 +1256,7 @@ enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **a
 	*out = NULL;
 	if (!l)
 		return rt_fail(RT_ENOMEM, "cannot allocate the host's daemons");
-	*l = (struct launch){ .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+	*l = (struct launch){ .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			      .run_argc = 1, .run_argv = argv, .rank_here = rank_here };
 	rt_buf_init(&l->memfds);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1232,6 +1397,10 @@ int kb_daemon_main(int argc, char **argv)
 	unsetenv(RT_DAEMON_TOKEN_ENV);
 	prctl(PR_SET_NAME, argv[0]);
 	signal(SIGINT, SIG_IGN); /* the launcher owns Ctrl-C and tells us */
+	/* a write past ulimit -f, or to a closed pipe, fails with a line naming
+	 * the file (EFBIG, EPIPE) instead of killing the daemon */
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
 	err = rt_job_adopt((int)strtol(job_fd, NULL, 10), job);
 	if (!err)
 		err = parse_memfds(job, argv[4]);

@@ -13,27 +13,46 @@
 #include "rt/coord.h"
 #include "rt/err.h"
 #include "rt/job.h"
+#include "rt/keys.h"
 #include "rt/topology.h"
 
+/* The command line (cli.c, opts.h: every command's options are a table).
+ * kb_cli_main runs `kernbench COMMAND ...` (argv[0] is COMMAND) and
+ * returns the exit status; each command's function takes its own argv. */
+int kb_cli_main(int argc, char **argv);
+int kb_cli_run(int argc, char **argv);
+int kb_cli_config(int argc, char **argv);
+int kb_cli_list(int argc, char **argv);
+int kb_cli_keygen(int argc, char **argv);
+int kb_cli_plot(int argc, char **argv);
+void kb_cli_usage(FILE *out);
+void kb_cli_run_usage(FILE *out);
+
 /* Parses `run` options into `job` (argv[0] is "run"; options and the
- * workload in any order). RT_EINTERRUPTED: --help was asked for. */
+ * workload in any order) and --hosts FILE into *hosts (*have_hosts says
+ * whether it was given; the file is read and checked against the run).
+ * RT_EINTERRUPTED: --help was asked for. */
 struct kb_hosts;
-/* ... and --hosts FILE into *hosts (*have_hosts says whether it was given;
- * the file is read and checked against the run). */
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
 			     bool *have_hosts);
-/* Parses `config` options into the effective configuration; *format gets
- * 0 (yaml), 1 (json) or 2 (markdown reference). */
-enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format);
+
+/* `kernbench agent` options. */
+struct kb_agent_opts {
+	char coordinator[256]; /* tcp://ADDRESS:PORT */
+	uint32_t index;
+	bool have_index;       /* --index given */
+	struct rt_keys keys;   /* --keys (keys.on false: none) */
+};
+/* Parses them: -1 to go on, else the status to exit with (0 after
+ * --help; 2 after one line saying what is wrong). */
+int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out);
+
 /* RT_EINVAL with one line if the job loads a shared object of the user's
  * (kernel or model plug-in) into daemon threads (--transport inproc),
  * which cannot contain it (ADR 0037). */
 enum rt_err kb_check_inproc(const struct rt_job *job);
 /* "kernbench RELEASE (COMMIT)". */
 const char *kb_version(void);
-void kb_cli_usage(FILE *out);
-void kb_cli_run_usage(FILE *out);
-
 /* Builds and places the job's topology (workload + colocation). */
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 
@@ -70,6 +89,8 @@ void kb_local_close(struct kb_local **local_p, bool failed);
 /* Kills and reaps every child of this process's main thread (what kernels
  * forked and left), at once. */
 void kb_kill_strays(void);
+/* The same from a signal handler: SIGKILL to every child, no waiting. */
+void kb_kill_strays_now(void);
 /* `kernbench agent ...` */
 int kb_agent_main(int argc, char **argv);
 
@@ -102,16 +123,27 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 /* Removes the parts folder of job->out_dir (never following a link). */
 void kb_outputs_discard(const struct rt_job *job);
 
-/* The output folder (job->result_dir): creates it, locks it against a
- * second run (*lock_fd holds the lock until the process exits), removes
- * the previous run's results (the files its manifest lists, if they are
- * still regular files of ours) and makes a fresh staging folder inside,
- * which job->out_dir then names: everything the run writes goes there. */
-enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd);
-/* Success: moves the staged results into job->result_dir, records them in
- * its manifest and removes the staging folder. */
-enum rt_err kb_outputs_commit(struct rt_job *job);
-/* Failure: removes the staging folder and everything in it. */
-void kb_outputs_abandon(struct rt_job *job);
+/* The output folder (job->result_dir) of one run. */
+struct kb_outdir {
+	int lock_fd;    /* flock on the folder until the run ends (-1: none) */
+	bool made_dir;  /* this run created the folder */
+	bool made_lock; /* ... or only its lock file */
+};
+#define KB_OUTDIR_INIT { .lock_fd = -1 }
+
+/* Creates the folder, locks it against a second run and makes a fresh
+ * staging folder inside, which job->out_dir then names: everything the run
+ * writes goes there. The previous run's results stay until this one ends. */
+enum rt_err kb_outputs_prepare(struct rt_job *job, struct kb_outdir *od);
+/* Success: replaces the previous run's results (the files its manifest
+ * lists, if they are still regular files of ours) with the staged ones,
+ * records them in the manifest and removes the staging folder. */
+enum rt_err kb_outputs_commit(struct rt_job *job, struct kb_outdir *od);
+/* Failure: removes the staging folder. A run that failed (`refused`
+ * false) also removes the previous run's results: a failed run leaves
+ * none. One refused as a usage error (exit 2) leaves the folder as it
+ * found it: previous results kept, and the lock file and the folder
+ * removed again if this run created them (ADR 0038). */
+void kb_outputs_abandon(struct rt_job *job, struct kb_outdir *od, bool refused);
 
 #endif

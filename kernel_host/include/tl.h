@@ -33,6 +33,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kernel ABI this header describes: raised whenever a kernel built
+ * against an older tl.h would misbehave with this kernbench (a changed
+ * signature, struct or meaning). Every object built against this header
+ * records it as the exported symbol tl_abi_version, which the launcher
+ * reads from the object's ELF symbol table before a run (it never loads
+ * the object itself); a missing or different version is one line, exit 2:
+ * rebuild the object against this kernbench's tl.h. */
+#define TL_ABI_VERSION 1u
+__attribute__((weak, used, visibility("default"))) const uint32_t tl_abi_version =
+	TL_ABI_VERSION;
+
 struct tl;      /* the kernel's runtime (one per program), opaque */
 struct tl_args; /* the workload's --arg name=value list, opaque */
 

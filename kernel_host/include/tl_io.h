@@ -17,6 +17,11 @@
 _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
 			  ...) __attribute__((format(printf, 3, 4)));
 #define tl_fail(tl, ...) tl_fail_at((tl), TL_HERE, __VA_ARGS__)
+/* The same for an --arg value the kernel checks itself (a name, a list) and
+ * refuses: a usage error, exit 2, as for a number tl_arg_u32 refuses. */
+_Noreturn void tl_arg_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
+			      ...) __attribute__((format(printf, 3, 4)));
+#define tl_arg_fail(tl, ...) tl_arg_fail_at((tl), TL_HERE, __VA_ARGS__)
 
 /* The run's --seed. */
 uint64_t tl_seed(const struct tl *tl);

@@ -24,10 +24,13 @@ static uint32_t default_qblock(const struct attn *a, uint64_t span,
 		return a->g * a->sq;
 	/* zigzag: a rank's two query chunks of S/2R rows would each end in a
 	 * ragged block (150 rows: 128 + 22, twice), so the chunks are cut in
-	 * floor(span/tile) even blocks instead (one of 150): the block count
-	 * no longer grows with the raggedness; a tile multiple keeps tile */
+	 * ceil(span/tile) even blocks instead (two of 75), never longer than a
+	 * tile: pass=kv's window of query blocks (pass_kv_head) is sized for
+	 * folds of at most a tile of rows, and longer blocks overflowed the
+	 * TCM (192-row blocks at seq_kv 384 on 2 ranks); a tile multiple keeps
+	 * tile */
 	if (a->zigzag && !a->pass_q && span > a->tile) {
-		uint64_t n = span / a->tile;
+		uint64_t n = (span + a->tile - 1) / a->tile;
 
 		return (uint32_t)((span + n - 1) / n);
 	}
@@ -156,16 +159,16 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 
 	a->pass_q = strcmp(pass, "q") == 0;
 	if (!a->pass_q && strcmp(pass, "kv") != 0)
-		tl_fail(tl, "pass=%s: expected kv or q", pass);
+		tl_arg_fail(tl, "pass=%s: expected kv or q", pass);
 	a->zigzag = strcmp(lay, "zigzag") == 0;
 	if (!a->zigzag && strcmp(lay, "contiguous") != 0)
-		tl_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
+		tl_arg_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
 	if (!a->pass_q) /* pass=kv has no merge: never read, so given is an error */
 		return;
 	merge = tl_arg_str(args, "merge", "tree");
 	a->merge_chain = strcmp(merge, "chain") == 0;
 	if (!a->merge_chain && strcmp(merge, "tree") != 0)
-		tl_fail(tl, "merge=%s: expected tree or chain", merge);
+		tl_arg_fail(tl, "merge=%s: expected tree or chain", merge);
 }
 
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,

@@ -58,11 +58,11 @@ static uint32_t parse_lens(struct tl *tl, const char *s, uint32_t *out,
 		while (*p >= '0' && *p <= '9' && v <= ATTN_MAX_DIM)
 			v = v * 10 + (uint64_t)(*p++ - '0');
 		if (p == start || v < 1 || v > ATTN_MAX_DIM || (*p && *p != ',') || n == cap)
-			tl_fail(tl, "--arg lens=%s: expected up to %u comma-separated decimal lengths from 1 to %u",
+			tl_arg_fail(tl, "--arg lens=%s: expected up to %u comma-separated decimal lengths from 1 to %u",
 				s, cap, ATTN_MAX_DIM);
 		out[n++] = (uint32_t)v;
 		if (*p == ',' && !*++p)
-			tl_fail(tl, "--arg lens=%s: trailing comma", s);
+			tl_arg_fail(tl, "--arg lens=%s: trailing comma", s);
 	}
 	return n;
 }
@@ -88,7 +88,7 @@ static void seeded_setup(struct tl *tl, const struct tl_args *args,
 	n = lens ? parse_lens(tl, lens, buf, PAGED_MAX_BATCH) : 0;
 	p->batch = tl_arg_u32(args, "batch", n ? n : 8, 1, PAGED_MAX_BATCH);
 	if (n > 1 && n != p->batch)
-		tl_fail(tl, "--arg lens has %u lengths for batch=%u (give one per sequence, or one for all)",
+		tl_arg_fail(tl, "--arg lens has %u lengths for batch=%u (give one per sequence, or one for all)",
 			n, p->batch);
 	p->page = tl_arg_u32(args, "page", 128, 1, 65536);
 	p->lens = xcalloc(tl, p->batch, sizeof(uint32_t));

@@ -26,6 +26,17 @@ _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
 	tl_abort(tl, at, RT_EINVAL, "%s", detail);
 }
 
+_Noreturn void tl_arg_fail_at(struct tl *tl, struct tl_site at, const char *fmt, ...)
+{
+	char detail[640];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	tl_abort(tl, at, RT_EUSAGE, "%s", detail);
+}
+
 uint64_t tl_seed(const struct tl *tl)
 {
 	return tl->s.seed;

@@ -11,6 +11,7 @@
  * file an overlay over the previous values; the values themselves go through
  * the same parser as `--set`, so both report type errors in the same words. */
 #include "rt/config.h"
+#include "rt/yamlcheck.h"
 
 #include <assert.h>
 #include <cyaml/cyaml.h>
@@ -890,7 +891,7 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	struct cfg_schema schema;
 	struct key_lines *kl = malloc(sizeof(*kl));
 	struct rt_config next = *cfg;
-	char ***doc = NULL;
+	char ***doc = NULL, what[RT_PATH_MAX + 16];
 	cyaml_err_t cerr;
 	enum rt_err err;
 
@@ -900,7 +901,10 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	}
 	if (!kl)
 		return rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
-	err = yaml_precheck(text, len, origin, kl);
+	snprintf(what, sizeof(what), "config %s", origin);
+	err = rt_yaml_check_depth(text, len, RT_YAML_MAX_DEPTH, what);
+	if (!err)
+		err = yaml_precheck(text, len, origin, kl);
 	if (err)
 		goto out_free_lines;
 	schema_build(&schema);

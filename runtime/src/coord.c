@@ -100,10 +100,9 @@ static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, si
 {
 	const struct rt_daemon_desc *d = &c->topo->daemons[i];
 
+	/* no pid: an error line must read the same run after run */
 	if (c->labels)
 		snprintf(buf, cap, "%s", c->labels[i]);
-	else if (c->peers[i].pid)
-		snprintf(buf, cap, "%s %s (pid %d)", d->name, d->label, (int)c->peers[i].pid);
 	else
 		snprintf(buf, cap, "%s %s", d->name, d->label);
 	return buf;
@@ -929,13 +928,85 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 	}
 }
 
-static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected)
+#define GATHER_MS 5000 /* how long the others of a round may take to answer */
+
+/* Whether participant `i` is still to answer the round `what` waits for. */
+static bool awaited(const struct rt_coord *c, uint32_t i, enum wait_for what)
+{
+	const struct peer *p = &c->peers[i];
+
+	return p->present && (what == WAIT_READY ? !p->ready : !p->answered);
+}
+
+/* Participant `first` reported a failure (`e`). Several often fail at once
+ * (every kernel host refusing the same --arg), and which frame comes first
+ * depends on the machine: so the others of the round are heard out (each
+ * answers DONE, READY or ERROR; at most GATHER_MS, or until something else
+ * ends the wait) and the line is the failure of the lowest participant,
+ * with how many others failed: the same text run after run. */
+static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb__Error *e,
+				   enum wait_for what)
+{
+	bool *settled = calloc(c->n_peers ? c->n_peers : 1, sizeof(*settled));
+	uint64_t deadline = wall_ms() + GATHER_MS;
+	uint32_t lowest = first, more = 0;
+	char name[128];
+	enum rt_err err;
+	Kb__Sync *kept = NULL;
+
+	err = peer_error(e, peer_name(c, first, name, sizeof(name)));
+	if (!settled)
+		return err;
+	settled[first] = true;
+	for (;;) {
+		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
+		bool waiting = false;
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum taken taken;
+		uint64_t now = wall_ms();
+
+		for (uint32_t k = 0; k < c->n_peers && !waiting; k++)
+			waiting = awaited(c, k, what) && !settled[k];
+		if (!waiting || now >= deadline || zmq_poll(&item, 1, (long)(deadline - now)) <= 0 ||
+		    take_frame(c, 0, &i, &s, &taken))
+			break;
+		if (taken != TAKEN_FRAME)
+			continue;
+		settled[i] = true;
+		if (s->body_case == KB__SYNC__BODY_ERROR) {
+			more++;
+			if (i < lowest) {
+				lowest = i;
+				rt_wire_free_sync(kept);
+				kept = s;
+				continue;
+			}
+		}
+		rt_wire_free_sync(s);
+	}
+	if (kept)
+		err = peer_error(kept->error, peer_name(c, lowest, name, sizeof(name)));
+	if (more) {
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s (and %u more daemon%s failed)", rt_last_error(), more,
+			 more == 1 ? "" : "s");
+		err = rt_fail(err, "%s", line);
+	}
+	rt_wire_free_sync(kept);
+	free(settled);
+	return err;
+}
+
+static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected,
+			       enum wait_for what)
 {
 	char name[128];
 
 	peer_name(c, i, name, sizeof(name));
 	if (s->body_case == KB__SYNC__BODY_ERROR)
-		return peer_error(s->error, name);
+		return gather_failures(c, i, s->error, what);
 	return rt_fail(RT_EPROTOCOL, "daemon %s sent frame type %d, expected %s", name,
 		       s->body_case, expected);
 }
@@ -952,7 +1023,7 @@ static enum rt_err handshake(struct rt_coord *c)
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_READY || c->peers[i].ready)
-			err = frame_error(c, i, s, "READY once");
+			err = frame_error(c, i, s, "READY once", WAIT_READY);
 		else
 			err = check_ready(c, i, s->ready);
 		rt_wire_free_sync(s);
@@ -1069,7 +1140,7 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_DONE || c->peers[i].answered)
-			err = frame_error(c, i, s, "one DONE");
+			err = frame_error(c, i, s, "one DONE", WAIT_DONE);
 		else if (s->done->window != k)
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
@@ -1323,7 +1394,7 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			continue;
 		}
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
-			err = frame_error(c, i, s, "BYE");
+			err = frame_error(c, i, s, "BYE", WAIT_BYE);
 		else
 			err = index_reports(c, i, s->bye);
 		r->byes[r->n_byes++] = s; /* the index points into it */

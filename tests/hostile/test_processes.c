@@ -69,14 +69,14 @@ static void build_object(const char *dir, const char *ctor, char *workload, size
 	f = fopen(src, "w");
 	cr_assert(f);
 	fprintf(f, "#include <signal.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-		   "#include <unistd.h>\n"
+		   "#include <unistd.h>\n#include \"tl.h\"\n"
 		   "__attribute__((constructor)) static void ctor(void) { %s }\n"
-		   "struct tl; struct tl_args;\n"
 		   "int k(struct tl *tl, const struct tl_args *a);\n"
 		   "int k(struct tl *tl, const struct tl_args *a) { (void)tl; (void)a; return 0; }\n",
 		ctor);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "cc -std=gnu17 -fPIC -shared -o %s %s", so, src);
+	snprintf(cmd, sizeof(cmd), "cc -std=gnu17 -fPIC -shared -I%s/kernel_host/include -o %s %s",
+		 getenv("KB_ROOT") ? getenv("KB_ROOT") : ".", so, src);
 	cr_assert_eq(system(cmd), 0, "cannot compile %s", src);
 	snprintf(workload, cap, "%s:k", so);
 }
