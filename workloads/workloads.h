@@ -31,6 +31,12 @@ void kb_workload_list(FILE *out);
  * what daemon threads of the launcher cannot contain (ADR 0037). */
 const char *kb_job_shared_object(const struct rt_job *job);
 
+/* Every model setting does something: the engines the topology has name
+ * models this build has (checked without loading a plug-in), an engine the
+ * workload lacks is left at its default model, and *.params go to plug-in
+ * models only. RT_EINVAL (a usage error) with one line otherwise. */
+enum rt_err kb_job_check_models(const struct rt_job *job, const struct rt_topology *topo);
+
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);
 /* Every PE of every rank: host, scheduler, DMA, GEMM, MATH. */

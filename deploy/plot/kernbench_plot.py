@@ -15,7 +15,9 @@ one line on stderr and exit status 1 (2 for usage).
 import argparse
 import gzip
 import json
+import math
 import os
+import stat
 import sys
 
 KIND_COLOURS = {
@@ -26,9 +28,25 @@ KIND_COLOURS = {
 ENGINE_ORDER = ["dma_read", "dma_write", "gemm", "math"]
 
 
+MAX_DRAWN = 200000          # stages drawn at most (memory and time are bounded)
+MAX_LINE = 1 << 16          # an op log line is a few hundred bytes
+MAX_TRACE = 256 << 20       # the trace --arrows reads, at most
+MAX_PS = 1 << 63            # no simulated time is beyond this
+
+
 def fail(msg, code=1):
-    sys.stderr.write("kernbench plot: error: %s\n" % msg)
+    """One line on stderr, control characters escaped, and the exit."""
+    shown = "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256
+                    else "\\u%04x" % ord(c) for c in msg)
+    sys.stderr.write("kernbench plot: error: %s\n" % shown)
     sys.exit(code)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line, exit 2 (as the rest of kernbench)."""
+
+    def error(self, message):
+        fail("%s (see `kernbench plot --help`)" % message, 2)
 
 
 def parse_window(text):
@@ -38,48 +56,116 @@ def parse_window(text):
         hi = float(hi) if hi else None
     except ValueError:
         fail("--window '%s': expected START:END in simulated microseconds" % text, 2)
+    if not math.isfinite(lo) or lo < 0 or (hi is not None and not math.isfinite(hi)):
+        fail("--window '%s': START and END are finite, non-negative microseconds" % text, 2)
     if hi is not None and hi <= lo:
         fail("--window '%s': END must be after START" % text, 2)
     return lo, hi
 
 
-def load_stages(out_dir):
+def regular_file(path, what):
+    """`path` must be a regular file (not a folder, a device, a FIFO)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    if not stat.S_ISREG(st.st_mode):
+        fail("%s: %s is not a regular file" % (path, what))
+    return True
+
+
+def stage_of(path, n, line):
+    """One op log record as (rank, pe, engine, kind, start_us, end_us)."""
+    try:
+        r = json.loads(line)
+        rank, pe, engine, kind = r["rank"], r["pe"], r["engine"], r["op_kind"]
+        t0, t1 = r["start_ps"], r["end_ps"]
+    except (ValueError, KeyError, TypeError) as e:
+        fail("%s:%d: not an op log record (%s)" % (path, n, e))
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, pe, t0, t1))
+    if not ints or not (0 <= rank < 4096 and 0 <= pe < 4096 and 0 <= t0 <= t1 < MAX_PS):
+        fail("%s:%d: a record outside what a run writes (rank, pe, start_ps <= end_ps: "
+             "whole numbers in range)" % (path, n))
+    if not isinstance(engine, str) or not isinstance(kind, str) or len(engine) > 64:
+        fail("%s:%d: engine and op_kind must be short strings" % (path, n))
+    return rank, pe, engine, kind, t0 / 1e6, t1 / 1e6
+
+
+def load_stages(out_dir, win):
+    """The stages to draw (those in the window, at most MAX_DRAWN) and each
+    lane's busy time in the window, in one bounded pass over the op log."""
     path = os.path.join(out_dir, "op_log.jsonl")
-    if not os.path.exists(path):
+    if not os.path.isdir(out_dir):
+        fail("%s: not a folder (kernbench plot OUT_DIR)" % out_dir)
+    if not regular_file(path, "the op log"):
         fail("%s: no op_log.jsonl (is this a kernbench output folder?)" % out_dir)
-    stages = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-                stages.append((r["rank"], r["pe"], r["engine"], r["op_kind"],
-                               r["start_ps"] / 1e6, r["end_ps"] / 1e6))
-            except (ValueError, KeyError) as e:
-                fail("%s:%d: not an op log record (%s)" % (path, n, e))
-    return stages
+    stages, busy, end = [], {}, 0.0
+    lo, hi = win
+    try:
+        with open(path, "rb") as f:
+            for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
+                if len(raw) > MAX_LINE:
+                    fail("%s:%d: a line longer than %d bytes" % (path, n, MAX_LINE))
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    fail("%s:%d: not UTF-8 text" % (path, n))
+                st = stage_of(path, n, line)
+                end = max(end, st[5])
+                a, b = max(st[4], lo), st[5] if hi is None else min(st[5], hi)
+                key = lane_of(st[0], st[1], st[2])
+                busy[key] = busy.get(key, 0.0) + (b - a if b > a else 0.0)
+                if in_window(st[4], st[5], win):
+                    if len(stages) == MAX_DRAWN:
+                        fail("%s: more than %d stages to draw; draw part of the run with "
+                             "--window START:END" % (path, MAX_DRAWN))
+                    stages.append(st)
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    return stages, busy, end
 
 
 def load_flows(out_dir):
     """(src_name, t0, dst_name, t1) per message from trace.json[.gz]."""
     for name, opener in (("trace.json", open), ("trace.json.gz", gzip.open)):
         path = os.path.join(out_dir, name)
-        if os.path.exists(path):
+        if regular_file(path, "the trace"):
             break
     else:
         fail("%s: --arrows needs trace.json or trace.json.gz" % out_dir)
-    with opener(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
+    if os.stat(path).st_size > MAX_TRACE:
+        fail("%s: larger than %d MiB; --arrows reads small traces only (--trace-window when "
+             "running)" % (path, MAX_TRACE >> 20))
+    try:
+        with opener(path, "rb") as f:
+            data = f.read(MAX_TRACE + 1)
+        if len(data) > MAX_TRACE:
+            fail("%s: more than %d MiB of trace; --arrows reads small traces only" %
+                 (path, MAX_TRACE >> 20))
+        events = json.loads(data.decode("utf-8"))["traceEvents"]
+    except (OSError, EOFError) as e:
+        fail("%s: %s" % (path, getattr(e, "strerror", None) or e))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        fail("%s: not a kernbench trace (%s)" % (path, e))
     names = {}
     starts, flows = {}, []
-    for e in events:
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[(e["pid"], e["tid"])] = e["args"]["name"]
-        elif e.get("ph") == "s":
-            starts[e["id"]] = e
-        elif e.get("ph") == "f" and e["id"] in starts:
-            s = starts.pop(e["id"])
-            flows.append((names.get((s["pid"], s["tid"]), ""), s["ts"],
-                          names.get((e["pid"], e["tid"]), ""), e["ts"]))
+    try:
+        for e in events:
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                names[(e["pid"], e["tid"])] = e["args"]["name"]
+            elif e.get("ph") == "s":
+                starts[e["id"]] = e
+            elif e.get("ph") == "f" and e["id"] in starts:
+                s = starts.pop(e["id"])
+                if not all(isinstance(v, (int, float)) and math.isfinite(v)
+                           for v in (s["ts"], e["ts"])):
+                    fail("%s: a flow at a time that is not a finite number" % path)
+                flows.append((names.get((s["pid"], s["tid"]), ""), s["ts"],
+                              names.get((e["pid"], e["tid"]), ""), e["ts"]))
+    except (KeyError, TypeError, AttributeError) as e:
+        fail("%s: not a kernbench trace (%s)" % (path, e))
     return flows
 
 
@@ -142,16 +228,11 @@ def timeline(plt, stages, flows, win, path):
     plt.close(fig)
 
 
-def utilisation(plt, stages, win, path):
-    order = lanes(stages)
+def utilisation(plt, busy, end, win, path):
+    order = sorted(busy, key=lambda name: lanes_key(name))
     t_lo = win[0]
-    t_hi = win[1] if win[1] is not None else max(s[5] for s in stages)
+    t_hi = win[1] if win[1] is not None else end
     span = max(t_hi - t_lo, 1e-9)
-    busy = {name: 0.0 for name in order}
-    for r, p, e, k, t0, t1 in stages:
-        lo, hi = max(t0, t_lo), min(t1, t_hi)
-        if hi > lo:
-            busy[lane_of(r, p, e)] += hi - lo
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(order) + 1.4))
     vals = [100.0 * busy[n] / span for n in order]
     ax.barh(range(len(order)), vals, color="#4e79a7")
@@ -166,16 +247,21 @@ def utilisation(plt, stages, win, path):
     plt.close(fig)
 
 
-def main():
-    ap = argparse.ArgumentParser(prog="kernbench plot",
-                                 description="timeline and utilisation pictures of a run")
-    ap.add_argument("out_dir", help="a kernbench output folder")
-    ap.add_argument("--format", choices=["png", "svg"], default="png")
-    ap.add_argument("--window", default=None, help="START:END in simulated µs")
-    ap.add_argument("--arrows", action="store_true", help="draw message arrows (trace.json)")
-    ap.add_argument("--dest", default=None, help="folder for the pictures (default OUT_DIR)")
-    args = ap.parse_args()
+def lanes_key(name):
+    """The order lanes() gives: rank, PE, engine order."""
+    head, _, engine = name.partition(" ")
+    rank, _, pe = head.partition(".")
+    return (int(rank[1:]), int(pe[2:]),
+            ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else 99, engine)
+
+
+def run(args):
     win = parse_window(args.window) if args.window else (0.0, None)
+    stages, busy, end = load_stages(args.out_dir, win)
+    if not busy and not stages:
+        fail("%s/op_log.jsonl has no stages to plot%s" %
+             (args.out_dir, " in the window" if args.window else ""))
+    flows = load_flows(args.out_dir) if args.arrows else []
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -183,21 +269,35 @@ def main():
         matplotlib.rcParams["path.simplify"] = True
         import matplotlib.pyplot as plt
     except ImportError:
-        fail("python3-matplotlib is missing: run `make deps`")
-    stages = load_stages(args.out_dir)
-    if not stages:
-        fail("%s/op_log.jsonl has no stages to plot" % args.out_dir)
-    flows = load_flows(args.out_dir) if args.arrows else []
+        fail("python3-matplotlib is missing: run `make deps-test`")
     dest = args.dest or args.out_dir
-    meta = {"Date": None} if args.format == "svg" else {}
     for name, fn in (("timeline", lambda p: timeline(plt, stages, flows, win, p)),
-                     ("utilisation", lambda p: utilisation(plt, stages, win, p))):
+                     ("utilisation", lambda p: utilisation(plt, busy, end, win, p))):
         path = os.path.join(dest, "%s.%s" % (name, args.format))
         try:
             fn(path)
         except OSError as e:
             fail("cannot write %s: %s" % (path, e.strerror))
         print(path)
+
+
+def main():
+    ap = OneLineParser(prog="kernbench plot",
+                       description="timeline and utilisation pictures of a run")
+    ap.add_argument("out_dir", help="a kernbench output folder")
+    ap.add_argument("--format", choices=["png", "svg"], default="png")
+    ap.add_argument("--window", default=None, help="START:END in simulated µs")
+    ap.add_argument("--arrows", action="store_true", help="draw message arrows (trace.json)")
+    ap.add_argument("--dest", default=None, help="folder for the pictures (default OUT_DIR)")
+    args = ap.parse_args()
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        fail("interrupted by SIGINT", 130)
+    except MemoryError:
+        fail("out of memory; draw part of the run with --window START:END")
+    except Exception as e:  # a bug of this script: still one line
+        fail("internal error: %s: %s" % (type(e).__name__, e))
 
 
 if __name__ == "__main__":

@@ -210,6 +210,8 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
 		err = w.build(job, topo);
 	if (!err)
 		err = rt_topology_place(topo, job->colocate, job->host_of_rank);
+	if (!err)
+		err = kb_job_check_models(job, topo);
 	return err;
 }
 
@@ -462,8 +464,12 @@ static const struct kb_command keygen_command = {
 
 static enum rt_err opt_coordinator(struct kb_cli *c, const char *v)
 {
-	if (strncmp(v, "tcp://", 6) || strlen(v) >= sizeof(c->agent->coordinator))
+	if (strncmp(v, "tcp://", 6) || strlen(v) >= sizeof(c->agent->coordinator) ||
+	    !strrchr(v, ':') || strrchr(v, ':') < v + 6)
 		return rt_fail(RT_EINVAL, "--coordinator '%.200s': expected tcp://ADDRESS:PORT", v);
+	if (strchr(v + 6, '[') || strchr(v + 6, ':') != strrchr(v + 6, ':'))
+		return rt_fail(RT_EINVAL, "--coordinator '%.200s': IPv6 is not supported; give an "
+			       "IPv4 address or a host name", v);
 	snprintf(c->agent->coordinator, sizeof(c->agent->coordinator), "%s", v);
 	return RT_EOK;
 }

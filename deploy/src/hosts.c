@@ -4,6 +4,7 @@
  * every error should name its line. */
 #include "hosts.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,6 +141,20 @@ static enum rt_err parse_coordinator(struct hosts_parse *p)
 	if (strncmp(v, "tcp://", 6) || !colon || colon <= v + 6 || strlen(v) >= sizeof(p->h->coordinator) ||
 	    rt_parse_u64(colon + 1, 1, 65535, &port) != RT_PARSE_OK)
 		return bad(p, "coordinator must be tcp://ADDRESS:PORT (a port in 1..65535)");
+	/* what the coordinator binds: an IPv4 address or *, not a name (ZeroMQ
+	 * binds addresses and interfaces) and not IPv6 (not enabled) */
+	{
+		char host[64];
+		struct in_addr ip;
+		size_t n = (size_t)(colon - (v + 6));
+
+		snprintf(host, sizeof(host), "%.*s", (int)(n < sizeof(host) ? n : sizeof(host) - 1),
+			 v + 6);
+		if (strcmp(host, "*") && (n >= sizeof(host) || inet_pton(AF_INET, host, &ip) != 1))
+			return bad(p, "coordinator: ADDRESS is what the coordinator binds, an IPv4 "
+				   "address (127.0.0.1, 0.0.0.0, or * for every interface): not a host "
+				   "name, not IPv6 (agents may connect to a name)");
+	}
 	snprintf(p->h->coordinator, sizeof(p->h->coordinator), "%s", v);
 	return RT_EOK;
 }
@@ -232,8 +247,7 @@ bool kb_hosts_loopback(const char *addr)
 {
 	const char *host = !strncmp(addr, "tcp://", 6) ? addr + 6 : addr;
 
-	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10) ||
-	       !strncmp(host, "[::1]:", 6);
+	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10);
 }
 
 enum rt_err kb_hosts_check(const struct kb_hosts *h, const struct rt_job *job)

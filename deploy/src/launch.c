@@ -190,10 +190,11 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 
 /* ---------------------------------------------------------------- endpoint */
 
+/* run.bind_host is a dotted IPv4 address (rt_config_validate): loopback
+ * is 127.0.0.0/8. */
 static bool is_loopback(const char *host)
 {
-	return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1") ||
-	       !strcmp(host, "[::1]") || !strcmp(host, "lo");
+	return !strncmp(host, "127.", 4);
 }
 
 static enum rt_err make_endpoint(struct launch *l)

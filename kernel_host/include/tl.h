@@ -224,6 +224,7 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at);
 
 uint64_t tl_scratch_used(const struct tl *tl); /* cursor, bytes */
 uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
+uint64_t tl_scratch_capacity(const struct tl *tl); /* tcm.scratch_bytes */
 
 /* ------------------------------------------------------------ composites
  * One command fusing an optional prologue (named recipes, expanded by the

@@ -517,6 +517,11 @@ uint64_t tl_scratch_peak(const struct tl *tl)
 	return tl->peak;
 }
 
+uint64_t tl_scratch_capacity(const struct tl *tl)
+{
+	return tl->s.cfg->tcm_scratch_bytes;
+}
+
 void tl_scratch_scope_begin_at(struct tl *tl, struct tl_site at)
 {
 	struct tl_save *s;

@@ -948,7 +948,9 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 				   enum wait_for what)
 {
 	bool *settled = calloc(c->n_peers ? c->n_peers : 1, sizeof(*settled));
-	uint64_t deadline = wall_ms() + GATHER_MS;
+	/* no longer than a silence the watchdog would tolerate */
+	uint64_t deadline = wall_ms() + (c->job->config.watchdog_ms < GATHER_MS
+						 ? c->job->config.watchdog_ms : GATHER_MS);
 	uint32_t lowest = first, more = 0;
 	char name[128];
 	enum rt_err err;

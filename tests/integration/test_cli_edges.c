@@ -242,3 +242,74 @@ Test(cli_edges, zigzag_ring_fits_the_tcm_at_ragged_lengths, .timeout = 300)
 		cr_expect_eq(r.status, 0, "R=%s P=%s %s: %s", ranks, pes, seq, r.err);
 	}
 }
+
+/* A model setting that would do nothing, or name nothing this build has,
+ * is a usage error before any daemon starts (summary.models reported
+ * unused names, and *.params given to a built-in model were ignored). */
+Test(cli_edges, unused_or_unknown_models_and_params_are_refused, .timeout = 60)
+{
+	char dir[256], plugin[600];
+	struct kb_result r;
+	const char *plugins = getenv("KB_PLUGINS");
+	static const char *const bad[][3] = {
+		{ "traffic", "gemm.model=roofline", "no gemm engine" },
+		{ "traffic", "dma.params=a=1", "no dma engine" },
+		{ "traffic", "hbm.model=ideal", "no hbm engine" },
+		{ "gemm", "gemm.params=cycles=9", "only a plug-in model" },
+		{ "gemm", "math.model=nosuch", "not built in" },
+		{ "gemm", "hbm.model=nosuch", "not built in" },
+		{ "gemm", "dma.model=/nonexistent/m.so", "No such file" },
+	};
+
+	cr_assert(plugins, "KB_PLUGINS unset");
+	kb_tmpdir(dir, sizeof(dir), "models");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		kb_run(&r, "run", bad[i][0], "--quiet", "--out", dir, "--set", bad[i][1], NULL);
+		cr_expect_eq(r.status, 2, "%s %s: exit %d: %s", bad[i][0], bad[i][1], r.status, r.err);
+		cr_expect(strstr(r.err, bad[i][2]), "%s %s: %s", bad[i][0], bad[i][1], r.err);
+		cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	}
+	/* what is used runs: a built-in by name, a plug-in with its parameters */
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set", "gemm.model=roofline", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	snprintf(plugin, sizeof(plugin), "gemm.model=%s/gemm_fixed.so", plugins);
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set", plugin, "--set",
+	       "gemm.params=cycles=900", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+}
+
+/* run.bind_host and the hosts file's coordinator are what gets bound: a
+ * host name or IPv6 used to pass as loopback and fail at the bind. */
+Test(cli_edges, names_and_ipv6_for_what_is_bound_are_refused_at_parse_time, .timeout = 60)
+{
+	char dir[256], hosts[300];
+	struct kb_result r;
+	static const char *const hosts_bad[] = { "tcp://localhost:5555", "tcp://[::1]:5555",
+						  "tcp://::1:5555" };
+	FILE *f;
+
+	kb_tmpdir(dir, sizeof(dir), "bindhost");
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--transport", "tcp", "--set",
+	       "run.bind_host=localhost", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "127.0.0.1"), "%s", r.err);
+	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, "--transport", "tcp", "--set",
+	       "run.bind_host=::1", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "IPv6"), "%s", r.err);
+	kb_run(&r, "config", "--set", "run.bind_host=no.such.host", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	snprintf(hosts, sizeof(hosts), "%s/h.yaml", dir);
+	for (size_t i = 0; i < sizeof(hosts_bad) / sizeof(hosts_bad[0]); i++) {
+		f = fopen(hosts, "w");
+		cr_assert(f);
+		fprintf(f, "coordinator: %s\nhosts:\n  - ranks: [0]\n", hosts_bad[i]);
+		fclose(f);
+		kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--hosts", hosts, NULL);
+		cr_expect_eq(r.status, 2, "%s: %s", hosts_bad[i], r.err);
+		cr_expect(strstr(r.err, "IPv4"), "%s: %s", hosts_bad[i], r.err);
+	}
+	kb_run(&r, "agent", "--coordinator", "tcp://[::1]:5555", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "IPv6"), "%s", r.err);
+}
