@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "rt/buf.h"
+#include "rt/infile.h"
 #include "rt/yamlcheck.h"
 #include "rt/wire.h"
 
@@ -221,23 +222,16 @@ enum rt_err kb_hosts_parse(const char *text, size_t len, const char *where, stru
 
 enum rt_err kb_hosts_load(const char *path, struct kb_hosts *h)
 {
-	FILE *f = fopen(path, "r");
 	struct rt_buf text;
-	char chunk[4096];
-	size_t n;
-	enum rt_err err = RT_EOK;
+	enum rt_err err;
 
-	if (!f)
-		return rt_fail(RT_ECONFIG, "hosts file %s: %s", path, strerror(errno));
+	/* a regular file of at most 1 MiB, or a pipe: never blocks on a FIFO
+	 * no one writes, never reads /dev/zero for ever */
 	rt_buf_init(&text);
-	while (!err && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		err = text.len + n > (1u << 20)
-			      ? rt_fail(RT_ECONFIG, "hosts file %s: larger than 1 MiB", path)
-			      : rt_buf_append(&text, chunk, n);
-	if (!err && ferror(f))
-		err = rt_fail(RT_ECONFIG, "hosts file %s: %s", path, strerror(errno));
-	fclose(f);
-	if (!err)
+	err = rt_infile_read(path, "hosts file", 1u << 20, true, &text);
+	if (err)
+		err = rt_fail(RT_ECONFIG, "%s", rt_last_error());
+	else
 		err = kb_hosts_parse(text.data ? text.data : "", text.len, path, h);
 	rt_buf_release(&text);
 	return err;

@@ -621,7 +621,14 @@ enum rt_err kb_outputs_prepare(struct rt_job *job, struct kb_outdir *od)
 	if (!err)
 		err = lock_folder(dfd, dir, od);
 	if (!err) {
+		struct stat st;
+
 		kb_remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
+		/* a link planted under kernbench's own name goes (not what it
+		 * points at): the staging folder is always a fresh real one */
+		if (!fstatat(dfd, STAGE_NAME, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode) &&
+		    st.st_uid == geteuid())
+			unlinkat(dfd, STAGE_NAME, 0);
 		if (mkdirat(dfd, STAGE_NAME, 0700))
 			err = rt_fail(RT_EIO, "cannot create %s/%s: %s", dir, STAGE_NAME,
 				      strerror(errno));

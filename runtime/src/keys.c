@@ -173,7 +173,8 @@ enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
 
 	if (rt_keys_check_curve())
 		return RT_ETRANSPORT;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* non-blocking: a FIFO planted as the key file must not hang */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return rt_fail(RT_ECONFIG, "--keys '%s': %s", path, strerror(errno));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {

@@ -156,23 +156,31 @@ static bool feed(void *ctx, struct rt_coord *coord, const uint8_t *data, size_t 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rt_job job;
+	/* one context for every input: starting its I/O threads per input cost
+	 * more than the input (each run binds an endpoint of its own) */
+	static void *ctx;
+	static unsigned serial;
 	struct rt_topology topo;
 	struct run run = { 0 };
-	void *ctx = zmq_ctx_new(), *socks[3] = { 0 };
+	void *socks[3] = { 0 };
+	char endpoint[64];
 	pthread_t thread;
 	bool from_daemons;
 
+	if (!ctx)
+		ctx = zmq_ctx_new();
 	memset(&job, 0, sizeof(job));
 	rt_config_defaults(&job.config);
 	job.config.watchdog_ms = 30;
 	job.quiet = true;
 	topology(&topo);
-	if (rt_coord_new(&job, &topo, ctx, "inproc://fuzz-coord", &run.coord))
+	snprintf(endpoint, sizeof(endpoint), "inproc://fuzz-coord-%u", serial++);
+	if (rt_coord_new(&job, &topo, ctx, endpoint, &run.coord))
 		abort();
 	for (uint32_t i = 0; i < 2; i++) {
 		const char *token = rt_coord_token(run.coord, i);
 
-		socks[i] = dealer(ctx, "inproc://fuzz-coord", token, strlen(token));
+		socks[i] = dealer(ctx, endpoint, token, strlen(token));
 	}
 	if (pthread_create(&thread, NULL, coord_thread, &run))
 		abort();
@@ -188,6 +196,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			zmq_close(socks[i]);
 	rt_coord_destroy(&run.coord);
 	rt_topology_release(&topo);
-	zmq_ctx_term(ctx);
 	return 0;
 }

@@ -172,3 +172,30 @@ Test(confinement, a_launcher_sweeping_dead_launchers_folders_never_follows_links
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	expect_victims_intact(victims, planted);
 }
+
+/* Found by the hostile attack (issue 19): a FIFO nobody writes given as
+ * the hosts or the keys file hung the run; a link planted as the staging
+ * folder failed it with "File exists". */
+Test(confinement, planted_fifos_and_a_staging_link_neither_hang_nor_fail_a_run, .timeout = 60)
+{
+	char dir[256], fifo[300], out[300], stage[400];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "planted");
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--hosts", fifo, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--keys", fifo, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	kb_run(&r, "agent", "--coordinator", "tcp://10.0.0.1:5555", "--keys", fifo, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(stage, sizeof(stage), "%s/.kernbench-staging", out);
+	cr_assert_eq(mkdir(out, 0755), 0);
+	cr_assert_eq(symlink(dir, stage), 0);
+	kb_run(&r, "run", "gemm", "--quiet", "--pes", "1", "--out", out, NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	cr_expect_eq(access(fifo, F_OK), 0, "the run removed what the link pointed at");
+}
