@@ -687,12 +687,19 @@ static enum rt_err finish(struct agent *a)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Bye bye = KB__BYE__INIT;
-	enum rt_err err;
+	enum rt_err err, verdict;
 
 	/* the run is over: a coordinator busy merging another host's files
 	 * may be silent for a while, and this host ends on its own anyway */
 	a->joined = false;
+	/* finishing writes every output part, which takes seconds on a loaded
+	 * machine: the keeper beats meanwhile, or the coordinator takes this
+	 * host for dead (liveness, not wall-clock: ADR 0035) */
+	lend_socket(a);
 	err = kb_local_finish(a->local, &bye);
+	verdict = take_socket(a);
+	if (!err)
+		err = verdict;
 	if (!err)
 		err = ship_dir(a, "");
 	if (!err)

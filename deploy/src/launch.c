@@ -94,7 +94,8 @@ static struct launch *running;
 
 static void put_text(const char *text);
 static void put_u64(uint64_t v);
-static void guard_stack(void);
+static void *guard_stack(void);
+static void unguard_stack(void *stack);
 
 static double wall_now(void)
 {
@@ -250,11 +251,12 @@ static void *daemon_thread(void *arg)
 {
 	struct launch *l = ((struct thread_arg *)arg)->l;
 	uint32_t i = ((struct thread_arg *)arg)->index;
+	void *alt = guard_stack();
 
 	free(arg);
-	guard_stack();
 	if (rt_daemon_run(&l->thread_opts[i]))
 		snprintf(l->thread_errors[i], sizeof(l->thread_errors[i]), "%s", rt_last_error());
+	unguard_stack(alt);
 	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
 	kill(getpid(), SIGCHLD);
 	return NULL;
@@ -322,14 +324,34 @@ static void crash_guard(int sig)
  * still gets its one line. */
 #define GUARD_STACK (64u << 10)
 
-static void guard_stack(void)
+static void *guard_stack(void)
 {
-	stack_t ss = { .ss_size = GUARD_STACK };
+	stack_t ss = { .ss_size = GUARD_STACK }, old;
 
-	ss.ss_sp = malloc(GUARD_STACK);
-	if (ss.ss_sp && sigaltstack(&ss, NULL))
-		free(ss.ss_sp);
-	/* kept until the thread ends: the process frees it */
+	/* one already there (a sanitizer's) serves as well, and is its owner's
+	 * to remove */
+	if (sigaltstack(NULL, &old) || !(old.ss_flags & SS_DISABLE))
+		return NULL;
+	ss.ss_sp = mmap(NULL, GUARD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	if (ss.ss_sp == MAP_FAILED)
+		return NULL;
+	if (sigaltstack(&ss, NULL)) {
+		munmap(ss.ss_sp, GUARD_STACK);
+		return NULL;
+	}
+	return ss.ss_sp;
+}
+
+/* The thread's end: its alternate stack goes with it. */
+static void unguard_stack(void *stack)
+{
+	stack_t off = { .ss_flags = SS_DISABLE };
+
+	if (!stack)
+		return;
+	sigaltstack(&off, NULL);
+	munmap(stack, GUARD_STACK);
 }
 
 static void guard_crashes(void)

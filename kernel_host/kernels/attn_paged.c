@@ -82,7 +82,9 @@ static void seeded_setup(struct tl *tl, const struct tl_args *args,
 			 struct paged *p)
 {
 	const char *lens = tl_arg_str(args, "lens", NULL);
-	uint32_t *buf = xcalloc(tl, PAGED_MAX_BATCH, sizeof(uint32_t)), n, *perm;
+	/* on the kernel's stack (4 MiB): a refused --arg lens ends the kernel
+	 * inside parse_lens, which would leave a heap copy behind */
+	uint32_t buf[PAGED_MAX_BATCH], n, *perm;
 	uint64_t state = attn_mix(tl_seed(tl) ^ 0x7061676564ull), used = 0;
 
 	n = lens ? parse_lens(tl, lens, buf, PAGED_MAX_BATCH) : 0;
@@ -94,7 +96,6 @@ static void seeded_setup(struct tl *tl, const struct tl_args *args,
 	p->lens = xcalloc(tl, p->batch, sizeof(uint32_t));
 	for (uint32_t b = 0; b < p->batch; b++)
 		p->lens[b] = n == 0 ? 1024 : buf[n == 1 ? 0 : b];
-	free(buf);
 	for (uint32_t b = 0; b < p->batch; b++) {
 		used += pages_of(p, b);
 		p->max_pages = pages_of(p, b) > p->max_pages ? pages_of(p, b) : p->max_pages;

@@ -584,6 +584,15 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 	return true;
 }
 
+/* Whether a frame is queued on the socket, unread. */
+static bool frames_waiting(struct rt_coord *c)
+{
+	int events = 0;
+	size_t len = sizeof(events);
+
+	return !zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) && (events & ZMQ_POLLIN);
+}
+
 /* Agents: a heartbeat to every ready host every RT_COORD_BEAT_MS (a send to
  * one whose connection dropped fails at once), and a host that sent nothing
  * for RT_COORD_SILENCE_MS since its Assign is gone (an agent beats while it
@@ -609,7 +618,10 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			continue;
 		/* sending its files, an agent may wait its turn behind another's */
 		silence = (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS;
-		if (now - p->heard_ms > silence)
+		/* silence is what did not arrive, not what this process has not
+		 * read yet: busy writing another host's files on a loaded
+		 * machine, it may be behind on its queue */
+		if (now - p->heard_ms > silence && !frames_waiting(c))
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), silence / 1000);
