@@ -7,7 +7,22 @@ and, for --arrows, the message flows of OUT_DIR/trace.json[.gz]; writes
   timeline.png|svg     engines (rank, PE, engine) x simulated time, stages
                        coloured by kind, optional message arrows;
   utilisation.png|svg  busy fraction of each engine over the run (or the
-                       --window).
+                       --window): the union of its stages' intervals (a DMA
+                       channel's records are the time it moved bytes), and
+                       per rank its HBM (the union of the rank's DMA
+                       records) -- summary.json's busy_util for the busiest
+                       of each (docs/metrics.md);
+  utilisation.json     the same fractions, by lane, with the span they are of.
+
+With critical_path.jsonl in OUT_DIR (a traced run) the timeline's top lane
+is the critical path, each segment coloured by the class it spent most on
+(docs/metrics.md).
+
+Without --window the span is the run's latency (summary.json's latency_ps),
+as summary.json's figures are.
+
+Every input is read bounded (regular files only, lines, stages and the
+trace capped) and checked; what is not a run's is one line.
 
 Runs with Debian's python3-matplotlib (`make deps` installs it). Errors are
 one line on stderr and exit status 1 (2 for usage).
@@ -32,6 +47,7 @@ MAX_DRAWN = 200000          # stages drawn at most (memory and time are bounded)
 MAX_LINE = 1 << 16          # an op log line is a few hundred bytes
 MAX_TRACE = 256 << 20       # the trace --arrows reads, at most
 MAX_PS = 1 << 63            # no simulated time is beyond this
+MAX_SUMMARY = 16 << 20      # summary.json is a few KiB
 
 
 def fail(msg, code=1):
@@ -93,38 +109,77 @@ def stage_of(path, n, line):
     return rank, pe, engine, kind, t0 / 1e6, t1 / 1e6
 
 
+def bounded_lines(path):
+    """(line number, text) of a regular file, each line at most MAX_LINE
+    bytes of UTF-8."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
+            if len(raw) > MAX_LINE:
+                fail("%s:%d: a line longer than %d bytes" % (path, n, MAX_LINE))
+            try:
+                yield n, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                fail("%s:%d: not UTF-8 text" % (path, n))
+
+
 def load_stages(out_dir, win):
-    """The stages to draw (those in the window, at most MAX_DRAWN) and each
-    lane's busy time in the window, in one bounded pass over the op log."""
+    """The stages in the window (at most MAX_DRAWN), in one bounded pass
+    over the op log."""
     path = os.path.join(out_dir, "op_log.jsonl")
     if not os.path.isdir(out_dir):
         fail("%s: not a folder (kernbench plot OUT_DIR)" % out_dir)
     if not regular_file(path, "the op log"):
         fail("%s: no op_log.jsonl (is this a kernbench output folder?)" % out_dir)
-    stages, busy, end = [], {}, 0.0
-    lo, hi = win
+    stages = []
     try:
-        with open(path, "rb") as f:
-            for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
-                if len(raw) > MAX_LINE:
-                    fail("%s:%d: a line longer than %d bytes" % (path, n, MAX_LINE))
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    fail("%s:%d: not UTF-8 text" % (path, n))
-                st = stage_of(path, n, line)
-                end = max(end, st[5])
-                a, b = max(st[4], lo), st[5] if hi is None else min(st[5], hi)
-                key = lane_of(st[0], st[1], st[2])
-                busy[key] = busy.get(key, 0.0) + (b - a if b > a else 0.0)
-                if in_window(st[4], st[5], win):
-                    if len(stages) == MAX_DRAWN:
-                        fail("%s: more than %d stages to draw; draw part of the run with "
-                             "--window START:END" % (path, MAX_DRAWN))
-                    stages.append(st)
+        for n, line in bounded_lines(path):
+            st = stage_of(path, n, line)
+            if in_window(st[4], st[5], win):
+                if len(stages) == MAX_DRAWN:
+                    fail("%s: more than %d stages to draw; draw part of the run with "
+                         "--window START:END" % (path, MAX_DRAWN))
+                stages.append(st)
     except OSError as e:
         fail("%s: %s" % (path, e.strerror))
-    return stages, busy, end
+    return stages
+
+
+PATH_COLOURS = {
+    "dispatch": "#f28e2b", "doorbell": "#bab0ac", "dma_setup": "#9c755f",
+    "hbm_data": "#4e79a7", "hbm_queueing": "#76b7b2", "hbm_latency": "#a0cbe8",
+    "gemm": "#e15759", "math": "#59a14f", "link_queueing": "#b07aa1",
+    "link_serialisation": "#ff9da7", "link_latency": "#edc948",
+    "sender_not_ready": "#000000",
+}
+PATH_LANE = "critical path"
+
+
+def load_path(out_dir, win):
+    """(class, t0, t1) per critical-path segment in the window, or [] without
+    the file; bounded and checked as the op log is."""
+    path = os.path.join(out_dir, "critical_path.jsonl")
+    if not regular_file(path, "the critical path"):
+        return []
+    segs = []
+    try:
+        for n, line in bounded_lines(path):
+            try:
+                r = json.loads(line)
+                cls, t0, t1 = r["class"], r["start_ps"], r["end_ps"]
+            except (ValueError, KeyError, TypeError) as e:
+                fail("%s:%d: not a critical path segment (%s)" % (path, n, e))
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t0, t1)) or \
+                    not 0 <= t0 <= t1 < MAX_PS or not isinstance(cls, str):
+                fail("%s:%d: a segment outside what a run writes (class, start_ps <= "
+                     "end_ps: whole numbers in range)" % (path, n))
+            if in_window(t0 / 1e6, t1 / 1e6, win):
+                if len(segs) == MAX_DRAWN:
+                    fail("%s: more than %d segments to draw; draw part of the run with "
+                         "--window START:END" % (path, MAX_DRAWN))
+                segs.append((cls, t0 / 1e6, t1 / 1e6))
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    return segs
 
 
 def load_flows(out_dir):
@@ -173,6 +228,55 @@ def lane_of(rank, pe, engine):
     return "r%d.pe%d %s" % (rank, pe, engine)
 
 
+def load_latency(out_dir):
+    """latency_ps of summary.json in µs, or None (no such file, or not a
+    run's)."""
+    path = os.path.join(out_dir, "summary.json")
+    try:
+        if not regular_file(path, "the summary") or os.stat(path).st_size > MAX_SUMMARY:
+            return None
+        with open(path, "rb") as f:
+            lat = json.loads(f.read(MAX_SUMMARY).decode("utf-8")).get("latency_ps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    ok = isinstance(lat, int) and not isinstance(lat, bool) and 0 < lat < MAX_PS
+    return lat / 1e6 if ok else None
+
+
+def union_length(spans, lo, hi):
+    """Length of the union of [t0, t1] spans, clipped to [lo, hi]."""
+    total, cur0, cur1 = 0.0, None, None
+    for t0, t1 in sorted((max(a, lo), min(b, hi)) for a, b in spans):
+        if t1 <= t0:
+            continue
+        if cur1 is None or t0 > cur1:
+            if cur1 is not None:
+                total += cur1 - cur0
+            cur0, cur1 = t0, t1
+        elif t1 > cur1:
+            cur1 = t1
+    if cur1 is not None:
+        total += cur1 - cur0
+    return total
+
+
+def busy_fractions(stages, win, latency):
+    """(span, {lane: busy fraction}) in lane order, HBM lanes per rank last."""
+    t_lo = win[0]
+    t_hi = win[1] if win[1] is not None else (latency or max(s[5] for s in stages))
+    span = max(t_hi - t_lo, 1e-9)
+    spans, hbm = {}, {}
+    for r, p, e, k, t0, t1 in stages:
+        spans.setdefault(lane_of(r, p, e), []).append((t0, t1))
+        if e.startswith("dma"):
+            hbm.setdefault("r%d hbm" % r, []).append((t0, t1))
+    frac = {name: union_length(spans.get(name, []), t_lo, t_hi) / span
+            for name in lanes(stages)}
+    for name in sorted(hbm, key=lambda n: int(n[1:].split(" ")[0])):
+        frac[name] = union_length(hbm[name], t_lo, t_hi) / span
+    return span, frac
+
+
 def flow_lane(component):
     """The lane a message end is drawn on: "r0.pe1.dma" -> "r0.pe1 dma_read",
     "r0.pe1.host" -> "r0.pe1 host" (a lane of its own with --arrows)."""
@@ -196,10 +300,16 @@ def in_window(t0, t1, win):
     return t1 >= lo and (hi is None or t0 <= hi)
 
 
-def timeline(plt, stages, flows, win, path):
-    order = lanes(stages, flows)
+def timeline(plt, stages, flows, segs, win, path):
+    order = ([PATH_LANE] if segs else []) + lanes(stages, flows)
     y = {name: i for i, name in enumerate(order)}
     fig, ax = plt.subplots(figsize=(12, 0.35 * len(order) + 1.6))
+    for cls, colour in PATH_COLOURS.items():
+        spans = [(t0, t1 - t0) for c, t0, t1 in segs
+                 if c == cls and t1 > t0 and in_window(t0, t1, win)]
+        if spans:
+            ax.broken_barh(spans, (y[PATH_LANE] - 0.4, 0.8), facecolors=colour)
+            ax.plot([], [], color=colour, linewidth=8, label="path: " + cls)
     for kind, colour in list(KIND_COLOURS.items()) + [("other", "#999999")]:
         bars = {}
         for r, p, e, k, t0, t1 in stages:
@@ -228,13 +338,10 @@ def timeline(plt, stages, flows, win, path):
     plt.close(fig)
 
 
-def utilisation(plt, busy, end, win, path):
-    order = sorted(busy, key=lambda name: lanes_key(name))
-    t_lo = win[0]
-    t_hi = win[1] if win[1] is not None else end
-    span = max(t_hi - t_lo, 1e-9)
+def utilisation(plt, span, frac, path):
+    order = list(frac)
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(order) + 1.4))
-    vals = [100.0 * busy[n] / span for n in order]
+    vals = [100.0 * frac[n] for n in order]
     ax.barh(range(len(order)), vals, color="#4e79a7")
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(order, fontsize=8)
@@ -247,21 +354,29 @@ def utilisation(plt, busy, end, win, path):
     plt.close(fig)
 
 
-def lanes_key(name):
-    """The order lanes() gives: rank, PE, engine order."""
-    head, _, engine = name.partition(" ")
-    rank, _, pe = head.partition(".")
-    return (int(rank[1:]), int(pe[2:]),
-            ENGINE_ORDER.index(engine) if engine in ENGINE_ORDER else 99, engine)
+def utilisation_json(span, frac, path):
+    """Every lane's fraction, and the busiest lane of each unit (dma_read,
+    gemm, hbm, ...): what summary.json's busy_util reports."""
+    busiest = {}
+    for name, v in frac.items():
+        unit = name.split(" ", 1)[1]
+        busiest[unit] = max(busiest.get(unit, 0.0), v)
+    with open(path, "w") as f:
+        json.dump({"span_us": round(span, 6),
+                   "busiest": {u: round(v, 6) for u, v in busiest.items()},
+                   "lanes": {n: round(v, 6) for n, v in frac.items()}}, f, indent=1)
+        f.write("\n")
 
 
 def run(args):
     win = parse_window(args.window) if args.window else (0.0, None)
-    stages, busy, end = load_stages(args.out_dir, win)
-    if not busy and not stages:
+    stages = load_stages(args.out_dir, win)
+    if not stages:
         fail("%s/op_log.jsonl has no stages to plot%s" %
              (args.out_dir, " in the window" if args.window else ""))
     flows = load_flows(args.out_dir) if args.arrows else []
+    segs = load_path(args.out_dir, win)
+    span, frac = busy_fractions(stages, win, load_latency(args.out_dir))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -271,9 +386,11 @@ def run(args):
     except ImportError:
         fail("python3-matplotlib is missing: run `make deps-test`")
     dest = args.dest or args.out_dir
-    for name, fn in (("timeline", lambda p: timeline(plt, stages, flows, win, p)),
-                     ("utilisation", lambda p: utilisation(plt, busy, end, win, p))):
-        path = os.path.join(dest, "%s.%s" % (name, args.format))
+    for name, ext, fn in (("timeline", args.format,
+                           lambda p: timeline(plt, stages, flows, segs, win, p)),
+                          ("utilisation", args.format, lambda p: utilisation(plt, span, frac, p)),
+                          ("utilisation", "json", lambda p: utilisation_json(span, frac, p))):
+        path = os.path.join(dest, "%s.%s" % (name, ext))
         try:
             fn(path)
         except OSError as e:

@@ -110,6 +110,7 @@ struct machine_flags {
 	uint32_t n_sets;
 	const char *hosts;        /* --hosts FILE */
 	uint64_t agent_timeout_s; /* --agent-timeout S */
+	const char *machine;      /* --machine NAME (the last one given) */
 };
 
 static enum rt_err add_config(struct machine_flags *m, const char *path)
@@ -128,21 +129,37 @@ static enum rt_err add_set(struct machine_flags *m, const char *kv)
 	return RT_EOK;
 }
 
-/* defaults < each --config in order < each --set < --ranks/--pes */
-static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m)
+/* defaults < the preset < each --config in order < each --set <
+ * --ranks/--pes; the preset is --machine's, else the last one a file or a
+ * --set names (rt/config.h). *preset_path (may be NULL) receives the
+ * preset's file, "" when none was read. */
+static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m,
+				char *preset_path, size_t cap)
 {
+	struct rt_config_layers *l = malloc(sizeof(*l));
 	enum rt_err err = RT_EOK;
 
-	rt_config_defaults(cfg);
+	if (!l)
+		return rt_fail(RT_ENOMEM, "configuration: out of memory");
+	rt_config_layers_init(l);
 	for (uint32_t i = 0; !err && i < m->n_configs; i++)
-		err = rt_config_load_file(cfg, m->configs[i]);
+		err = rt_config_layers_file(l, m->configs[i]);
 	for (uint32_t i = 0; !err && i < m->n_sets; i++)
-		err = rt_config_set(cfg, m->sets[i]);
+		err = rt_config_layers_set(l, m->sets[i]);
+	if (!err && m->machine)
+		err = rt_config_layers_machine(l, m->machine);
+	if (!err)
+		err = rt_config_layers_finish(l, cfg);
+	if (!err && preset_path)
+		snprintf(preset_path, cap, "%s", l->preset_path);
+	free(l);
+	if (err)
+		return err;
 	if (m->ranks)
 		cfg->ranks = m->ranks;
 	if (m->pes)
 		cfg->pes = m->pes;
-	return err ? err : rt_config_validate(cfg);
+	return rt_config_validate(cfg);
 }
 
 static void job_defaults(struct rt_job *job)
@@ -333,6 +350,12 @@ static enum rt_err opt_keys(struct kb_cli *c, const char *v)
 	return rt_keys_load(v, &c->job->keys);
 }
 
+static enum rt_err opt_machine(struct kb_cli *c, const char *v)
+{
+	c->m.machine = v;
+	return RT_EOK;
+}
+
 static enum rt_err opt_hosts(struct kb_cli *c, const char *v)
 {
 	c->m.hosts = v;
@@ -359,9 +382,13 @@ static const struct kb_opt run_opts[] = {
 	{ "pes", "P", "machine size: PEs per rank (default from config: 8)", opt_pes },
 	{ "seed", "N", "seed of every random stream (default 1)", opt_seed },
 	{ "arg", "name=value", "workload argument (repeatable)", opt_arg },
+	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
+			     "path to such a file); default trn2", opt_machine },
 	{ "set", "key=value", "configuration override (repeatable; `kernbench config`)", opt_set },
 	{ "config", "FILE.yaml", "configuration file (repeatable, later files override\n"
-				 "earlier ones; deploy/configs/default.yaml)", opt_config },
+				 "earlier ones; deploy/configs/default.yaml)\n"
+				 "defaults < --machine preset < --config < --set < --ranks/--pes",
+	  opt_config },
 	{ "inputs", "DIR", "input tensors (.npy) for kernels that take them; an\n"
 			   "existing folder, and a usage error for a kernel\n"
 			   "that reads none", opt_inputs },
@@ -420,6 +447,8 @@ static enum rt_err opt_format(struct kb_cli *c, const char *v)
 }
 
 static const struct kb_opt config_opts[] = {
+	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
+			     "path to such a file); default trn2", opt_machine },
 	{ "config", "FILE.yaml", "configuration file (repeatable)", opt_config },
 	{ "set", "key=value", "configuration override (repeatable)", opt_set },
 	{ "ranks", "R", "machine size: ranks", opt_ranks },
@@ -431,8 +460,10 @@ static const struct kb_opt config_opts[] = {
 static const struct kb_command config_command = {
 	.name = "config",
 	.usage = "config [options]",
-	.about = "Prints the effective configuration (defaults < files < --set < flags) in a\n"
-		 "form --config loads back.\n",
+	.about = "Prints the effective configuration (defaults < --machine preset < files <\n"
+		 "--set < flags) in a form --config loads back, with the preset's sources as\n"
+		 "comments (deploy/configs/machines/NAME.yaml); markdown prints the reference\n"
+		 "table of every key.\n",
 	.opts = config_opts,
 	.n_opts = sizeof(config_opts) / sizeof(config_opts[0]),
 };
@@ -554,7 +585,7 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	if (!err)
 		err = check_workload(job->workload);
 	if (!err)
-		err = build_config(&job->config, &cli.m);
+		err = build_config(&job->config, &cli.m, NULL, 0);
 	if (!err)
 		err = check_trace_ranks(job);
 	if (!err)
@@ -580,23 +611,32 @@ void kb_cli_run_usage(FILE *out)
 
 int kb_cli_config(int argc, char **argv)
 {
+	static struct rt_config_notes notes;
 	struct kb_cli cli = { 0 };
 	struct rt_config cfg;
 	struct rt_buf b;
+	char preset[1024];
 	unsigned n;
 	int rc = parse_or_exit(&config_command, argc, argv, &cli, NULL, &n);
 	enum rt_err err;
 
 	if (rc >= 0)
 		return rc;
-	err = build_config(&cfg, &cli.m);
+	err = build_config(&cfg, &cli.m, preset, sizeof(preset));
 	if (err) {
 		rt_print_error(rt_last_error());
 		return 2;
 	}
 	rt_buf_init(&b);
-	err = cli.format == 2 ? rt_config_doc(&b)
-			      : rt_config_emit(&cfg, cli.format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b);
+	/* a preset's YAML keeps its sources as comments */
+	if (cli.format == 0 && preset[0] && rt_config_notes_read(preset, &notes) == RT_EOK) {
+		err = rt_config_emit_noted(&cfg, &notes, &b);
+		rt_config_notes_release(&notes);
+	} else {
+		err = cli.format == 2 ? rt_config_doc(&b)
+				      : rt_config_emit(&cfg, cli.format ? RT_CONFIG_JSON : RT_CONFIG_YAML,
+						       &b);
+	}
 	if (!err)
 		fputs(b.data ? b.data : "", stdout);
 	rt_buf_release(&b);
@@ -673,7 +713,8 @@ static const struct kb_cli_command commands[] = {
 	{ "list", kb_cli_list, "list                     list built-in workloads and kernels" },
 	{ "config", kb_cli_config,
 	  "config [options]         print the effective configuration (loads back with\n"
-	  "                           --config); --format markdown: the reference table" },
+	  "                           --config; --machine NAME: a preset's, its sources as\n"
+	  "                           comments); --format markdown: the reference table" },
 	{ "keygen", kb_cli_keygen,
 	  "keygen --out FILE        write a run's CURVE keys (mode 0600, never\n"
 	  "                           overwrites); pass them with `run --keys FILE`" },

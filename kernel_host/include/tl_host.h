@@ -61,8 +61,12 @@ const struct tl_kernel_info *tl_kernel_builtins(size_t *count);
 enum tl_port_dst { TL_PORT_SCHED, TL_PORT_LEFT, TL_PORT_RIGHT };
 
 struct tl_port_ops {
+	/* `at_send` is the critical path to send_ps (rt/path.h) or NULL; the
+	 * port adds extra_ps (an IPCQ message's serialisation) and the link's
+	 * latency to it, each to its class. */
 	enum rt_err (*send)(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
-			    uint64_t extra_ps, const Kb__Payload *msg);
+			    uint64_t extra_ps, const Kb__Payload *msg,
+			    const struct rt_path *at_send);
 	void (*stat_add)(void *ctx, const char *name, uint64_t value);
 	void (*stat_max)(void *ctx, const char *name, uint64_t value);
 	/* Full path of `file` in the output directory (may be NULL). */
@@ -74,6 +78,8 @@ struct tl_port_ops {
 			    int line, uint64_t start_ps, uint64_t end_ps);
 	void (*trace_counter)(void *ctx, const char *name, uint64_t ts_ps,
 			      uint64_t value);
+	/* The critical path to the kernel's end (may be NULL). */
+	void (*path_report)(void *ctx, const struct rt_path *path);
 };
 
 /* One name=value workload argument. */
@@ -108,11 +114,14 @@ void tl_destroy(struct tl **tl_p);
  * kernel error or non-zero return is returned with rt_fail's line. */
 enum rt_err tl_start(struct tl *tl, uint64_t now_ps);
 /* The scheduler finished command `id` at now_ps: resumes the kernel if it
- * was waiting for it. */
-enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps);
-/* An IPCQ message arrived from the neighbour host at now_ps. */
+ * was waiting for it. `path` is the critical path to now_ps, or NULL (then
+ * the kernel reports no path). */
+enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps,
+			       const struct rt_path *path);
+/* An IPCQ message arrived from the neighbour host at now_ps (`path` as
+ * above). */
 enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
-		       uint64_t now_ps);
+		       uint64_t now_ps, const struct rt_path *path);
 /* True once the kernel has returned and all its commands completed. */
 bool tl_finished(const struct tl *tl);
 

@@ -165,7 +165,7 @@ static uint32_t window_blocks(struct tl *tl, const struct attn *a)
 {
 	uint64_t q = a->qblock, rows = q >= 512 ? q : 512 / q * q;
 
-	while (rows > q && !attn_window_fits(a, q, rows, tl_scratch_capacity(tl)))
+	while (rows > q && !attn_window_fits(a, q, rows, tl_scratch_size(tl)))
 		rows -= q;
 	return (uint32_t)(rows / q);
 }

@@ -14,17 +14,36 @@ struct host_state {
 	struct tl_kernel_ref kernel;
 	struct tl_arg args[RT_MAX_ARGS];
 	uint32_t sched, left, right; /* component ids */
+	bool shared_links;           /* left and right are the rank's link */
 };
 
+/* The critical path of what the host sends: the kernel's path to the send,
+ * then the serialisation the kernel computed (one PE per rank: the host is
+ * its rank's link) and the link's latency — an IPCQ hop to a neighbour, or
+ * a doorbell to the scheduler or to the rank's link component. */
 static enum rt_err port_send(void *p, enum tl_port_dst dst, uint64_t send_ps,
-			     uint64_t extra_ps, const Kb__Payload *msg)
+			     uint64_t extra_ps, const Kb__Payload *msg,
+			     const struct rt_path *at_send)
 {
 	struct host_state *h = p;
 	uint32_t id = dst == TL_PORT_SCHED ? h->sched
 		    : dst == TL_PORT_LEFT  ? h->left
 					   : h->right;
+	struct rt_path arrival;
+	bool hop = dst != TL_PORT_SCHED && !h->shared_links;
 
-	return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
+	if (!at_send)
+		return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
+	arrival = *at_send;
+	rt_path_add(&arrival, RT_PATH_LINK_SERIALISATION, extra_ps);
+	rt_path_add(&arrival, hop ? RT_PATH_LINK_LATENCY : RT_PATH_DOORBELL,
+		    rt_latency_to(h->ctx, id));
+	return rt_send_path(h->ctx, id, send_ps, extra_ps, 0, msg, &arrival);
+}
+
+static void port_path_report(void *p, const struct rt_path *path)
+{
+	rt_path_report(((struct host_state *)p)->ctx, path);
 }
 
 static void port_stat_add(void *p, const char *name, uint64_t v)
@@ -68,6 +87,7 @@ static const struct tl_port_ops host_port = {
 	.output_path = port_output_path,
 	.trace_slice = port_trace_slice,
 	.trace_counter = port_trace_counter,
+	.path_report = port_path_report,
 };
 
 static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
@@ -110,7 +130,8 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 				   me->pe, PE_HOST);
 	/* several PEs share the rank's ring links: both directions go through
 	 * the rank's link component (src/link.c) */
-	if (pe_shared_links(cfg->ranks, cfg->pes))
+	h->shared_links = pe_shared_links(cfg->ranks, cfg->pes);
+	if (h->shared_links)
 		h->left = h->right = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
 }
 
@@ -138,9 +159,9 @@ static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *
 	switch (d->msg->body_case) {
 	case KB__PAYLOAD__BODY_COMMAND_DONE:
 		return tl_on_command_done(h->tl, d->msg->command_done->id,
-					  d->time_ps);
+					  d->time_ps, d->path);
 	case KB__PAYLOAD__BODY_IPCQ:
-		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps);
+		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps, d->path);
 	default:
 		return rt_fail(RT_EPROTOCOL,
 			       "unexpected message (body %d) from component %u",
