@@ -1,7 +1,9 @@
 /* opts.c — see opts.h. */
 #include "opts.h"
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt/buf.h"
@@ -59,6 +61,52 @@ static const struct kb_opt *find_opt(const struct kb_command *cmd, const char *n
 static bool is_help(const char *arg)
 {
 	return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
+
+bool kb_opts_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (is_help(argv[i]))
+			return true;
+	}
+	return false;
+}
+
+/* A getopt table as rows find_opt reads (names and whether they take a
+ * value); `take` is never called. */
+enum rt_err kb_opts_getopt_refused(const char *command, const struct option *table,
+				   const char *arg)
+{
+	struct kb_command cmd = { .name = command };
+	struct kb_opt *rows;
+	const struct kb_opt *o;
+	const char *eq;
+	unsigned n = 0;
+
+	if (!arg || arg[0] != '-' || arg[1] != '-')
+		return rt_fail(RT_EINVAL, "%s: unknown option '%.60s' (options are long: --NAME; "
+			       "see `kernbench %s --help`)", command, arg ? arg : "", command);
+	while (table[n].name)
+		n++;
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return rt_fail(RT_ENOMEM, "%s: out of memory", command);
+	for (unsigned i = 0; i < n; i++) {
+		rows[i].name = table[i].name;
+		rows[i].metavar = table[i].has_arg ? "VALUE" : NULL;
+	}
+	cmd.opts = rows;
+	cmd.n_opts = n;
+	eq = strchr(arg + 2, '=');
+	o = find_opt(&cmd, arg + 2, eq ? (size_t)(eq - arg - 2) : strlen(arg + 2));
+	if (o && !o->metavar && eq)
+		rt_fail(RT_EINVAL, "%s: --%s takes no value (got '%.60s')", command, o->name, eq + 1);
+	else if (o)
+		rt_fail(RT_EINVAL, "%s: --%s needs a value", command, o->name);
+	free(rows);
+	return RT_EINVAL;
 }
 
 enum kb_parsed kb_opts_parse(const struct kb_command *cmd, int argc, char **argv,

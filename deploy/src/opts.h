@@ -16,6 +16,7 @@
 #ifndef KB_OPTS_H
 #define KB_OPTS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "rt/err.h"
@@ -50,5 +51,16 @@ enum kb_parsed kb_opts_parse(const struct kb_command *cmd, int argc, char **argv
 			     struct kb_cli *cli, const char **args, unsigned *n_args);
 /* The command's help, made from its table. */
 void kb_opts_help(const struct kb_command *cmd, FILE *out);
+
+/* For a command that parses with getopt_long over a table it assembles
+ * (the sweep: its own options and every run option), the same rules:
+ * whether -h/--help is anywhere before `--`, and, for the argument getopt
+ * refused ('?'), the one line opts.c would give — ambiguous (the
+ * candidates), unknown (the closest name), a value missing or given to a
+ * flag. Returns RT_EINVAL with rt_last_error() set. */
+struct option;
+bool kb_opts_wants_help(int argc, char **argv);
+enum rt_err kb_opts_getopt_refused(const char *command, const struct option *table,
+				   const char *arg);
 
 #endif
