@@ -37,6 +37,13 @@ const char *kb_job_shared_object(const struct rt_job *job);
  * models only. RT_EINVAL (a usage error) with one line otherwise. */
 enum rt_err kb_job_check_models(const struct rt_job *job, const struct rt_topology *topo);
 
+/* Checks, before any daemon starts, every model plug-in `cfg` names:
+ * the path as written (a bare `my.so` says to write ./my.so), then, in a
+ * short-lived child process, its ABI, class and parameters as the
+ * engines will load it (preflight.c). RT_EUSAGE with the one line for a
+ * refusal; RT_EPEER when the plug-in crashes, exits or hangs loading. */
+enum rt_err kb_models_preflight(const struct rt_config *cfg);
+
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);
 /* Every PE of every rank: host, scheduler, DMA, GEMM, MATH. */

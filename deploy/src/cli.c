@@ -2,11 +2,13 @@
  * table (opts.h), what they fill in, and the commands that need no more
  * than that (config, list, keygen). */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "diff.h"
 #include "hosts.h"
 #include "launcher.h"
 #include "opts.h"
@@ -14,6 +16,7 @@
 #include "rt/config.h"
 #include "rt/config_doc.h"
 #include "rt/keys.h"
+#include "sweep.h"
 #include "workloads.h"
 
 static enum rt_err parse_arg(struct rt_job *job, const char *text)
@@ -240,6 +243,7 @@ struct kb_cli {
 	struct machine_flags m;    /* run, config */
 	int format;                /* config: 0 yaml, 1 json, 2 markdown */
 	const char *keys_out;      /* keygen --out */
+	bool diff_json, diff_all;  /* diff --json, --all */
 	struct kb_agent_opts *agent;
 };
 
@@ -338,6 +342,20 @@ static enum rt_err opt_trace_format(struct kb_cli *c, const char *v)
 	return rt_trace_parse_format(v, &c->job->trace);
 }
 
+static enum rt_err opt_progress(struct kb_cli *c, const char *v)
+{
+	return rt_progress_parse(v, &c->job->progress);
+}
+
+/* rerun.c rewrites a first --from DIR into the options it stands for
+ * before this parser runs: one that is left was given twice or beside a
+ * WORKLOAD. */
+static enum rt_err opt_from(struct kb_cli *c, const char *v)
+{
+	(void)c;
+	return rt_fail(RT_EINVAL, "--from %.200s: give it once, without WORKLOAD", v);
+}
+
 static enum rt_err opt_quiet(struct kb_cli *c, const char *v)
 {
 	(void)v;
@@ -405,6 +423,12 @@ static const struct kb_opt run_opts[] = {
 			       "perfetto (trace.pftrace, protobuf); all open in Perfetto",
 	  opt_trace_format },
 	{ "quiet", NULL, "no report on stdout, no progress on stderr", opt_quiet },
+	{ "progress", "P", "auto | bar | plain | off (default auto: a bar on a\n"
+			   "terminal, else a line every few seconds once the\n"
+			   "run is long)", opt_progress },
+	{ "from", "DIR", "rerun exactly what result folder DIR recorded (its\n"
+			 "summary.json; also --config DIR/summary.json without\n"
+			 "WORKLOAD) and check the delivery digest matches", opt_from },
 	{ "keys", "FILE", "CURVE keys from `kernbench keygen` (tcp/ipc); required\n"
 			  "when run.bind_host is not loopback, or the hosts of\n"
 			  "--hosts are other machines", opt_keys },
@@ -414,6 +438,26 @@ static const struct kb_opt run_opts[] = {
 	{ "agent-timeout", "S", "how long to wait for the agents (default 60)",
 	  opt_agent_timeout },
 };
+
+#define N_RUN_OPTS (sizeof(run_opts) / sizeof(run_opts[0]))
+
+/* getopt_long's view of the same rows (and --help), for the sweep and
+ * --from, which scan run options with getopt: made from run_opts, so it
+ * never drifts from what `run` takes. */
+const struct option *kb_cli_run_option_table(void)
+{
+	static struct option table[N_RUN_OPTS + 2];
+
+	if (!table[0].name) {
+		for (size_t i = 0; i < N_RUN_OPTS; i++)
+			table[i] = (struct option){ run_opts[i].name,
+						    run_opts[i].metavar ? required_argument
+									: no_argument,
+						    NULL, (int)i + 1 };
+		table[N_RUN_OPTS] = (struct option){ "help", no_argument, NULL, 'h' };
+	}
+	return table;
+}
 
 static const struct kb_command run_command = {
 	.name = "run",
@@ -429,7 +473,7 @@ static const struct kb_command run_command = {
 		    "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
 		    "2 usage error, 128+N stopped by signal N (130: Ctrl-C).\n",
 	.opts = run_opts,
-	.n_opts = sizeof(run_opts) / sizeof(run_opts[0]),
+	.n_opts = N_RUN_OPTS,
 	.min_args = 1,
 	.max_args = 1,
 };
@@ -491,6 +535,37 @@ static const struct kb_command keygen_command = {
 		 "`kernbench run --keys FILE` and to every `kernbench agent --keys FILE`.\n",
 	.opts = keygen_opts,
 	.n_opts = sizeof(keygen_opts) / sizeof(keygen_opts[0]),
+};
+
+static enum rt_err opt_diff_json(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->diff_json = true;
+	return RT_EOK;
+}
+
+static enum rt_err opt_diff_all(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->diff_all = true;
+	return RT_EOK;
+}
+
+static const struct kb_opt diff_opts[] = {
+	{ "json", NULL, "print the comparison as one JSON object", opt_diff_json },
+	{ "all", NULL, "list the equal figures too", opt_diff_all },
+};
+
+static const struct kb_command diff_command = {
+	.name = "diff",
+	.usage = "diff [--json] [--all] A B",
+	.about = "Compares two result folders (or their summary.json): what ran, every\n"
+		 "statistic, the delivery digest and the .npy tensors.\n",
+	.epilogue = "Exit status: 0 the same, 1 they differ, 2 usage error.\n",
+	.opts = diff_opts,
+	.n_opts = sizeof(diff_opts) / sizeof(diff_opts[0]),
+	.min_args = 2,
+	.max_args = 2,
 };
 
 static enum rt_err opt_coordinator(struct kb_cli *c, const char *v)
@@ -590,6 +665,9 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		err = check_trace_ranks(job);
 	if (!err)
 		err = kb_check_inproc(job);
+	/* model plug-ins loaded in a short-lived child: RT_EPEER if one crashes */
+	if (!err)
+		err = kb_models_preflight(&job->config);
 	*have_hosts = cli.m.hosts != NULL;
 	if (!err && cli.m.hosts) {
 		hosts->agent_timeout_s = cli.m.agent_timeout_s;
@@ -680,6 +758,16 @@ int kb_cli_keygen(int argc, char **argv)
 	return 0;
 }
 
+int kb_cli_diff(int argc, char **argv)
+{
+	struct kb_cli cli = { 0 };
+	const char *dirs[2];
+	unsigned n = 0;
+	int rc = parse_or_exit(&diff_command, argc, argv, &cli, dirs, &n);
+
+	return rc >= 0 ? rc : kb_diff(dirs[0], dirs[1], cli.diff_json, cli.diff_all);
+}
+
 int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out)
 {
 	struct kb_cli cli = { .agent = out };
@@ -709,7 +797,14 @@ struct kb_cli_command {
 static int cmd_help(int argc, char **argv);
 
 static const struct kb_cli_command commands[] = {
-	{ "run", kb_cli_run, "run WORKLOAD [options]   run a workload (`kernbench run --help`)" },
+	{ "run", kb_cli_run, "run WORKLOAD [options]   run a workload (`kernbench run --help`);\n"
+	  "                           run --from DIR: rerun a result folder, check its digest" },
+	{ "sweep", kb_sweep_main,
+	  "sweep WORKLOAD [options] run many points (--set k=v1,v2 --arg n=lo:hi:x2 ...)\n"
+	  "                           into results.csv and a plot (`kernbench sweep --help`)" },
+	{ "diff", kb_cli_diff,
+	  "diff A B                 what differs between two result folders (exit 0 same,\n"
+	  "                           1 different, 2 usage error)" },
 	{ "list", kb_cli_list, "list                     list built-in workloads and kernels" },
 	{ "config", kb_cli_config,
 	  "config [options]         print the effective configuration (loads back with\n"

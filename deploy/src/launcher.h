@@ -25,6 +25,15 @@ int kb_cli_config(int argc, char **argv);
 int kb_cli_list(int argc, char **argv);
 int kb_cli_keygen(int argc, char **argv);
 int kb_cli_plot(int argc, char **argv);
+int kb_cli_diff(int argc, char **argv);
+/* The `run` options as getopt_long's table (NULL-terminated, made from
+ * cli.c's rows, with --help): the sweep and --from read it rather than
+ * keep a copy. */
+struct option;
+const struct option *kb_cli_run_option_table(void);
+/* Finds the installed or source-tree copy of script `name` (plot
+ * scripts) beside this binary; false if there is none. */
+bool kb_find_script(const char *name, char *path, size_t cap);
 void kb_cli_usage(FILE *out);
 void kb_cli_run_usage(FILE *out);
 

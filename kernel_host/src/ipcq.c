@@ -85,7 +85,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 			 "tl_send needs a TCM tensor (not a tl_ref or a transposed view)");
 	tl_wait_cmd(tl, at, r->producer);
 	q = &tl->ipcq[dir];
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	tl_charge(tl, at, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
 	data.ready_ps = tl->clock_ps;
 	at_send = tl->path;
 	if (pe_shared_links(tl->s.ranks, tl->s.pes)) {
@@ -104,11 +104,10 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 		rt_path_add(&q->link_free_path, RT_PATH_LINK_QUEUEING, ser);
 		data.link_start_ps = start;
 		data.link_end_ps = start + ser;
-		tl_stat_add(tl, "ipcq_link_busy_ps", ser);
-		tl_stat_add(tl, dir == TL_LEFT ? "ipcq_link_left_busy_ps" : "ipcq_link_right_busy_ps",
-			    ser);
-		tl_stat_add(tl, dir == TL_LEFT ? "ipcq_link_left_bytes" : "ipcq_link_right_bytes",
-			    bytes);
+		tl_stat(tl, TL_ST_IPCQ_LINK_BUSY, ser);
+		tl_stat(tl, dir == TL_LEFT ? TL_ST_IPCQ_LINK_LEFT_BUSY : TL_ST_IPCQ_LINK_RIGHT_BUSY, ser);
+		tl_stat(tl, dir == TL_LEFT ? TL_ST_IPCQ_LINK_LEFT_BYTES : TL_ST_IPCQ_LINK_RIGHT_BYTES,
+			bytes);
 	}
 	data.dir = (uint32_t)dir;
 	data.nbytes = bytes;
@@ -124,8 +123,7 @@ void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "tl_send failed: %s", rt_last_error());
 	tl->tot.ipcq_bytes += bytes;
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, "ipcq_bytes", bytes);
+	tl_stat(tl, TL_ST_IPCQ_BYTES, bytes);
 }
 
 /* Completes receive `id` with message `m` (bytes into its buffer). */
@@ -154,7 +152,7 @@ void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
 	uint64_t arrive = tl->cmds[id].done_ps;
 
 	if (arrive > from_ps) /* it was not there yet: the kernel waited */
-		tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
+		tl_stat(tl, TL_ST_IPCQ_RECV_WAIT, arrive - from_ps);
 }
 
 tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,

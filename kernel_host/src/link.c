@@ -28,6 +28,22 @@ struct link {
 	struct rt_path free_path[2]; /* ... and the path to then (see above) */
 	uint64_t cycle_ps, bytes_per_cycle;
 	uint32_t rank, ranks, pes;
+	uint32_t stat[5];    /* link_stats, by handle */
+};
+
+/* Both directions, then per direction (Kb__IpcqData.dir: 0 left, 1 right). */
+enum { LS_BUSY, LS_LEFT_BUSY, LS_RIGHT_BUSY, LS_LEFT_BYTES, LS_RIGHT_BYTES };
+static const struct rt_stat_decl link_stats[5] = {
+	[LS_BUSY] = RT_STAT_DECL("ipcq_link_busy_ps", "ps",
+			"time the rank's ring links (both directions) spent moving bytes"),
+	[LS_LEFT_BUSY] = RT_STAT_DECL("ipcq_link_left_busy_ps", "ps",
+			"... of it on the links to the left neighbour"),
+	[LS_RIGHT_BUSY] = RT_STAT_DECL("ipcq_link_right_busy_ps", "ps",
+			"... of it on the links to the right neighbour"),
+	[LS_LEFT_BYTES] = RT_STAT_DECL("ipcq_link_left_bytes", "bytes",
+			"bytes the rank sent to its left neighbour"),
+	[LS_RIGHT_BYTES] = RT_STAT_DECL("ipcq_link_right_bytes", "bytes",
+			"bytes the rank sent to its right neighbour"),
 };
 
 static enum rt_err link_init(struct rt_ctx *ctx, void *state)
@@ -40,6 +56,7 @@ static enum rt_err link_init(struct rt_ctx *ctx, void *state)
 	l->rank = rt_self_desc(ctx)->rank;
 	l->ranks = cfg->ranks;
 	l->pes = cfg->pes;
+	rt_stat_declare_all(ctx, link_stats, 5, l->stat);
 	return RT_EOK;
 }
 
@@ -92,10 +109,9 @@ static enum rt_err link_handle(struct rt_ctx *ctx, void *state, const struct rt_
 	msg.ipcq = &m;
 	dst = pe_component_id(l->pes, pe_ring_neighbour(l->ranks, l->rank, (enum pe_dir)m.dir),
 			      pe, PE_HOST);
-	rt_stat_add(ctx, "ipcq_link_busy_ps", end - start);
-	rt_stat_add(ctx, m.dir == 0 ? "ipcq_link_left_busy_ps" : "ipcq_link_right_busy_ps",
-		    end - start);
-	rt_stat_add(ctx, m.dir == 0 ? "ipcq_link_left_bytes" : "ipcq_link_right_bytes", m.nbytes);
+	rt_stat_add_h(ctx, l->stat[LS_BUSY], end - start);
+	rt_stat_add_h(ctx, l->stat[m.dir == 0 ? LS_LEFT_BUSY : LS_RIGHT_BUSY], end - start);
+	rt_stat_add_h(ctx, l->stat[m.dir == 0 ? LS_LEFT_BYTES : LS_RIGHT_BYTES], m.nbytes);
 	if (!d->path || d->path->ps[RT_PATH_DOORBELL] < now - m.ready_ps) {
 		l->free_ps[m.dir] = end;
 		return rt_send_delayed(ctx, dst, now, end > now ? end - now : 0, 0, &msg);
