@@ -327,8 +327,8 @@ bool tl_hbm_read_at(struct tl *tl, struct tl_site at, uint64_t addr,
 /* Waits for every pending command, then writes the rows x cols HBM tensor
  * at addr as `file` (.npy) in the run's output directory. `file` is a
  * plain file name: no '/', no control byte, not starting with '.' and not
- * one of the run's own results (summary.json, op_log.jsonl, trace.json,
- * ...); anything else ends the run with one line naming the tensor. */
+ * one of the run's own results (summary.json, stats.csv, op_log.jsonl,
+ * trace.json, ...); anything else ends the run with one line naming the tensor. */
 bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 		    uint64_t addr, uint32_t rows, uint32_t cols,
 		    enum tl_dtype dtype);

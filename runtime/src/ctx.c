@@ -549,7 +549,7 @@ static void printable_name(const char *name, char *out, size_t cap)
 /* The files a run writes itself, and what `kernbench plot` adds. */
 static const char *const run_files[] = {
 	"summary.json", "op_log.jsonl", "trace.json", "trace.json.gz", "trace.pftrace",
-	"critical_path.jsonl", "timeline.png", "timeline.svg", "utilisation.png",
+	"critical_path.jsonl", "stats.csv", "timeline.png", "timeline.svg", "utilisation.png",
 	"utilisation.svg", "utilisation.json",
 };
 

@@ -71,7 +71,7 @@ Test(guards, output_names_are_plain_files_of_the_folder, .timeout = 10)
 	static const char *const bad[] = { "", ".", "..", "../x", "a/b", "/etc/passwd", ".hidden",
 					   ".kernbench-results", "a\nb", "x\x7f", "summary.json",
 					   "op_log.jsonl", "trace.json", "trace.json.gz",
-					   "trace.pftrace" };
+					   "trace.pftrace", "stats.csv", "critical_path.jsonl" };
 	static const char *const good[] = { "o.npy", "a b.npy", "caf\xc3\xa9.npy", "x..y",
 					    "summary.json.npy" };
 
