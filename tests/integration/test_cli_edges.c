@@ -12,7 +12,8 @@
 
 #include "harness.h"
 
-static const char *const commands[] = { "run", "config", "list", "keygen", "agent" };
+static const char *const commands[] = { "run", "config", "list", "keygen", "agent", "sweep",
+					"diff" };
 
 Test(cli_edges, help_anywhere_prints_the_commands_help_and_exits_0, .timeout = 60)
 {
