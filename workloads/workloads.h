@@ -26,6 +26,17 @@ const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
 
+/* The first shared object of the user's the job would load (a kernel
+ * object's path, or an engine or memory model plug-in's), NULL if none:
+ * what daemon threads of the launcher cannot contain (ADR 0037). */
+const char *kb_job_shared_object(const struct rt_job *job);
+
+/* Every model setting does something: the engines the topology has name
+ * models this build has (checked without loading a plug-in), an engine the
+ * workload lacks is left at its default model, and *.params go to plug-in
+ * models only. RT_EINVAL (a usage error) with one line otherwise. */
+enum rt_err kb_job_check_models(const struct rt_job *job, const struct rt_topology *topo);
+
 /* Checks, before any daemon starts, every model plug-in `cfg` names:
  * the path as written (a bare `my.so` says to write ./my.so), then, in a
  * short-lived child process, its ABI, class and parameters as the

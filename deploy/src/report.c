@@ -4,6 +4,7 @@
  * function of the inputs and config alone (byte-identical across runs,
  * transports and colocations); "transport" and the keys after it describe
  * how this particular run went (daemons, windows, wall time). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,7 +491,12 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 	if (!err)
 		err = rt_buf_write_file(&b, path);
 	rt_buf_release(&b);
-	if (!err && !job->quiet)
+	if (!err && !job->quiet) {
 		print_report(job, facts, agg, &m, energy);
+		/* a report that cannot be written fails the run (> /dev/full) */
+		if (fflush(stdout) || ferror(stdout))
+			err = rt_fail(RT_EIO, "cannot write the report to standard output: %s",
+				      strerror(errno ? errno : EIO));
+	}
 	return err;
 }

@@ -12,6 +12,7 @@
 
 #include "agent_env.h"
 #include "launcher.h"
+#include "opts.h"
 #include "rt/buf.h"
 #include "rt/infile.h"
 
@@ -277,6 +278,11 @@ static enum rt_err parse(struct kb_sweep *s, int argc, char **argv)
 	s->plot = true;
 	s->tasks = 1;
 	s->jobs = cores();
+	/* -h/--help anywhere before `--` is help, as for every command (opts.h) */
+	if (!err && kb_opts_wants_help(argc, argv)) {
+		free(table);
+		return RT_EINTERRUPTED;
+	}
 	optind = 1;
 	opterr = 0;
 	while (!err && (id = getopt_long(argc, argv, "", table, &index)) != -1) {
@@ -284,9 +290,8 @@ static enum rt_err parse(struct kb_sweep *s, int argc, char **argv)
 			err = RT_EINTERRUPTED;
 			break;
 		}
-		if (id == '?')
-			err = rt_fail(RT_EUSAGE, "sweep: unknown or incomplete option '%s' (see "
-				      "`kernbench sweep --help`)", argv[optind - 1]);
+		if (id == '?') /* ambiguous, unknown or a value missing: opts.c's lines */
+			err = kb_opts_getopt_refused("sweep", table, argv[optind - 1]);
 		else
 			err = apply(s, table, id, index, optarg, &file);
 	}

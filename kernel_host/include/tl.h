@@ -33,6 +33,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kernel ABI this header describes: raised whenever a kernel built
+ * against an older tl.h would misbehave with this kernbench (a changed
+ * signature, struct or meaning). Every object built against this header
+ * records it as the exported symbol tl_abi_version, which the launcher
+ * reads from the object's ELF symbol table before a run (it never loads
+ * the object itself); a missing or different version is one line, exit 2:
+ * rebuild the object against this kernbench's tl.h. */
+#define TL_ABI_VERSION 1u
+__attribute__((weak, used, visibility("default"))) const uint32_t tl_abi_version =
+	TL_ABI_VERSION;
+
 struct tl;      /* the kernel's runtime (one per program), opaque */
 struct tl_args; /* the workload's --arg name=value list, opaque */
 
@@ -314,7 +325,10 @@ bool tl_hbm_read_at(struct tl *tl, struct tl_site at, uint64_t addr,
 #define tl_hbm_read(tl, addr, dtype, dst, n) \
 	tl_hbm_read_at((tl), TL_HERE, (addr), (dtype), (dst), (n))
 /* Waits for every pending command, then writes the rows x cols HBM tensor
- * at addr as `file` (.npy) in the run's output directory. */
+ * at addr as `file` (.npy) in the run's output directory. `file` is a
+ * plain file name: no '/', no control byte, not starting with '.' and not
+ * one of the run's own results (summary.json, stats.csv, op_log.jsonl,
+ * trace.json, ...); anything else ends the run with one line naming the tensor. */
 bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 		    uint64_t addr, uint32_t rows, uint32_t cols,
 		    enum tl_dtype dtype);

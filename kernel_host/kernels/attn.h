@@ -166,6 +166,16 @@ void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
 		     uint32_t head, uint32_t row0, uint32_t rows);
 void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
 		       tl_tensor q);
+/* Whether a pass=kv window of `rows` query rows in blocks of `q` fits a
+ * TCM scratch of `cap` bytes with the fold of one block. What a window
+ * needs, measured on the opt2 fold (tile 128, head_dim 128: 782 bytes per
+ * query row of state, 3606 per row of the block being folded, 65 KB for
+ * the K and V tiles in flight) and written in the shapes' terms: per
+ * query row its state (O in f32 and q in f16: 6 x head_dim, m, l and rel:
+ * 12 bytes; 14 with room), per row of the folded block the scores and the
+ * softmax-merge recipe's temporaries (about 28.2 bytes per key of the
+ * tile: 29 with room), and the two K/V tiles with 4 KiB to spare. */
+bool attn_window_fits(const struct attn *a, uint64_t q, uint64_t rows, uint64_t cap);
 /* Rows of the block starting at group row `row0` (qblock, or what is left
  * of the group). */
 uint32_t attn_block_rows(const struct attn *a, uint32_t row0);

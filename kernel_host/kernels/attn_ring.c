@@ -158,16 +158,30 @@ static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h,
 		attn_block_finish(tl, a, &blk[b]);
 }
 
+/* How many query blocks of a->qblock rows a pass=kv window holds at once:
+ * up to 512 query rows, fewer when the TCM cannot hold them and the fold
+ * of one more (attn_window_fits). Blocks of at most a tile of rows always
+ * got 512 rows, and still do. */
+static uint32_t window_blocks(struct tl *tl, const struct attn *a)
+{
+	uint64_t q = a->qblock, rows = q >= 512 ? q : 512 / q * q;
+
+	while (rows > q && !attn_window_fits(a, q, rows, tl_scratch_size(tl)))
+		rows -= q;
+	return (uint32_t)(rows / q);
+}
+
 /* The running state of every query block of a rank may not fit the TCM
  * (Llama-3-70B prefill: G x chunk rows of f32 O), so the blocks go round
- * the ring in windows of `qwindow` blocks, each window a full ring pass of
- * the KV blocks (more IPCQ traffic, bounded scratch). Every rank makes as
- * many passes as the rank with the most blocks. */
+ * the ring in windows of `qwindow` blocks (window_blocks by default), each
+ * window a full ring pass of the KV blocks (more IPCQ traffic, bounded
+ * scratch). Every rank makes as many passes as the rank with the most
+ * blocks. */
 static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 			 struct ring *rg)
 {
 	uint32_t nb = kv_blocks(a, a->rank, NULL), most = 0;
-	uint32_t window = a->qwindow ? a->qwindow : a->qblock >= 512 ? 1 : 512 / a->qblock;
+	uint32_t window = a->qwindow ? a->qwindow : window_blocks(tl, a);
 	struct qspan *qs = calloc(nb ? nb : 1, sizeof(*qs));
 	struct attn_block *blk = blocks_new(tl, nb);
 

@@ -676,6 +676,12 @@ uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
 		    uint32_t def, uint32_t min, uint32_t max)
 {
+	/* the kernel's own mistake, not the command line's: a range that is
+	 * empty or leaves out the default would never hold */
+	if (min > max || def < min || def > max)
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "tl_arg_u32(\"%.40s\", default %u, range %u to %u): the default must lie "
+			 "in a non-empty range", name, def, min, max);
 	return (uint32_t)arg_number(args, name, def, min, max);
 }
 

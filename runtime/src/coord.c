@@ -30,6 +30,7 @@ struct peer {
 	bool assigned;          /* agents: an agent was given this host */
 	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
 	uint64_t events;        /* last PROGRESS count */
+	uint64_t cpu_ns;        /* CPU time at the last liveness sample */
 	pid_t pid;
 	uint64_t next_local_ps;
 	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
@@ -56,6 +57,7 @@ struct rt_coord {
 	uint64_t progress_ps;       /* latest simulated time a daemon reported */
 	bool progress_printed;      /* a plain progress line went out */
 	uint64_t recvs;         /* waits for a frame (signals: every 64th) */
+	uint64_t cpu_sampled_ms; /* last liveness sample (hooks->cpu_ns) */
 	int rcvtimeo_ms;        /* the socket's receive timeout now */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
 	uint64_t strangers_shown;
@@ -101,10 +103,9 @@ static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, si
 {
 	const struct rt_daemon_desc *d = &c->topo->daemons[i];
 
+	/* no pid: an error line must read the same run after run */
 	if (c->labels)
 		snprintf(buf, cap, "%s", c->labels[i]);
-	else if (c->peers[i].pid)
-		snprintf(buf, cap, "%s %s (pid %d)", d->name, d->label, (int)c->peers[i].pid);
 	else
 		snprintf(buf, cap, "%s %s", d->name, d->label);
 	return buf;
@@ -586,6 +587,15 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 	return true;
 }
 
+/* Whether a frame is queued on the socket, unread. */
+static bool frames_waiting(struct rt_coord *c)
+{
+	int events = 0;
+	size_t len = sizeof(events);
+
+	return !zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) && (events & ZMQ_POLLIN);
+}
+
 /* Agents: a heartbeat to every ready host every RT_COORD_BEAT_MS (a send to
  * one whose connection dropped fails at once), and a host that sent nothing
  * for RT_COORD_SILENCE_MS since its Assign is gone (an agent beats while it
@@ -611,7 +621,10 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			continue;
 		/* sending its files, an agent may wait its turn behind another's */
 		silence = (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS;
-		if (now - p->heard_ms > silence)
+		/* silence is what did not arrive, not what this process has not
+		 * read yet: busy writing another host's files on a loaded
+		 * machine, it may be behind on its queue */
+		if (now - p->heard_ms > silence && !frames_waiting(c))
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), silence / 1000);
@@ -789,14 +802,49 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 		       (unsigned long long)c->job->config.watchdog_ms);
 }
 
+#define LIVE_SAMPLE_MS 250 /* how often the waited-for daemons' CPU clocks are read */
+#define LIVE_CPU_SHARE 100 /* alive: at least 1/100 of a core since the last read */
+
+/* Whether a daemon this wait is for consumed CPU since the last sample at
+ * more than 1% of a core (ADR 0035). Computing inside one long event (a
+ * data-mode kernel start can take minutes on a loaded machine) is
+ * progress; a stopped, blocked or deadlocked daemon uses next to nothing
+ * (its receive timeouts cost microseconds a second). Each waited daemon's
+ * clock is re-read at every sample, so a trickle never adds up. */
+static bool peers_computing(struct rt_coord *c, enum wait_for what)
+{
+	uint64_t now = wall_ms(), since = now - c->cpu_sampled_ms;
+	bool computing = false;
+
+	if (!c->hooks || !c->hooks->cpu_ns || since < LIVE_SAMPLE_MS)
+		return false;
+	c->cpu_sampled_ms = now;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		struct peer *p = &c->peers[i];
+		uint64_t cpu;
+
+		if (!p->present || (what == WAIT_READY ? p->ready : p->answered))
+			continue;
+		cpu = c->hooks->cpu_ns(c->hooks->arg, i);
+		if (cpu == RT_COORD_CPU_UNKNOWN)
+			continue;
+		if (p->cpu_ns && cpu > p->cpu_ns &&
+		    cpu - p->cpu_ns >= since * (1000000 / LIVE_CPU_SHARE))
+			computing = true;
+		p->cpu_ns = cpu;
+	}
+	return computing;
+}
+
 /* Waits for one frame from a daemon; keeps an eye on the hooks and the
  * watchdog. A blocking receive, not a poll: the fewest system calls on the
  * path of every window. Signals and ended children (hooks->fd) are looked
  * at after every idle slice (RECV_SLICE_MS) and every 64 waits, heartbeats
  * (keep_agents, tick) between frames. The watchdog counts only time this
  * process could run without any daemon making progress: a PROGRESS
- * heartbeat resets it, and a receive that returns late (the process was
- * stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
+ * heartbeat with more events, or CPU a waited-for daemon consumed
+ * (peers_computing), resets it, and a receive that returns late (the
+ * process was stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
  * neither count nor end the run. On success *peer is the sender and *out
  * its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
@@ -830,8 +878,10 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 		if (err || taken == TAKEN_FRAME)
 			return err;
 		watch = taken == TAKEN_NOTHING;
-		/* an agent's heartbeat while others are missing is no progress */
-		if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
+		/* an agent's heartbeat while others are missing is no progress;
+		 * a daemon computing in a long event is (liveness, ADR 0035) */
+		if ((taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) ||
+		    peers_computing(c, what)) {
 			idle = 0;
 			started = wall_ms();
 		}
@@ -900,13 +950,87 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 	}
 }
 
-static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected)
+#define GATHER_MS 5000 /* how long the others of a round may take to answer */
+
+/* Whether participant `i` is still to answer the round `what` waits for. */
+static bool awaited(const struct rt_coord *c, uint32_t i, enum wait_for what)
+{
+	const struct peer *p = &c->peers[i];
+
+	return p->present && (what == WAIT_READY ? !p->ready : !p->answered);
+}
+
+/* Participant `first` reported a failure (`e`). Several often fail at once
+ * (every kernel host refusing the same --arg), and which frame comes first
+ * depends on the machine: so the others of the round are heard out (each
+ * answers DONE, READY or ERROR; at most GATHER_MS, or until something else
+ * ends the wait) and the line is the failure of the lowest participant,
+ * with how many others failed: the same text run after run. */
+static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb__Error *e,
+				   enum wait_for what)
+{
+	bool *settled = calloc(c->n_peers ? c->n_peers : 1, sizeof(*settled));
+	/* no longer than a silence the watchdog would tolerate */
+	uint64_t deadline = wall_ms() + (c->job->config.watchdog_ms < GATHER_MS
+						 ? c->job->config.watchdog_ms : GATHER_MS);
+	uint32_t lowest = first, more = 0;
+	char name[128];
+	enum rt_err err;
+	Kb__Sync *kept = NULL;
+
+	err = peer_error(e, peer_name(c, first, name, sizeof(name)));
+	if (!settled)
+		return err;
+	settled[first] = true;
+	for (;;) {
+		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
+		bool waiting = false;
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum taken taken;
+		uint64_t now = wall_ms();
+
+		for (uint32_t k = 0; k < c->n_peers && !waiting; k++)
+			waiting = awaited(c, k, what) && !settled[k];
+		if (!waiting || now >= deadline || zmq_poll(&item, 1, (long)(deadline - now)) <= 0 ||
+		    take_frame(c, 0, &i, &s, &taken))
+			break;
+		if (taken != TAKEN_FRAME)
+			continue;
+		settled[i] = true;
+		if (s->body_case == KB__SYNC__BODY_ERROR) {
+			more++;
+			if (i < lowest) {
+				lowest = i;
+				rt_wire_free_sync(kept);
+				kept = s;
+				continue;
+			}
+		}
+		rt_wire_free_sync(s);
+	}
+	if (kept)
+		err = peer_error(kept->error, peer_name(c, lowest, name, sizeof(name)));
+	if (more) {
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s (and %u more daemon%s failed)", rt_last_error(), more,
+			 more == 1 ? "" : "s");
+		err = rt_fail(err, "%s", line);
+	}
+	rt_wire_free_sync(kept);
+	free(settled);
+	return err;
+}
+
+static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected,
+			       enum wait_for what)
 {
 	char name[128];
 
 	peer_name(c, i, name, sizeof(name));
 	if (s->body_case == KB__SYNC__BODY_ERROR)
-		return peer_error(s->error, name);
+		return gather_failures(c, i, s->error, what);
 	return rt_fail(RT_EPROTOCOL, "daemon %s sent frame type %d, expected %s", name,
 		       s->body_case, expected);
 }
@@ -923,7 +1047,7 @@ static enum rt_err handshake(struct rt_coord *c)
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_READY || c->peers[i].ready)
-			err = frame_error(c, i, s, "READY once");
+			err = frame_error(c, i, s, "READY once", WAIT_READY);
 		else
 			err = check_ready(c, i, s->ready);
 		rt_wire_free_sync(s);
@@ -1040,7 +1164,7 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_DONE || c->peers[i].answered)
-			err = frame_error(c, i, s, "one DONE");
+			err = frame_error(c, i, s, "one DONE", WAIT_DONE);
 		else if (s->done->window != k)
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
@@ -1324,7 +1448,7 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			continue;
 		}
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
-			err = frame_error(c, i, s, "BYE");
+			err = frame_error(c, i, s, "BYE", WAIT_BYE);
 		else
 			err = index_reports(c, i, s->bye);
 		r->byes[r->n_byes++] = s; /* the index points into it */

@@ -84,8 +84,13 @@ const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo,
 			 int *fd_out);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
- * RT_EDECODE if it is not one (wrong size, magic or checksum). */
+ * RT_EDECODE if it is not one (wrong size, magic or checksum) or fails
+ * rt_job_check. */
 enum rt_err rt_job_adopt(int fd, struct rt_job *job);
+/* A job read from bytes (an agent's Assign) is one the launcher could
+ * have made: every string ends inside its field, every flag and enum is in
+ * range, the configuration validates. RT_EDECODE with one line if not. */
+enum rt_err rt_job_check(const struct rt_job *job);
 /* Daemon: maps the topology the launcher shared in the same file
  * (rt_topology_map); RT_ENOTFOUND if it shared none: build it. */
 enum rt_err rt_job_topology(int fd, struct rt_topology *topo);
