@@ -40,7 +40,7 @@
 #include "rt/daemon.h"
 #include "rt/wire.h"
 
-#define HELLO_WAIT_MS 60000
+#define HELLO_WAIT_S 60 /* --agent-wait's default */
 /* Output files go in small pieces, at most FILE_WINDOW of them unconfirmed
  * (credits, ADR 0050): a piece in flight on a slow link delays the
  * heartbeats behind it by its size over the link's rate (256 KiB at
@@ -319,6 +319,13 @@ static enum rt_err check_handshake(struct agent *a)
 		       a->index.index, a->coordinator);
 }
 
+/* How long Hello waits for the coordinator: --agent-wait, or 60 s (a
+ * coordinator pod may be Pending longer while its image is pulled). */
+static unsigned hello_wait_s(const struct agent *a)
+{
+	return a->opts.hello_wait_s ? a->opts.hello_wait_s : HELLO_WAIT_S;
+}
+
 /* Hello on a throw-away routing id; the answer is Assign or a refusal. */
 static enum rt_err hello_once(struct agent *a, uint64_t until)
 {
@@ -347,8 +354,8 @@ static enum rt_err hello_once(struct agent *a, uint64_t until)
 	while (!err && !got && now_ms() < until && !(err = check_handshake(a)))
 		err = recv_up(a, 200, &got);
 	if (!err && !got)
-		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %d s",
-			      a->index.index, a->coordinator, HELLO_WAIT_MS / 1000);
+		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %u s "
+			      "(--agent-wait)", a->index.index, a->coordinator, hello_wait_s(a));
 	if (!err && got->body_case == KB__SYNC__BODY_ERROR)
 		err = rt_fail(RT_EUSAGE, "agent %u: the coordinator refused it: %s", a->index.index,
 			      got->error->message);
@@ -423,7 +430,7 @@ static enum rt_err find_keys(struct agent *a, uint64_t until)
  * holds the server key we hold: nobody else can lead this agent. */
 static enum rt_err hello(struct agent *a)
 {
-	uint64_t until = now_ms() + HELLO_WAIT_MS;
+	uint64_t until = now_ms() + 1000ull * hello_wait_s(a);
 	enum rt_err err = a->ephemeral ? find_keys(a, until) : RT_EOK;
 
 	while (!err && (err = hello_once(a, until)) == RT_EAGAIN)
