@@ -649,6 +649,8 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	read_run_keys(port, server, pub, sec);
 	s = zmq_socket(zctx, ZMQ_DEALER);
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	/* an answer is expected here: wait as long as a loaded machine needs */
+	wait_ms = 30000;
 	zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
 	zmq_setsockopt(s, ZMQ_ROUTING_ID, "hello-stranger", 14);
 	zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server, 41);
