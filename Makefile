@@ -40,6 +40,9 @@ RUN_DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler libprotobuf-
 TEST_DEB_PKGS := libcriterion-dev nodejs python3-matplotlib python3-numpy \
 	python3-pandas openmpi-bin util-linux iproute2
 BENCH_DEB_PKGS := libsystemc-dev g++
+# what the container image (deploy/k8s/Dockerfile) needs to run the binary:
+# the run-time libraries of RUN_DEB_PKGS' -dev packages
+IMAGE_DEB_PKGS := libzmq5 libprotobuf-c1 libcyaml1 libyaml-0-2 zlib1g
 DEB_PKGS := $(RUN_DEB_PKGS) $(TEST_DEB_PKGS) $(BENCH_DEB_PKGS)
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 

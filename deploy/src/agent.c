@@ -7,8 +7,10 @@
  * every component of its ranks. Each GRANT [T, T + Lg) from the coordinator
  * is run as local windows over its daemons up to T + Lg (rt_coord_step);
  * DONE carries what goes to other hosts. At SHUTDOWN it collects its
- * daemons' BYEs, ships its output files (FilePart) and says BYE with all
- * their reports. Both sides send a heartbeat every second; an agent that
+ * daemons' BYEs, ships its output files (FilePart, credited by the
+ * coordinator's FileAck), says BYE with all their reports and the list of
+ * files, and exits 0 only once the coordinator confirmed it (ADR 0050).
+ * Both sides send a heartbeat every second; an agent that
  * hears nothing from its coordinator for RT_COORD_SILENCE_MS stops its
  * daemons (ADR 0019). */
 #include <dirent.h>
@@ -38,8 +40,23 @@
 #include "rt/daemon.h"
 #include "rt/wire.h"
 
-#define HELLO_WAIT_MS 60000
-#define FILE_PIECE (4u << 20)
+#define HELLO_WAIT_S 60 /* --agent-wait's default */
+/* Output files go in small pieces, at most FILE_WINDOW of them unconfirmed
+ * (credits, ADR 0050): a piece in flight on a slow link delays the
+ * heartbeats behind it by its size over the link's rate (256 KiB at
+ * 8 Mbit/s: 0.26 s, well under RT_COORD_SILENCE_MS), and this host never
+ * queues more than 4 MiB in ZeroMQ however large its outputs are. */
+#define FILE_PIECE (256u << 10)
+#define FILE_WINDOW 16
+
+/* One output file this host shipped (for its BYE, and for naming what
+ * the coordinator never confirmed). */
+struct shipped {
+	char path[300];
+	uint64_t parts, bytes; /* FilePart frames and data bytes sent */
+	uint64_t end;          /* the host's part count after its last piece */
+	bool whole;            /* every piece sent */
+};
 
 struct agent {
 	struct kb_agent_opts opts; /* the command line */
@@ -77,6 +94,13 @@ struct agent {
 	struct kb_hostkeys_id keys_id; /* ... which file they were read from */
 	clockid_t main_clock;     /* this thread's CPU clock (a direct daemon's) */
 	bool main_clock_ok;
+	/* output files (ADR 0050): what was sent, what the coordinator took */
+	struct shipped *files;
+	size_t n_files, cap_files;
+	uint64_t sent_parts;      /* FilePart frames sent, all files */
+	uint64_t acked_parts;     /* ... of which the coordinator wrote (FileAck) */
+	bool bye_acked;           /* the coordinator took our BYE: we may exit */
+	bool shipping;            /* between the first FilePart and the BYE's ack */
 };
 
 /* What the keeper last saw of a direct daemon (direct_watchdog). */
@@ -295,6 +319,13 @@ static enum rt_err check_handshake(struct agent *a)
 		       a->index.index, a->coordinator);
 }
 
+/* How long Hello waits for the coordinator: --agent-wait, or 60 s (a
+ * coordinator pod may be Pending longer while its image is pulled). */
+static unsigned hello_wait_s(const struct agent *a)
+{
+	return a->opts.hello_wait_s ? a->opts.hello_wait_s : HELLO_WAIT_S;
+}
+
 /* Hello on a throw-away routing id; the answer is Assign or a refusal. */
 static enum rt_err hello_once(struct agent *a, uint64_t until)
 {
@@ -323,8 +354,8 @@ static enum rt_err hello_once(struct agent *a, uint64_t until)
 	while (!err && !got && now_ms() < until && !(err = check_handshake(a)))
 		err = recv_up(a, 200, &got);
 	if (!err && !got)
-		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %d s",
-			      a->index.index, a->coordinator, HELLO_WAIT_MS / 1000);
+		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %u s "
+			      "(--agent-wait)", a->index.index, a->coordinator, hello_wait_s(a));
 	if (!err && got->body_case == KB__SYNC__BODY_ERROR)
 		err = rt_fail(RT_EUSAGE, "agent %u: the coordinator refused it: %s", a->index.index,
 			      got->error->message);
@@ -399,7 +430,7 @@ static enum rt_err find_keys(struct agent *a, uint64_t until)
  * holds the server key we hold: nobody else can lead this agent. */
 static enum rt_err hello(struct agent *a)
 {
-	uint64_t until = now_ms() + HELLO_WAIT_MS;
+	uint64_t until = now_ms() + 1000ull * hello_wait_s(a);
 	enum rt_err err = a->ephemeral ? find_keys(a, until) : RT_EOK;
 
 	while (!err && (err = hello_once(a, until)) == RT_EAGAIN)
@@ -439,6 +470,36 @@ static enum rt_err beat_up(struct agent *a)
 	return err;
 }
 
+static enum rt_err stop_signal_pending(const struct agent *a);
+
+/* The coordinator's FileAck: credits for more pieces, or our BYE taken. */
+static enum rt_err take_ack(struct agent *a, const Kb__FileAck *ack)
+{
+	if (!a->shipping || ack->parts > a->sent_parts || ack->parts < a->acked_parts)
+		return rt_fail(RT_EPROTOCOL, "%s: the coordinator confirmed %llu file pieces, this "
+			       "host sent %llu", a->label, (unsigned long long)ack->parts,
+			       (unsigned long long)a->sent_parts);
+	a->acked_parts = ack->parts;
+	a->bye_acked |= ack->bye;
+	return RT_EOK;
+}
+
+/* A frame that came while this host is busy (a window, its outputs):
+ * a heartbeat, SHUTDOWN (the run stops) or, shipping, a FileAck. */
+static enum rt_err take_busy_frame(struct agent *a, const Kb__Sync *got)
+{
+	if (got->body_case == KB__SYNC__BODY_SHUTDOWN) {
+		a->stopped = true;
+		return rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+	}
+	if (got->body_case == KB__SYNC__BODY_FILE_ACK)
+		return take_ack(a, got->file_ack);
+	if (got->body_case != KB__SYNC__BODY_PROGRESS)
+		return rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator while "
+			       "a window runs", a->label, got->body_case);
+	return RT_EOK;
+}
+
 /* While this host runs a window or ships its files: the heartbeat, and
  * the coordinator's frames, of which only a heartbeat or SHUTDOWN can come
  * now (the next GRANT waits for our DONE). The caller holds the socket. */
@@ -451,13 +512,7 @@ static enum rt_err keep_up(struct agent *a)
 		return RT_EOK; /* still starting this host's daemons */
 	err = beat_up(a);
 	while (!err && !(err = recv_up(a, 0, &got)) && got) {
-		if (got->body_case == KB__SYNC__BODY_SHUTDOWN) {
-			a->stopped = true;
-			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
-		} else if (got->body_case != KB__SYNC__BODY_PROGRESS) {
-			err = rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator "
-				      "while a window runs", a->label, got->body_case);
-		}
+		err = take_busy_frame(a, got);
 		rt_wire_free_sync(got);
 	}
 	return err;
@@ -580,13 +635,79 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 
 /* ---------------------------------------------------------------- files */
 
+/* Waits until the coordinator confirmed all but `slack` of the pieces
+ * sent (and our BYE too, with `bye`). Bounded by the coordinator's
+ * liveness, not by a clock: its heartbeats come from the loop that takes
+ * the pieces, so while they come (RT_COORD_SILENCE_MS) and its connection
+ * stays open, it is alive and reading; a stop signal here ends the wait. */
+static enum rt_err wait_acks(struct agent *a, uint64_t slack, bool bye)
+{
+	while (a->sent_parts - a->acked_parts > slack || (bye && !a->bye_acked)) {
+		Kb__Sync *got = NULL;
+		enum rt_err err = recv_up(a, WAIT_SLICE_MS, &got);
+
+		bool heard = got != NULL;
+
+		if (!err && got)
+			err = take_busy_frame(a, got);
+		rt_wire_free_sync(got);
+		/* a frame came: the coordinator is there. Its last frames (the
+		 * BYE's ack) may be read after its connection closed, so only
+		 * a wait that brought nothing looks at the connection */
+		if (!err && !heard)
+			err = beat_up(a);
+		if (!err)
+			err = stop_signal_pending(a);
+		if (err)
+			return err;
+	}
+	return RT_EOK;
+}
+
+/* One FilePart frame, once the window has room for it. */
+static enum rt_err send_piece(struct agent *a, struct shipped *f, Kb__Sync *sync)
+{
+	enum rt_err err = wait_acks(a, FILE_WINDOW - 1, false);
+
+	if (!err)
+		err = send_up(a, sync);
+	if (err)
+		return err;
+	a->sent_parts++;
+	f->parts++;
+	f->bytes += sync->file_part->data.len;
+	f->end = a->sent_parts;
+	return RT_EOK;
+}
+
+/* A new entry in the list of shipped files (NULL: out of memory). */
+static struct shipped *note_shipped(struct agent *a, const char *path)
+{
+	struct shipped *f;
+
+	if (a->n_files == a->cap_files) {
+		size_t cap = a->cap_files ? 2 * a->cap_files : 32;
+		struct shipped *grown = realloc(a->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		a->files = grown;
+		a->cap_files = cap;
+	}
+	f = &a->files[a->n_files++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return f;
+}
+
 /* Sends the data of one file (holes skipped: the coordinator ORs pieces
- * into a file of the same size). */
+ * into a file of the same size), in credited pieces. */
 static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const char *path)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__FilePart part = KB__FILE_PART__INIT;
 	struct stat st;
+	struct shipped *f;
 	uint8_t *buf = NULL;
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	off_t at = 0;
@@ -598,7 +719,8 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 		return RT_EOK; /* not a regular file of ours: nothing to send */
 	}
 	buf = malloc(FILE_PIECE);
-	if (!buf)
+	f = note_shipped(a, path);
+	if (!buf || !f)
 		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
 	part.path = (char *)path;
 	part.size = (uint64_t)st.st_size;
@@ -608,7 +730,7 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 	part.offset = 0;
 	part.data.len = 0;
 	if (!err)
-		err = send_up(a, &sync);
+		err = send_piece(a, f, &sync);
 	while (!err && at < st.st_size) {
 		off_t data = lseek(fd, at, SEEK_DATA), hole;
 		ssize_t n;
@@ -626,11 +748,13 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 		part.offset = (uint64_t)data;
 		part.data.data = buf;
 		part.data.len = (size_t)n;
-		err = send_up(a, &sync);
+		err = send_piece(a, f, &sync);
 		at = data + n;
 		if (!err)
 			err = keep_alive(a);
 	}
+	if (!err)
+		f->whole = true;
 	free(buf);
 	close(fd);
 	return err;
@@ -682,16 +806,70 @@ static void remove_staging(struct agent *a)
 	kb_guard_staging(NULL);
 }
 
-/* Outputs written and shipped, then BYE with this host's reports. */
+/* `err` (the coordinator gone, a signal, ...) with what the coordinator
+ * never confirmed: those results of this host are lost (ADR 0050). */
+static enum rt_err name_unconfirmed(struct agent *a, enum rt_err err, bool all_sent)
+{
+	struct rt_buf line;
+	size_t shown = 0, more = 0;
+
+	rt_buf_init(&line);
+	rt_buf_printf(&line, "%s; the coordinator did not confirm ", rt_last_error());
+	for (size_t k = 0; k < a->n_files; k++) {
+		const struct shipped *f = &a->files[k];
+
+		if (f->whole && f->end <= a->acked_parts)
+			continue;
+		if (shown == 8) {
+			more++;
+			continue;
+		}
+		rt_buf_printf(&line, "%s%s", shown++ ? ", " : "", f->path);
+	}
+	if (more)
+		rt_buf_printf(&line, " and %zu more file%s", more, more > 1 ? "s" : "");
+	if (!all_sent)
+		rt_buf_printf(&line, "%sthe files not yet sent", shown ? ", " : "");
+	rt_buf_printf(&line, "%sthis host's BYE: its results are lost",
+		      shown || !all_sent ? " nor " : "");
+	err = rt_fail(err, "%s", line.data ? line.data : "out of memory");
+	rt_buf_release(&line);
+	return err;
+}
+
+/* The BYE's list of every file shipped (caller frees bye->files[0] and
+ * bye->files). */
+static enum rt_err list_shipped(struct agent *a, Kb__Bye *bye)
+{
+	Kb__FileSent *sent = calloc(a->n_files ? a->n_files : 1, sizeof(*sent));
+
+	bye->files = calloc(a->n_files ? a->n_files : 1, sizeof(*bye->files));
+	if (!sent || !bye->files) {
+		free(sent);
+		free(bye->files);
+		bye->files = NULL;
+		return rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	}
+	for (size_t k = 0; k < a->n_files; k++) {
+		kb__file_sent__init(&sent[k]);
+		sent[k].path = a->files[k].path;
+		sent[k].parts = a->files[k].parts;
+		sent[k].bytes = a->files[k].bytes;
+		bye->files[k] = &sent[k];
+	}
+	bye->n_files = a->n_files;
+	return RT_EOK;
+}
+
+/* Outputs written and shipped, then BYE with this host's reports and the
+ * list of its files; ends when the coordinator confirmed it all. */
 static enum rt_err finish(struct agent *a)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Bye bye = KB__BYE__INIT;
 	enum rt_err err, verdict;
+	bool all_sent = false;
 
-	/* the run is over: a coordinator busy merging another host's files
-	 * may be silent for a while, and this host ends on its own anyway */
-	a->joined = false;
 	/* finishing writes every output part, which takes seconds on a loaded
 	 * machine: the keeper beats meanwhile, or the coordinator takes this
 	 * host for dead (liveness, not wall-clock: ADR 0035) */
@@ -700,14 +878,30 @@ static enum rt_err finish(struct agent *a)
 	verdict = take_socket(a);
 	if (!err)
 		err = verdict;
-	if (!err)
-		err = ship_dir(a, "");
+	if (err)
+		return err;
+	a->shipping = true;
+	err = ship_dir(a, "");
 	if (!err)
 		err = ship_dir(a, RT_PARTS_DIR);
+	all_sent = !err;
+	if (!err)
+		err = list_shipped(a, &bye);
 	bye.daemon = a->host;
 	sync.body_case = KB__SYNC__BODY_BYE;
 	sync.bye = &bye;
-	return err ? err : send_up(a, &sync);
+	if (!err)
+		err = send_up(a, &sync);
+	if (bye.files) {
+		free(bye.files[0]);
+		free(bye.files);
+	}
+	bye.files = NULL;
+	bye.n_files = 0;
+	if (!err)
+		err = wait_acks(a, 0, true);
+	a->shipping = false;
+	return err ? name_unconfirmed(a, err, all_sent) : RT_EOK;
 }
 
 /* GRANT -> local windows -> DONE, until SHUTDOWN. */
@@ -1062,6 +1256,7 @@ int kb_agent_main(int argc, char **argv)
 		zmq_ctx_term(a.zctx);
 	rt_buf_release(&a.frame);
 	free(a.job);
+	free(a.files);
 	memset(&a.keys, 0, sizeof(a.keys));
 	return err == RT_EOK ? 0 : err == RT_EUSAGE ? 2 : 1;
 }

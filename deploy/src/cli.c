@@ -606,6 +606,16 @@ static enum rt_err opt_agent_keys(struct kb_cli *c, const char *v)
 	return err ? err : rt_keys_load(v, &c->agent->keys);
 }
 
+static enum rt_err opt_agent_wait(struct kb_cli *c, const char *v)
+{
+	uint64_t s;
+	enum rt_err err = parse_number("--agent-wait", v, 1, 86400, &s);
+
+	if (!err)
+		c->agent->hello_wait_s = (unsigned)s;
+	return err;
+}
+
 static const struct kb_opt agent_opts[] = {
 	{ "coordinator", "tcp://ADDRESS:PORT", "the run's coordinator (required)", opt_coordinator },
 	{ "index", "I", "this host's index (default: OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
@@ -613,11 +623,13 @@ static const struct kb_opt agent_opts[] = {
 	{ "keys", "FILE", "CURVE keys (required for a coordinator off loopback;\n"
 			  "without it, the keys a coordinator of this user on this\n"
 			  "machine left for its agents)", opt_agent_keys },
+	{ "agent-wait", "S", "how long to wait for the coordinator's answer to Hello\n"
+			     "(default 60; a coordinator pod may be Pending longer)", opt_agent_wait },
 };
 
 static const struct kb_command agent_command = {
 	.name = "agent",
-	.usage = "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]",
+	.usage = "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE] [--agent-wait S]",
 	.about = "Runs this host's ranks of a `kernbench run --hosts FILE` (deploy/README.md).\n",
 	.opts = agent_opts,
 	.n_opts = sizeof(agent_opts) / sizeof(agent_opts[0]),

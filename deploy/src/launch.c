@@ -47,6 +47,7 @@ extern char **environ;
 
 struct launch {
 	struct rt_job *job;
+	unsigned drain_delay_ms; /* KB_DRAIN_DELAY_MS: a test's slow coordinator */
 	struct rt_topology topo;
 	struct rt_coord *coord;
 	void *zctx;
@@ -1059,7 +1060,13 @@ static enum rt_err on_file(void *arg, uint32_t host, const Kb__FilePart *part)
 {
 	struct launch *l = arg;
 	char label[RT_COORD_LABEL_MAX];
-	enum rt_err err = kb_hosts_write_part(l->job->out_dir, part);
+	enum rt_err err;
+
+	/* a test's stand-in for a coordinator slow to take its hosts' files
+	 * (a loaded machine, a slow disk): each piece waits this long */
+	if (l->drain_delay_ms)
+		usleep(l->drain_delay_ms * 1000u);
+	err = kb_hosts_write_part(l->job->out_dir, part);
 
 	if (err)
 		return rt_fail(err, "%s: %s", kb_hosts_label(l->hosts, host, label, sizeof(label)),
@@ -1141,6 +1148,8 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 	enum rt_err err = prepare_outputs(l);
 
 	rt_buf_init(&job);
+	if (getenv("KB_DRAIN_DELAY_MS"))
+		l->drain_delay_ms = (unsigned)strtoul(getenv("KB_DRAIN_DELAY_MS"), NULL, 10) % 2000;
 	/* always CURVE (ADR 0036): without --keys, ephemeral keys whose client
 	 * side only agents of this user on this machine can read */
 	if (!err && !l->job->keys.on) {

@@ -51,6 +51,7 @@ struct kb_agent_opts {
 	uint32_t index;
 	bool have_index;       /* --index given */
 	struct rt_keys keys;   /* --keys (keys.on false: none) */
+	unsigned hello_wait_s; /* --agent-wait S (0: the default, 60) */
 };
 /* Parses them: -1 to go on, else the status to exit with (0 after
  * --help; 2 after one line saying what is wrong). */

@@ -17,6 +17,13 @@
 #include "rt/trace.h"
 #include "rt/wire.h"
 
+/* What arrived of one output file of an agent (FilePart frames). */
+struct file_tally {
+	char *path;
+	uint64_t parts; /* frames, the size-only first one included */
+	uint64_t bytes; /* data bytes */
+};
+
 struct peer {
 	bool present;           /* hosted here: an agent's coordinator leaves
 				 * the daemons of other hosts out */
@@ -36,6 +43,10 @@ struct peer {
 	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
 	size_t n_in;
 	size_t cap_in;
+	/* agents: the files it shipped, as they arrived (checked at its BYE) */
+	struct file_tally *files;
+	size_t n_files, cap_files;
+	uint64_t parts_taken, bytes_taken; /* over all its files (FileAck) */
 };
 
 struct rt_coord {
@@ -335,8 +346,12 @@ void rt_coord_destroy(struct rt_coord **cp)
 	free(c->labels);
 	rt_buf_release(&c->job_bytes);
 	rt_end_reports_release(&c->reports);
-	for (uint32_t i = 0; c->peers && i < c->n_peers; i++)
+	for (uint32_t i = 0; c->peers && i < c->n_peers; i++) {
 		free(c->peers[i].inbound);
+		for (size_t k = 0; k < c->peers[i].n_files; k++)
+			free(c->peers[i].files[k].path);
+		free(c->peers[i].files);
+	}
 	free(c->peers);
 	if (c->sock)
 		zmq_close(c->sock);
@@ -1423,6 +1438,113 @@ static enum rt_err check_unfinished(struct rt_coord *c)
 	return err;
 }
 
+/* The tally of `path` among what agent `p` shipped (files arrive one after
+ * another: the last one first), added if new. NULL: out of memory. */
+static struct file_tally *tally_of(struct peer *p, const char *path)
+{
+	struct file_tally *f;
+
+	if (p->n_files && !strcmp(p->files[p->n_files - 1].path, path))
+		return &p->files[p->n_files - 1];
+	for (size_t k = 0; k < p->n_files; k++)
+		if (!strcmp(p->files[k].path, path))
+			return &p->files[k];
+	if (p->n_files == p->cap_files) {
+		size_t cap = p->cap_files ? p->cap_files * 2 : 16;
+		struct file_tally *grown = realloc(p->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		p->files = grown;
+		p->cap_files = cap;
+	}
+	f = &p->files[p->n_files];
+	*f = (struct file_tally){ .path = strdup(path) };
+	if (!f->path)
+		return NULL;
+	p->n_files++;
+	return f;
+}
+
+/* FileAck to agent `i`: what of its files was written so far (its credit
+ * to send more), or, with `bye`, that its BYE was taken and it may exit.
+ * A send that fails is no error here: an agent that is gone is found by
+ * the silence rule, and one that left after its BYE needs nothing more. */
+static void ack_files(struct rt_coord *c, uint32_t i, bool bye)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__FileAck ack = KB__FILE_ACK__INIT;
+
+	ack.parts = c->peers[i].parts_taken;
+	ack.bytes = c->peers[i].bytes_taken;
+	ack.bye = bye;
+	sync.body_case = KB__SYNC__BODY_FILE_ACK;
+	sync.file_ack = &ack;
+	send_to(c, i, &sync);
+}
+
+/* An agent's output file piece: written by the hook, counted, credited. */
+static enum rt_err take_file_part(struct rt_coord *c, uint32_t i, const Kb__FilePart *part)
+{
+	struct peer *p = &c->peers[i];
+	struct file_tally *f = tally_of(p, part->path);
+	enum rt_err err;
+
+	if (!f)
+		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	err = c->hooks->on_file(c->hooks->arg, i, part);
+	if (err)
+		return err;
+	f->parts++;
+	f->bytes += part->data.len;
+	p->parts_taken++;
+	p->bytes_taken += part->data.len;
+	ack_files(c, i, false);
+	return RT_EOK;
+}
+
+/* An agent's BYE lists every file it shipped: each must have arrived
+ * whole (as many pieces and bytes as it sent), and nothing else. */
+static enum rt_err check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
+{
+	struct peer *p = &c->peers[i];
+	char name[128];
+	size_t listed = 0;
+
+	if (!c->agents)
+		return RT_EOK;
+	peer_name(c, i, name, sizeof(name));
+	for (size_t k = 0; k < bye->n_files; k++) {
+		const Kb__FileSent *sent = bye->files[k];
+		const struct file_tally *f = NULL;
+
+		for (size_t j = 0; j < p->n_files && !f; j++)
+			if (!strcmp(p->files[j].path, sent->path))
+				f = &p->files[j];
+		if (!f || f->parts != sent->parts || f->bytes != sent->bytes)
+			return rt_fail(RT_EPEER, "%s: output file %s arrived incomplete: its agent sent "
+				       "%llu pieces (%llu bytes), %llu (%llu bytes) arrived", name,
+				       sent->path, (unsigned long long)sent->parts,
+				       (unsigned long long)sent->bytes,
+				       (unsigned long long)(f ? f->parts : 0),
+				       (unsigned long long)(f ? f->bytes : 0));
+		listed++;
+	}
+	if (listed != p->n_files) {
+		for (size_t j = 0; j < p->n_files; j++) {
+			bool found = false;
+
+			for (size_t k = 0; k < bye->n_files && !found; k++)
+				found = !strcmp(p->files[j].path, bye->files[k]->path);
+			if (!found)
+				return rt_fail(RT_EPEER, "%s: output file %s arrived but its agent's BYE "
+					       "does not list it", name, p->files[j].path);
+		}
+		return rt_fail(RT_EPEER, "%s: its agent's BYE lists a file twice", name);
+	}
+	return RT_EOK;
+}
+
 static enum rt_err collect_bye(struct rt_coord *c)
 {
 	struct rt_end_reports *r = &c->reports;
@@ -1441,7 +1563,7 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			return err;
 		if (s->body_case == KB__SYNC__BODY_FILE_PART && c->agents && !c->peers[i].answered &&
 		    c->hooks && c->hooks->on_file) {
-			err = c->hooks->on_file(c->hooks->arg, i, s->file_part);
+			err = take_file_part(c, i, s->file_part);
 			rt_wire_free_sync(s);
 			if (err)
 				return err;
@@ -1451,12 +1573,25 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			err = frame_error(c, i, s, "BYE", WAIT_BYE);
 		else
 			err = index_reports(c, i, s->bye);
+		if (!err && s->body_case == KB__SYNC__BODY_BYE)
+			err = check_files(c, i, s->bye);
 		r->byes[r->n_byes++] = s; /* the index points into it */
 		if (err)
 			return err;
 		c->peers[i].answered = true;
 		c->peers[i].gone = true;
+		/* everything it sent is written: it may exit (ADR 0050) */
+		if (c->agents)
+			ack_files(c, i, true);
 		got++;
+	}
+	/* every agent waits for its BYE's ack, queued now: closing the socket
+	 * must deliver them (they are alive, so this takes a round trip),
+	 * where a failed run's socket drops what it still holds */
+	if (c->agents) {
+		int linger = RT_COORD_SILENCE_MS;
+
+		zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	}
 	return check_unfinished(c);
 }

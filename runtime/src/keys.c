@@ -164,6 +164,30 @@ void rt_keys_client_side(const struct rt_keys *k, struct rt_keys *out)
 	memset(out->server_secret, 0, sizeof(out->server_secret));
 }
 
+/* Who may read a key file: its owner only (mode 0600, 0400), or also
+ * its group (0640, 0440: a Kubernetes Secret mounted with fsGroup, which a
+ * non-root container reads through its group) when the owner is root or
+ * this user — no one else could have handed it to us — and the folder it
+ * is in cannot be written by others (no one swapped it in). */
+static bool key_mode_ok(const char *path, const struct stat *st)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat ds;
+
+	if (!(st->st_mode & 077))
+		return true;
+	if ((st->st_mode & 077) != 040 || (st->st_uid != 0 && st->st_uid != geteuid()))
+		return false;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH);
+}
+
 enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
 {
 	char text[KEY_FILE_MAX];
@@ -177,10 +201,11 @@ enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return rt_fail(RT_ECONFIG, "--keys '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !key_mode_ok(path, &st)) {
 		close(fd);
-		return rt_fail(RT_ECONFIG, "--keys '%s': not a regular file of mode 0600 "
-			       "(others may read the secret keys)", path);
+		return rt_fail(RT_ECONFIG, "--keys '%s': not a regular file of mode 0600 or 0400, "
+			       "or 0640/0440 owned by root or this user in a folder others cannot "
+			       "write (others may read or replace the secret keys)", path);
 	}
 	n = read(fd, text, sizeof(text));
 	close(fd);
