@@ -606,7 +606,7 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	char at[64];
 	char *argv[32], reply[512], server[41], pub[41], sec[41];
 	struct kb_result res;
-	int port = test_port(10), zero = 0, wait_ms = 3000;
+	int port = test_port(10), zero = 0, wait_ms = 1500;
 	pid_t coord, a0, a1;
 	void *zctx = zmq_ctx_new(), *s;
 	Kb__Sync sync = KB__SYNC__INIT;
@@ -619,16 +619,18 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	snprintf(at, sizeof(at), "tcp://127.0.0.1:%d", port);
 	hosts_case(&c, "hosts_strangers", port, "  - ranks: [0]\n  - ranks: [1]\n");
 	ring_argv(argv, c.one, "q", "none", NULL);
-	argv[12] = (char *)"seq_kv=2048";
+	argv[12] = (char *)"seq_kv=8192"; /* long enough for the probes */
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
 	ring_argv(argv, c.two, "q", "none", c.hosts);
-	argv[12] = (char *)"seq_kv=2048";
+	argv[12] = (char *)"seq_kv=8192"; /* long enough for the probes */
 	coord = kb_spawn(argv, c.ec);
 	a0 = spawn_agent(port, 0, c.e0);
 	a1 = spawn_agent(port, 1, c.e1);
 	/* both agents have their hosts (they made their folders after Assign) */
 	cr_assert(agent_started(a0) && agent_started(a1));
+	/* the key file lives as long as the run: read it before the probes */
+	read_run_keys(port, server, pub, sec);
 
 	/* without the keys: a Hello is never answered */
 	hello.index = 0;
@@ -646,7 +648,6 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	zmq_close(s);
 
 	/* with the keys (read from the run's key file, as its agents do) */
-	read_run_keys(port, server, pub, sec);
 	s = zmq_socket(zctx, ZMQ_DEALER);
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
 	/* an answer is expected here: wait as long as a loaded machine needs */
