@@ -272,6 +272,101 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 #define tl_recv_async(tl, dir, rows, cols, dtype) \
 	tl_recv_async_at((tl), TL_HERE, (dir), (rows), (cols), (dtype))
 
+/* Point-to-point: a message to the same PE index on any other rank, over
+ * as many links as links.topology takes (a ring forwards it hop by hop the
+ * shorter way; a switch crosses two ports). The n-th receive of (rank,
+ * tag) matches the n-th message that rank sent this PE with that tag;
+ * tags keep independent streams apart. One dispatch per send. */
+void tl_send_to_at(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+		   tl_tensor t);
+#define tl_send_to(tl, rank, tag, t) tl_send_to_at((tl), TL_HERE, (rank), (tag), (t))
+tl_future tl_recv_from_async_at(struct tl *tl, struct tl_site at, uint32_t rank,
+				uint32_t tag, uint32_t rows, uint32_t cols,
+				enum tl_dtype dtype);
+#define tl_recv_from_async(tl, rank, tag, rows, cols, dtype) \
+	tl_recv_from_async_at((tl), TL_HERE, (rank), (tag), (rows), (cols), (dtype))
+
+/* Waits until every PE of this rank has called tl_barrier as many times
+ * (links.pe_sync_cycles each way through PE 0; free with one PE). Orders
+ * what the other PEs wrote to HBM before it ahead of what this PE reads
+ * after it. */
+void tl_barrier_at(struct tl *tl, struct tl_site at);
+#define tl_barrier(tl) tl_barrier_at((tl), TL_HERE)
+
+/* ------------------------------------------------------------ collectives
+ * All-reduce (sum, f32 partial sums), reduce-scatter, all-gather and
+ * broadcast of HBM buffers, built on the IPCQ messages and DMA above
+ * (docs/kernels.md, "Collectives", gives every algorithm and its α–β
+ * formula). Every member calls the same collective with the same
+ * description, n and dtype; the call returns when this PE's part of the
+ * result is in HBM. Buffers are `n` elements of `dtype` (f16, bf16, f32)
+ * at HBM byte addresses; any n.
+ *
+ * Blocks: reduce-scatter and all-gather cut the n elements into one block
+ * per member, block i = tl_coll_block(n, members, i): the first n mod
+ * members blocks one element longer. Reduce-scatter leaves the sum of
+ * block i at dst of member i; all-gather takes block i from src of member
+ * i and leaves all n elements at every member's dst.
+ *
+ * Spans (tl_coll.span):
+ *   TL_SPAN_RANKS  the PEs with this PE index on the group's ranks, each
+ *                  with its own buffers;
+ *   TL_SPAN_SPLIT  the same group, every PE of each rank calling with the
+ *                  same buffers: PE p moves the p-th part of each block
+ *                  (of the buffer, for all-reduce and broadcast), so the
+ *                  rank's PEs drive its links together;
+ *   TL_SPAN_PES    the PEs of this rank, through its shared HBM: PE p's
+ *                  input is at src + p * pe_stride (0: n elements), the
+ *                  result is one buffer at dst shared by all (reduce-
+ *                  scatter: block p of it is PE p's; all-gather: PE p
+ *                  writes block p of it), ordered by tl_barrier.
+ * Messages of collectives use tags from 2^31 up: keep the tags of
+ * tl_send_to below. */
+enum tl_coll_algo {
+	TL_COLL_AUTO = 0,  /* the smallest α–β time for the size (docs/kernels.md) */
+	TL_COLL_RING = 1,  /* one way round the group's ring */
+	TL_COLL_BIDIR = 2, /* both ways round it: half the steps */
+	TL_COLL_TREE = 3,  /* latency-optimal: recursive doubling / halving,
+			      Bruck's all-gather, binomial broadcast */
+};
+enum tl_coll_span { TL_SPAN_RANKS = 0, TL_SPAN_SPLIT = 1, TL_SPAN_PES = 2 };
+
+struct tl_coll {
+	/* the group: ranks first + i * stride for i < count (count 0: every
+	 * rank from first on; stride 0: 1); members are numbered by i */
+	uint32_t first, count, stride;
+	enum tl_coll_algo algo;
+	enum tl_coll_span span;
+	uint32_t root;         /* broadcast: the root's member index (PES: PE) */
+	uint64_t pe_stride;    /* TL_SPAN_PES: bytes between the PEs' inputs */
+	uint32_t chunk_bytes;  /* most bytes in one message (0: 65536) */
+};
+
+/* `c` may be NULL: every rank, TL_COLL_AUTO, TL_SPAN_RANKS. */
+void tl_all_reduce_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		      uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_all_reduce(tl, c, dst, src, n, dtype) \
+	tl_all_reduce_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+void tl_reduce_scatter_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+			  uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_reduce_scatter(tl, c, dst, src, n, dtype) \
+	tl_reduce_scatter_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+void tl_all_gather_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		      uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_all_gather(tl, c, dst, src, n, dtype) \
+	tl_all_gather_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+/* The root's src to every member's dst (the root's too, unless equal). */
+void tl_broadcast_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		     uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_broadcast(tl, c, dst, src, n, dtype) \
+	tl_broadcast_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+/* Block `index` of n elements cut for `members`: [*off, *off + *len). */
+void tl_coll_block(uint64_t n, uint32_t members, uint32_t index, uint64_t *off,
+		   uint64_t *len);
+/* The algorithm TL_COLL_AUTO picks for this call (never TL_COLL_AUTO). */
+enum tl_coll_algo tl_coll_pick(const struct tl *tl, const struct tl_coll *c,
+			       const char *op, uint64_t n, enum tl_dtype dtype);
+
 /* ------------------------------------------------------------ host data
  * Data mode only (in timing mode these do nothing and return false). They
  * cost no simulated time: they are how a kernel creates its inputs and

@@ -56,12 +56,14 @@ const struct tl_kernel_info *tl_kernel_builtins(size_t *count);
 
 /* ------------------------------------------------------------ runtime */
 
-/* Where commands go. `dst` is PE_SCHED for commands, or the neighbour host
- * (TL_PORT_LEFT / TL_PORT_RIGHT) for IPCQ; the port maps it to an id. */
-enum tl_port_dst { TL_PORT_SCHED, TL_PORT_LEFT, TL_PORT_RIGHT };
+/* Where messages go: the PE's scheduler (commands), its rank's link
+ * component (IPCQ) or the host of PE q of its rank, TL_PORT_PE(q)
+ * (barriers); the port maps it to a component id. */
+enum tl_port_dst { TL_PORT_SCHED = 0, TL_PORT_LINK = 1, TL_PORT_PE0 = 2 };
+#define TL_PORT_PE(q) ((uint32_t)TL_PORT_PE0 + (q))
 
 struct tl_port_ops {
-	enum rt_err (*send)(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+	enum rt_err (*send)(void *ctx, uint32_t dst, uint64_t send_ps,
 			    uint64_t extra_ps, const Kb__Payload *msg);
 	void (*stat_add)(void *ctx, const char *name, uint64_t value);
 	void (*stat_max)(void *ctx, const char *name, uint64_t value);
@@ -110,9 +112,11 @@ enum rt_err tl_start(struct tl *tl, uint64_t now_ps);
 /* The scheduler finished command `id` at now_ps: resumes the kernel if it
  * was waiting for it. */
 enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps);
-/* An IPCQ message arrived from the neighbour host at now_ps. */
+/* An IPCQ message arrived from another rank at now_ps. */
 enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
 		       uint64_t now_ps);
+/* A barrier message from another PE of the rank arrived at now_ps. */
+enum rt_err tl_on_pe_sync(struct tl *tl, const Kb__PeSync *msg, uint64_t now_ps);
 /* True once the kernel has returned and all its commands completed. */
 bool tl_finished(const struct tl *tl);
 

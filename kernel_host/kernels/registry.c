@@ -15,6 +15,7 @@ const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(ring_attention, "ring attention over --ranks R: --arg pass=kv|q layout=contiguous|zigzag merge=tree|chain seq_q= seq_kv=(per rank) causal=1"),
 	TL_KERNEL(gemm, "C = A·B via a composite with streamed tl_ref operands: --arg m= k= n= (64)"),
 	TL_KERNEL(softmax, "row softmax with lazy prefetching loads: --arg rows=64 cols=128 block=16"),
+	TL_KERNEL(collective, "one collective on seeded inputs: --arg op=all_reduce|reduce_scatter|all_gather|broadcast n=65536 dtype=f32|f16|bf16 algo=auto|ring|bidir|tree span=ranks|split|pes first= count= stride= root= chunk="),
 #ifdef KB_TEST_BUILD
 	TL_KERNEL(test_overlap, "test: lazy load vs independent GEMM: --arg part=load|gemm|both serial=0|1"),
 	TL_KERNEL(test_loads, "test: lazy, async and blocking loads return the same bytes (data mode)"),

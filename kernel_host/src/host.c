@@ -13,16 +13,16 @@ struct host_state {
 	struct tl *tl;
 	struct tl_kernel_ref kernel;
 	struct tl_arg args[RT_MAX_ARGS];
-	uint32_t sched, left, right; /* component ids */
+	uint32_t sched, link, pe0; /* component ids: scheduler, rank link, PE 0's host */
 };
 
-static enum rt_err port_send(void *p, enum tl_port_dst dst, uint64_t send_ps,
-			     uint64_t extra_ps, const Kb__Payload *msg)
+static enum rt_err port_send(void *p, uint32_t dst, uint64_t send_ps, uint64_t extra_ps,
+			     const Kb__Payload *msg)
 {
 	struct host_state *h = p;
 	uint32_t id = dst == TL_PORT_SCHED ? h->sched
-		    : dst == TL_PORT_LEFT  ? h->left
-					   : h->right;
+		    : dst == TL_PORT_LINK  ? h->link
+					   : h->pe0 + (dst - TL_PORT_PE0) * PE_UNITS;
 
 	return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
 }
@@ -102,16 +102,9 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 	s->port = &host_port;
 	s->port_ctx = h;
 	h->sched = pe_component_id(cfg->pes, me->rank, me->pe, PE_SCHED);
-	h->left = pe_component_id(cfg->pes,
-				  pe_ring_neighbour(cfg->ranks, me->rank, PE_DIR_LEFT),
-				  me->pe, PE_HOST);
-	h->right = pe_component_id(cfg->pes,
-				   pe_ring_neighbour(cfg->ranks, me->rank, PE_DIR_RIGHT),
-				   me->pe, PE_HOST);
-	/* several PEs share the rank's ring links: both directions go through
-	 * the rank's link component (src/link.c) */
-	if (pe_shared_links(cfg->ranks, cfg->pes))
-		h->left = h->right = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
+	/* every IPCQ message goes through the rank's link component (src/link.c) */
+	h->link = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
+	h->pe0 = pe_component_id(cfg->pes, me->rank, 0, PE_HOST);
 }
 
 static enum rt_err host_init(struct rt_ctx *ctx, void *state)
@@ -141,6 +134,8 @@ static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *
 					  d->time_ps);
 	case KB__PAYLOAD__BODY_IPCQ:
 		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps);
+	case KB__PAYLOAD__BODY_PE_SYNC:
+		return tl_on_pe_sync(h->tl, d->msg->pe_sync, d->time_ps);
 	default:
 		return rt_fail(RT_EPROTOCOL,
 			       "unexpected message (body %d) from component %u",
@@ -183,6 +178,17 @@ static void describe_cmd(const struct tl *tl, uint64_t id, char *buf, size_t cap
 	uint32_t from;
 
 	site_text(c->at, site, sizeof(site));
+	if (c->kind == TL_CMD_BARRIER) {
+		snprintf(buf, cap, "the barrier of rank %u's %u PEs entered at %s (barrier %llu), "
+			 "which another PE never reached", tl->s.rank, tl->s.pes, site,
+			 (unsigned long long)tl->bar_epoch + 1);
+		return;
+	}
+	if (c->kind == TL_CMD_RECV && c->p2p) {
+		snprintf(buf, cap, "the IPCQ receive posted at %s from rank %u with tag %u, "
+			 "and no message came", site, c->src_rank, c->tag);
+		return;
+	}
 	if (c->kind != TL_CMD_RECV) {
 		snprintf(buf, cap, "%s command %llu issued at %s, which the scheduler never completed",
 			 kinds[c->kind], (unsigned long long)id, site);

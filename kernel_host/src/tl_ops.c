@@ -222,6 +222,30 @@ tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f)
 	return f.t;
 }
 
+tl_tensor tl_row_view(struct tl *tl, struct tl_site at, tl_tensor t, uint64_t col,
+		      uint32_t cols, uint64_t producer)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "view source"), *v;
+	struct tl_rec copy = *r;
+	tl_tensor view;
+	uint32_t gen, scope;
+
+	if (!copy.tcm || copy.trans || copy.rows != 1 || cols == 0 || col + cols > copy.cols)
+		tl_abort(tl, at, RT_EKERNEL, "view of columns [%llu, %llu) of a %ux%u tensor",
+			 (unsigned long long)col, (unsigned long long)(col + cols), copy.rows,
+			 copy.cols);
+	view = tl_rec_new(tl, at, &v);
+	gen = v->gen;
+	scope = v->scope;
+	*v = copy;
+	v->gen = gen;
+	v->scope = scope;
+	v->addr = copy.addr + col * tl_dtype_size(copy.dtype);
+	v->cols = cols;
+	v->producer = producer;
+	return view;
+}
+
 tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		    uint32_t rows, uint32_t cols, enum tl_dtype dtype)
 {
@@ -241,8 +265,22 @@ tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 	return t;
 }
 
+static void store(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t,
+		  bool wait);
+
 void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		 tl_tensor t)
+{
+	store(tl, at, hbm_addr, t, true);
+}
+
+void tl_store_queued(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t)
+{
+	store(tl, at, hbm_addr, t, false);
+}
+
+static void store(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t,
+		  bool wait)
 {
 	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_store source");
 	struct tl_tref src, dst;
@@ -255,7 +293,9 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		tl_abort(tl, at, RT_EKERNEL,
 			 "tl_store of a transposed view; store the tensor itself");
 	check_hbm(tl, at, "tl_store", hbm_addr, bytes);
-	tl_wait_cmd(tl, at, r->producer);
+	/* a receive is the host's own: the scheduler cannot order after it */
+	if (wait || (r->producer && tl->cmds[r->producer].kind == TL_CMD_RECV))
+		tl_wait_cmd(tl, at, r->producer);
 	id = tl_cmd_new(tl, at, TL_CMD_DMA);
 	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
 	tl->cmds[id].hbm_lo = hbm_addr;

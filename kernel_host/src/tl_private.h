@@ -65,7 +65,7 @@ struct tl_lowered {
 	struct tl_tref rw[TL_CMD_MAX_RW];
 };
 
-enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV };
+enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV, TL_CMD_BARRIER };
 
 /* A command the host issued (or an IPCQ receive it waits for). */
 struct tl_cmd {
@@ -79,6 +79,8 @@ struct tl_cmd {
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
+	bool p2p;                /* TL_CMD_RECV: from (src_rank, tag), not a direction */
+	uint32_t src_rank, tag;
 };
 
 /* A scratch scope save point. */
@@ -97,13 +99,18 @@ struct tl_ipcq_msg {
 	uint8_t *bytes; /* owned; NULL in timing mode */
 };
 
-/* Per-direction IPCQ state. */
+/* The receive FIFOs of one direction, or of one (source rank, tag). */
 struct tl_ipcq_dir {
 	struct tl_ipcq_msg *early; /* arrived, not yet received (FIFO) */
 	uint32_t n_early, cap_early, head_early;
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
-	uint64_t link_free_ps;     /* outgoing link busy until */
+};
+
+/* Point-to-point FIFOs, one per (source rank, tag) seen. */
+struct tl_ipcq_key {
+	uint32_t src_rank, tag;
+	struct tl_ipcq_dir q;
 };
 
 enum tl_state { TL_IDLE, TL_RUNNING, TL_WAITING, TL_DONE, TL_FAILED };
@@ -143,6 +150,14 @@ struct tl {
 	uint32_t scope_serial;
 
 	struct tl_ipcq_dir ipcq[2];
+	struct tl_ipcq_key *p2p; /* tl_send_to / tl_recv_from_async */
+	uint32_t n_p2p, cap_p2p, p2p_hit; /* p2p_hit: the last key found */
+
+	/* barriers among the PEs of the rank (barrier.c) */
+	uint64_t bar_epoch;   /* barriers this PE has passed */
+	uint32_t bar_arrived; /* PE 0: other PEs arrived at the current one */
+	uint64_t bar_cmd;     /* the barrier command this PE waits on (0: none) */
+	bool bar_waiting;     /* PE 0: it reached the barrier itself */
 	struct tl_totals tot;
 	struct tl_coro coro;
 	void *wire_buf;       /* reused wire form of one composite */
@@ -179,6 +194,10 @@ uint32_t tl_rec_lrows(const struct tl_rec *r);
 uint32_t tl_rec_lcols(const struct tl_rec *r);
 
 /* ---- ops (tl_ops.c) */
+/* tl_store without waiting for the tensor's producer when the scheduler
+ * can order the DMA write after it (a composite, DMA or copy: its strict
+ * FIFO on overlapping bytes): the kernel goes on at once. */
+void tl_store_queued(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t);
 void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 		       uint64_t hi);
 /* Waits for every pending command reading or writing HBM [lo, hi). */
@@ -258,6 +277,21 @@ const struct tl_recipe *tl_recipe_find(const char *name);
 
 /* ---- ipcq (ipcq.c) */
 void tl_ipcq_release(struct tl *tl);
+/* Ring route of a point-to-point send (IpcqData.route). */
+enum tl_route { TL_ROUTE_SHORTEST = 0, TL_ROUTE_LEFT = 1, TL_ROUTE_RIGHT = 2 };
+/* tl_send_to with an explicit ring route (collectives send both ways
+ * round a ring of two). */
+void tl_ipcq_send_to(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+		     enum tl_route route, tl_tensor t);
+/* tl_recv_from_async into an existing TCM tensor `dst` (after every
+ * pending command that touches its bytes). */
+tl_future tl_ipcq_recv_into(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+			    tl_tensor dst);
+/* A 1 x cols view of columns [col, col + cols) of the 1 x N TCM tensor t:
+ * the same bytes, a handle of its own (the current scope's) whose producer
+ * is `producer`. */
+tl_tensor tl_row_view(struct tl *tl, struct tl_site at, tl_tensor t, uint64_t col,
+		      uint32_t cols, uint64_t producer);
 /* The kernel waited on receive `id` from kernel clock `from_ps`: adds the
  * wait to the ring figures (docs/attention.md). */
 void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps);
