@@ -7,6 +7,8 @@
 #ifndef KB_WORKLOADS_H
 #define KB_WORKLOADS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "rt/err.h"
@@ -25,6 +27,12 @@ enum rt_err kb_workload_find(const char *name, struct kb_workload *out);
 const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
+
+/* A program file: a workload named *.yaml or *.yml. */
+bool kb_program_file(const char *workload);
+/* Reads and checks a program YAML file (workloads/program_yaml.c) into
+ * its canonical text `out` (tl_program_parse), at most `cap` bytes. */
+enum rt_err kb_program_load(const char *path, char *out, size_t cap);
 
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);

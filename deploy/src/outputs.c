@@ -21,6 +21,7 @@
 
 #include "launcher.h"
 #include "merge.h"
+#include "steps.h"
 #include "report.h"
 #include "trace_out.h"
 #include "rt/buf.h"
@@ -236,8 +237,10 @@ static enum rt_err run_next(struct oplog_merge *m, uint32_t i)
 	return kb_src_line(&r->src, &r->head.p, &r->head.len);
 }
 
-/* Merges the runs into `out`, without the sort keys. */
-static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path)
+/* Merges the runs into `out`, without the sort keys; each record also
+ * goes to the program's steps (per-step busy times). */
+static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path,
+			      struct kb_steps *steps)
 {
 	struct kb_heap heap;
 	size_t cap = kb_merge_buf_size(m->n_runs);
@@ -258,6 +261,8 @@ static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path
 		if (fwrite(h->p + OPLOG_KEY_LEN, 1, h->len - OPLOG_KEY_LEN, out) !=
 			    h->len - OPLOG_KEY_LEN || putc('\n', out) == EOF)
 			err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+		if (!err && steps && steps->n)
+			kb_steps_oplog(steps, h->p + OPLOG_KEY_LEN, h->len - OPLOG_KEY_LEN);
 		if (!err)
 			err = run_next(m, top);
 		if (!err)
@@ -308,7 +313,8 @@ static enum rt_err oplog_merge_init(struct oplog_merge *m, const struct rt_job *
 }
 
 /* op_log.jsonl: every part's records in (start, end, component, seq) order. */
-static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topology *topo)
+static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topology *topo,
+			       struct kb_steps *steps)
 {
 	struct oplog_merge m;
 	char path[RT_PATH_MAX + 32];
@@ -328,7 +334,7 @@ static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topolog
 	if (out)
 		setvbuf(out, NULL, _IOFBF, 1 << 20);
 	if (!err)
-		err = merge_runs(&m, out, path);
+		err = merge_runs(&m, out, path, steps);
 	if (out && fclose(out) && !err)
 		err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
 	oplog_merge_release(&m);
@@ -881,6 +887,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 			     const struct kb_run_facts *facts)
 {
 	struct kb_run_facts f = *facts;
+	struct kb_steps steps = { 0 };
 	struct kb_agg agg;
 	struct rt_buf args;
 	enum rt_err err = kb_agg_build(&agg, topo, &facts->reports);
@@ -894,7 +901,12 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = check_inputs_read(job, topo);
 	f.args = args.data ? args.data : "";
 	if (!err)
-		err = write_oplog(job, topo);
+		err = kb_steps_read(job, topo, &steps);
+	f.steps = &steps;
+	if (!err)
+		err = write_oplog(job, topo, &steps);
+	if (!err)
+		kb_steps_finish(&steps);
 	if (!err)
 		err = kb_trace_write(job, topo);
 	if (!err)
@@ -902,6 +914,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	kb_outputs_discard(job);
 	report_peak_rss();
 	rt_buf_release(&args);
+	kb_steps_release(&steps);
 	kb_agg_release(&agg);
 	return err;
 }

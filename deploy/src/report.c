@@ -13,6 +13,7 @@
 #include "rt/component.h"
 #include "rt/config_doc.h"
 #include "rt/json.h"
+#include "steps.h"
 
 static int stat_cmp(const void *a, const void *b)
 {
@@ -221,6 +222,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_hex64(&j, "delivery_digest", agg->digest);
 	if (m->present)
 		summary_pe(&j, m);
+	kb_steps_json(f->steps, &j);
 	summary_provenance(&j, job, f, agg);
 	json_set(&j, "totals", &agg->totals);
 	rt_json_object(&j, "by_kind", RT_JSON_LINES);
@@ -274,6 +276,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
 			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
 	}
+	kb_steps_print(f->steps);
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
 	       (unsigned long long)(sim % 1000000));
 	printf("  %-22s %llu (routed between daemons: %llu)\n", "messages",

@@ -135,6 +135,26 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		 tl_tensor t);
 #define tl_store(tl, addr, t) tl_store_at((tl), TL_HERE, (addr), (t))
 
+/* A window of a wider row-major matrix in HBM: rows x cols elements whose
+ * rows start `row_stride` bytes apart (>= a row; 0: contiguous), e.g.
+ * columns [c0, c0 + cols) of an R x C matrix at addr + c0 * size, row
+ * stride C * size. One DMA (a 2-D descriptor) like the contiguous forms,
+ * timed on the bytes it moves. */
+tl_tensor tl_load_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+			  uint32_t rows, uint32_t cols, uint64_t row_stride,
+			  enum tl_dtype dtype);
+#define tl_load_rows(tl, addr, rows, cols, stride, dtype) \
+	tl_load_rows_at((tl), TL_HERE, (addr), (rows), (cols), (stride), (dtype))
+tl_tensor tl_ref_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+			 uint32_t rows, uint32_t cols, uint64_t row_stride,
+			 enum tl_dtype dtype);
+#define tl_ref_rows(tl, addr, rows, cols, stride, dtype) \
+	tl_ref_rows_at((tl), TL_HERE, (addr), (rows), (cols), (stride), (dtype))
+void tl_store_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		      uint64_t row_stride, tl_tensor t);
+#define tl_store_rows(tl, addr, stride, t) \
+	tl_store_rows_at((tl), TL_HERE, (addr), (stride), (t))
+
 /* TCM -> TCM copy of src's bytes into dst (same shape and dtype, both
  * TCM): writes running state into a persistent handle (scratch-scope design D3.1). */
 void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
@@ -159,6 +179,11 @@ tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		    tl_tensor b);
 #define tl_dot(tl, a, b) tl_dot_at((tl), TL_HERE, (a), (b))
+/* Rows [row0, row0 + rows) of a TCM tensor, as a tensor of their own (no
+ * data moves; it waits for what `t` waits for). */
+tl_tensor tl_rows_at(struct tl *tl, struct tl_site at, tl_tensor t, uint32_t row0,
+		     uint32_t rows);
+#define tl_rows(tl, t, row0, rows) tl_rows_at((tl), TL_HERE, (t), (row0), (rows))
 /* A transposed view (no data moves). */
 tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t);
 #define tl_trans(tl, t) tl_trans_at((tl), TL_HERE, (t))
@@ -173,6 +198,7 @@ tl_tensor tl_binary_at(struct tl *tl, struct tl_site at, const char *op,
 
 tl_tensor tl_unary_at(struct tl *tl, struct tl_site at, const char *op,
 		      tl_tensor a);
+#define tl_unary(tl, op, a) tl_unary_at((tl), TL_HERE, (op), (a))
 #define tl_exp(tl, a) tl_unary_at((tl), TL_HERE, "exp", (a))
 #define tl_softmax(tl, a) tl_unary_at((tl), TL_HERE, "softmax", (a))
 
@@ -366,6 +392,67 @@ void tl_coll_block(uint64_t n, uint32_t members, uint32_t index, uint64_t *off,
 /* The algorithm TL_COLL_AUTO picks for this call (never TL_COLL_AUTO). */
 enum tl_coll_algo tl_coll_pick(const struct tl *tl, const struct tl_coll *c,
 			       const char *op, uint64_t n, enum tl_dtype dtype);
+
+/* ------------------------------------------------------------ programs
+ * A program is an ordered list of steps, each a kernel with its own
+ * arguments and tensor bindings, run one after the other by every PE
+ * (docs/kernels.md, "Programs"). Its tensors live in HBM, the same
+ * addresses on every rank (each rank its own copy, of the declared
+ * shape); steps pass them on by name. A step starts on a rank once every
+ * PE of the rank has finished the one before (tl_barrier), so a step may
+ * read what any PE of its rank wrote before. Each step gets its own
+ * statistics in summary.json and a slice named after it in the trace; in
+ * data mode the tensors a step writes (TL_OUT) are saved after it as
+ * STEP.TENSOR.npy and the initialised ones before the first as
+ * TENSOR.npy, float32 [ranks, rows, cols]. */
+typedef int (*tl_kernel_fn)(struct tl *tl, const struct tl_args *args);
+
+/* A tensor the program binds to a step's parameter: rows x cols of dtype
+ * at HBM byte address addr, row-major. */
+struct tl_hbm {
+	uint64_t addr;
+	uint32_t rows, cols;
+	enum tl_dtype dtype;
+};
+enum tl_access { TL_IN = 0, TL_OUT = 1 };
+
+/* The tensor bound to parameter `name` of this step; TL_OUT: the step
+ * writes it. A kernel asking for one the step does not bind (or run
+ * outside a program) ends the run with one line naming both. */
+struct tl_hbm tl_arg_tensor(const struct tl_args *args, const char *name,
+			    enum tl_access access);
+/* Whether the step binds a tensor to `name`. */
+bool tl_arg_has_tensor(const struct tl_args *args, const char *name);
+
+enum tl_init { TL_INIT_NONE = 0, TL_INIT_ZEROS, TL_INIT_RANDOM };
+
+struct tl_prog_tensor {
+	const char *name;
+	uint32_t rows, cols;
+	enum tl_dtype dtype;
+	enum tl_init init;    /* data mode, before the first step */
+	double scale, offset; /* random: offset + scale * uniform[-1, 1) */
+};
+#define TL_PROG_MAX_ARGS 24
+#define TL_PROG_MAX_BINDS 24
+struct tl_prog_step {
+	const char *name;
+	tl_kernel_fn kernel;    /* the step's kernel, or NULL: by name */
+	const char *kernel_name;/* a built-in or path/lib.so:NAME (error lines) */
+	const char *args[TL_PROG_MAX_ARGS][2];  /* name, value; NULL-ended */
+	const char *binds[TL_PROG_MAX_BINDS][2];/* parameter, tensor; NULL-ended */
+};
+struct tl_program {
+	const struct tl_prog_tensor *tensors;
+	uint32_t n_tensors;
+	const struct tl_prog_step *steps;
+	uint32_t n_steps;
+};
+/* Places the tensors in HBM (4 KiB aligned, in order, from address 0),
+ * initialises them (data mode) and runs every step; returns 0 or ends the
+ * run naming the step that failed. */
+int tl_program_run_at(struct tl *tl, struct tl_site at, const struct tl_program *p);
+#define tl_program_run(tl, p) tl_program_run_at((tl), TL_HERE, (p))
 
 /* ------------------------------------------------------------ host data
  * Data mode only (in timing mode these do nothing and return false). They

@@ -24,7 +24,7 @@
 
 /* ------------------------------------------------------------ kernels */
 
-typedef int (*tl_kernel_fn)(struct tl *tl, const struct tl_args *args);
+/* tl_kernel_fn: tl.h */
 
 /* A built-in kernel: one line in the registry table. */
 struct tl_kernel_info {
@@ -76,6 +76,8 @@ struct tl_port_ops {
 			    int line, uint64_t start_ps, uint64_t end_ps);
 	void (*trace_counter)(void *ctx, const char *name, uint64_t ts_ps,
 			      uint64_t value);
+	/* A program step's slice, on a track of its own (may be NULL). */
+	void (*trace_step)(void *ctx, const char *name, uint64_t start_ps, uint64_t end_ps);
 };
 
 /* One name=value workload argument. */
@@ -100,6 +102,9 @@ struct tl_setup {
 	uint64_t tcm_size;
 	const struct tl_port_ops *port;
 	void *port_ctx;
+	/* a program from a YAML file: its canonical text (tl_program_parse), or
+	 * NULL; the kernel is then the program's driver */
+	const char *program_text;
 };
 
 /* Creates the runtime (the kernel is not started). Caller owns *out. */
@@ -117,6 +122,26 @@ enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
 		       uint64_t now_ps);
 /* A barrier message from another PE of the rank arrived at now_ps. */
 enum rt_err tl_on_pe_sync(struct tl *tl, const Kb__PeSync *msg, uint64_t now_ps);
+/* A program in its canonical text form, one item a line (what the
+ * launcher makes of a program YAML file and hands every host):
+ *   tensor NAME ROWS COLS f16|bf16|f32 none|zeros|random SCALE OFFSET
+ *   step NAME KERNEL
+ *   arg NAME VALUE          (of the step above)
+ *   bind PARAMETER TENSOR   (of the step above)
+ * Names are 1-63 bytes of [A-Za-z0-9_.-], values have no blanks. */
+struct tl_program_text {
+	struct tl_program prog;
+	struct tl_prog_tensor *tensors;
+	struct tl_prog_step *steps;
+	char *text; /* owned copy the names point into */
+};
+/* Parses `text`; RT_EINVAL with a line naming the item otherwise. Release
+ * with tl_program_text_release. */
+enum rt_err tl_program_parse(const char *text, struct tl_program_text *out);
+void tl_program_text_release(struct tl_program_text *p);
+/* The kernel that runs setup->program_text. */
+int tl_program_text_kernel(struct tl *tl, const struct tl_args *args);
+
 /* True once the kernel has returned and all its commands completed. */
 bool tl_finished(const struct tl *tl);
 

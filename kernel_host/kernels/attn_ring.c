@@ -190,15 +190,23 @@ static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 	free(qs);
 }
 
-static void pass_kv(struct tl *tl, const struct attn *a, struct ring *rg)
+void attn_ring_kv(struct tl *tl, const struct attn *a)
+{
+	struct ring rg = { 0, 0 };
+
+	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
+		TL_SCRATCH_SCOPE(tl) {
+			pass_kv_head(tl, a, h, &rg);
+		}
+	ring_stats(tl, &rg);
+}
+
+static void pass_kv(struct tl *tl, const struct attn *a)
 {
 	struct attn_run r[ATTN_MAX_RUNS];
 	uint32_t nr = attn_q_runs(a, a->rank, r);
 
-	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
-		TL_SCRATCH_SCOPE(tl) {
-			pass_kv_head(tl, a, h, rg);
-		}
+	attn_ring_kv(tl, a);
 	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
 		for (uint32_t g = 0; g < a->g; g++)
 			for (uint32_t i = 0; i < nr; i++)
@@ -366,10 +374,11 @@ int ring_attention(struct tl *tl, const struct tl_args *args)
 		tl_fail(tl, "ring_attention needs --ranks 2 or more (gqa_prefill and gqa_decode_* run on one rank)");
 	attn_inputs(tl, &a);
 	attn_mask_prepare(tl, &a);
-	if (a.pass_q)
+	if (a.pass_q) {
 		pass_q(tl, &a, &rg);
-	else
-		pass_kv(tl, &a, &rg);
-	ring_stats(tl, &rg);
+		ring_stats(tl, &rg);
+	} else {
+		pass_kv(tl, &a);
+	}
 	return 0;
 }

@@ -61,6 +61,17 @@ static void port_trace_counter(void *p, const char *name, uint64_t ts_ps, uint64
 	rt_trace_counter(((struct host_state *)p)->ctx, name, ts_ps, value);
 }
 
+/* Program steps get a track of their own beside the kernel's clock. */
+static void port_trace_step(void *p, const char *name, uint64_t start_ps, uint64_t end_ps)
+{
+	struct rt_trace_span span = {
+		.track = 2, .track_name = "steps", .name = name, .cat = "step",
+		.start_ps = start_ps, .end_ps = end_ps,
+	};
+
+	rt_trace_slice(((struct host_state *)p)->ctx, &span);
+}
+
 static const struct tl_port_ops host_port = {
 	.send = port_send,
 	.stat_add = port_stat_add,
@@ -68,6 +79,7 @@ static const struct tl_port_ops host_port = {
 	.output_path = port_output_path,
 	.trace_slice = port_trace_slice,
 	.trace_counter = port_trace_counter,
+	.trace_step = port_trace_step,
 };
 
 static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
@@ -114,10 +126,16 @@ static enum rt_err host_init(struct rt_ctx *ctx, void *state)
 	enum rt_err rc;
 
 	h->ctx = ctx;
-	rc = tl_kernel_find(rt_job(ctx)->workload, &h->kernel);
-	if (rc != RT_EOK)
-		return rc;
+	if (rt_job(ctx)->program[0]) { /* a program file: its driver runs it */
+		snprintf(h->kernel.name, sizeof(h->kernel.name), "program");
+		h->kernel.fn = tl_program_text_kernel;
+	} else {
+		rc = tl_kernel_find(rt_job(ctx)->workload, &h->kernel);
+		if (rc != RT_EOK)
+			return rc;
+	}
 	fill_setup(ctx, h, &s);
+	s.program_text = rt_job(ctx)->program[0] ? rt_job(ctx)->program : NULL;
 	rc = tl_new(&s, &h->tl);
 	if (rc != RT_EOK)
 		return rc;

@@ -22,6 +22,7 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
+	uint64_t row_stride;/* HBM: bytes between rows (0: contiguous) */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -30,6 +31,7 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
+	uint64_t row_stride; /* 0: contiguous */
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -119,6 +121,10 @@ struct tl_args {
 	const struct tl_arg *items;
 	uint32_t n;
 	struct tl *owner; /* to end the kernel on a malformed value */
+	/* a program step's (program.c): items[n_global..n) are the step's
+	 * own arguments, which summary.json's args do not list */
+	uint32_t n_global;
+	const char *const (*binds)[2]; /* parameter, tensor; NULL-ended */
 };
 
 struct tl {
@@ -148,6 +154,12 @@ struct tl {
 	struct tl_save *saves;
 	uint32_t n_saves, cap_saves;
 	uint32_t scope_serial;
+
+	/* the program being run (program.c), or NULL */
+	const struct tl_program *prog;
+	uint64_t *prog_addr;  /* each tensor's HBM address */
+	bool *prog_out;       /* the step being run writes it (TL_OUT) */
+	struct rt_buf steps_log; /* one line per step run: the steps part */
 
 	struct tl_ipcq_dir ipcq[2];
 	struct tl_ipcq_key *p2p; /* tl_send_to / tl_recv_from_async */
@@ -274,6 +286,11 @@ struct tl_recipe {
 	struct tl_recipe_step steps[TL_RECIPE_MAX_STEPS];
 };
 const struct tl_recipe *tl_recipe_find(const char *name);
+
+/* ---- programs (program.c) */
+/* The steps part (steps.R.P) the launcher reads for summary.json. */
+void tl_program_report(struct tl *tl);
+void tl_program_release(struct tl *tl);
 
 /* ---- ipcq (ipcq.c) */
 void tl_ipcq_release(struct tl *tl);
