@@ -10,7 +10,8 @@
  * rightwards (member i -> i + 1) over L members and leftwards over R - 1 - L.
  * One way round (TL_COLL_RING) every chain is rightwards, L = R - 1; both
  * ways round (TL_COLL_BIDIR) L = ⌊R/2⌋ rightwards and ⌈R/2⌉ - 1 leftwards
- * (two members: half the block each way, both links to the peer). A
+ * (two members: half the block each way, both links to the peer; on a
+ * switch, whose one port both ways would share, it is the ring). A
  * step is one hop of every chain at once; a member sends at most one
  * message per chain direction, part and chunk in a step. Blocks longer
  * than a chunk are cut into chunks that follow one another down the same
@@ -264,18 +265,18 @@ struct chains {
 static void chains_of(const struct coll *c, struct chains *ch)
 {
 	uint32_t R = c->R;
+	/* both ways round a ring; a switch has one port per rank: no gain */
+	bool both = c->algo == TL_COLL_BIDIR && c->ring;
 
 	memset(ch, 0, sizeof(*ch));
-	ch->parts = 1;
-	ch->left[0] = R - 1;
-	if (c->algo == TL_COLL_BIDIR && R == 2) {
-		ch->parts = 2; /* two links to the one peer: a half each way */
+	ch->parts = both && R == 2 ? 2 : 1; /* two links to the one peer: a half each */
+	ch->left[0] = !both ? R - 1 : R == 2 ? 1 : R / 2; /* even R: rightwards one longer */
+	ch->right[0] = R - 1 - ch->left[0];
+	if (ch->parts == 2) {
 		ch->left[1] = 0;
-	} else if (c->algo == TL_COLL_BIDIR) {
-		ch->left[0] = R / 2; /* even R: rightwards one hop longer */
+		ch->right[1] = 1;
 	}
 	for (uint32_t k = 0; k < ch->parts; k++) {
-		ch->right[k] = R - 1 - ch->left[k];
 		if (ch->left[k] > ch->steps)
 			ch->steps = ch->left[k];
 		if (ch->right[k] > ch->steps)
