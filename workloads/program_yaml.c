@@ -4,7 +4,9 @@
  *   program:
  *     tensors:
  *       NAME: {rows: R, cols: C, dtype: f16|bf16|f32,
- *              init: none|zeros|random, scale: 1, offset: 0}
+ *              init: none|zeros|random, scale: 1, offset: 0,
+ *              rank_div: 1, rank_mod: RANKS}   # random values per rank:
+ *              # they depend on it through (rank / rank_div) % rank_mod
  *     steps:
  *       - name: NAME
  *         kernel: KERNEL          # built in, or path/lib.so:NAME
@@ -86,13 +88,13 @@ static bool word(const char *s)
 static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 {
 	static const char *const keys[] = { "rows", "cols", "dtype", "init", "scale", "offset",
-					    NULL };
+					    "rank_div", "rank_mod", NULL };
 
 	if (m->type != YAML_MAPPING_NODE)
 		return rt_fail(RT_EINVAL, "program %s: tensors: expected a mapping of NAME: {rows, "
 			       "cols, dtype, ...}", c->path);
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		const char *name = scalar(c, p->key), *v[6];
+		const char *name = scalar(c, p->key), *v[8];
 		yaml_node_t *t = node(c, p->value);
 		char where[96];
 		enum rt_err err;
@@ -104,14 +106,14 @@ static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 		err = only_keys(c, t, keys, where);
 		if (err)
 			return err;
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 8; i++)
 			v[i] = scalar(c, lookup(c, t, keys[i]));
 		if (!word(v[0]) || !word(v[1]))
 			return rt_fail(RT_EINVAL, "program %s: %s: rows and cols are required", c->path,
 				       where);
-		rt_buf_printf(&c->out, "tensor %s %s %s %s %s %s %s\n", name, v[0], v[1],
+		rt_buf_printf(&c->out, "tensor %s %s %s %s %s %s %s %s %s\n", name, v[0], v[1],
 			      v[2] ? v[2] : "f16", v[3] ? v[3] : "none", v[4] ? v[4] : "1",
-			      v[5] ? v[5] : "0");
+			      v[5] ? v[5] : "0", v[6] ? v[6] : "0", v[7] ? v[7] : "0");
 	}
 	return RT_EOK;
 }

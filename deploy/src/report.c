@@ -63,6 +63,10 @@ struct pe_metrics {
 	uint64_t ipcq_latency_wait;/* ... after the link, during its latency */
 	uint64_t ipcq_imbalance;   /* ... before the link started: sender not ready */
 	double ipcq_hidden;        /* 1 - exposed / transfer */
+	/* a model's layer (llama_*_step): the whole model, and the memory
+	 * roofline of the layer (its bytes over the rank's HBM peak) */
+	uint64_t model_layers;
+	uint64_t roofline_bytes, roofline_ps;
 };
 
 static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "math" };
@@ -132,6 +136,10 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
 	m->dma_read_util = m->busy[0];
 	kernel_metrics(agg, m);
+	m->model_layers = kb_stat_get(host, "model_layers");
+	m->roofline_bytes = kb_stat_get(host, "roofline_bytes");
+	m->roofline_ps = (m->roofline_bytes + cfg->hbm_bytes_per_cycle - 1) /
+			 cfg->hbm_bytes_per_cycle * cycle;
 }
 
 static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
@@ -160,6 +168,16 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 		rt_json_fixed(j, "ipcq_hidden_fraction", m->ipcq_hidden, 4);
 	else
 		rt_json_null(j, "ipcq_hidden_fraction");
+	if (m->model_layers) { /* identical layers: the model is layers x one */
+		rt_json_u64(j, "model_layers", m->model_layers);
+		rt_json_u64(j, "model_latency_ps", m->model_layers * m->latency_ps);
+	}
+	if (m->roofline_bytes) {
+		rt_json_u64(j, "roofline_bytes", m->roofline_bytes);
+		rt_json_u64(j, "roofline_ps", m->roofline_ps);
+		rt_json_fixed(j, "roofline_fraction",
+			      (double)m->roofline_ps / (double)m->latency_ps, 4);
+	}
 }
 
 /* What the run ran: non-finite counts, the kernel arguments with their
@@ -275,6 +293,15 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 		if (m->ipcq_transfer)
 			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
 			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
+		if (m->roofline_bytes)
+			printf("  %-22s %.3f us (%llu bytes / HBM peak): the layer runs at %.1f%% of "
+			       "it\n", "memory roofline", (double)m->roofline_ps / 1e6,
+			       (unsigned long long)m->roofline_bytes,
+			       100.0 * (double)m->roofline_ps / (double)m->latency_ps);
+		if (m->model_layers)
+			printf("  %-22s %.3f us (%llu layers x this one)\n", "model per token",
+			       (double)(m->model_layers * m->latency_ps) / 1e6,
+			       (unsigned long long)m->model_layers);
 	}
 	kb_steps_print(f->steps);
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),

@@ -432,6 +432,11 @@ struct tl_prog_tensor {
 	enum tl_dtype dtype;
 	enum tl_init init;    /* data mode, before the first step */
 	double scale, offset; /* random: offset + scale * uniform[-1, 1) */
+	/* random values depend on the rank only through (rank / rank_div) %
+	 * rank_mod (0: 1 and the run's ranks, every rank its own): rank_mod 1
+	 * is one value everywhere (a replicated weight), rank_div = TP degree
+	 * the same activations within a tensor-parallel group */
+	uint32_t rank_div, rank_mod;
 };
 #define TL_PROG_MAX_ARGS 24
 #define TL_PROG_MAX_BINDS 24

@@ -60,6 +60,11 @@ struct attn {
 	 * position p at o_addr + p * o_token_stride + j * d * 2 (a program's
 	 * [tokens, heads x d] activations, llama.c) */
 	uint64_t o_token_stride;
+	/* ring pass=kv over a subgroup of the run's ranks: ring member i is
+	 * rank ring_base + i * ring_stride (0: the run's ranks, neighbours
+	 * through tl_send / tl_recv; else tl_send_to, a context-parallel group
+	 * of a tensor-parallel run, llama.c) */
+	uint32_t ring_stride, ring_base;
 	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 

@@ -41,12 +41,21 @@ struct build {
 	struct tl_prog_tensor t[32];
 	struct tl_prog_step s[16];
 	uint32_t nt, ns;
+	char tp[12];   /* the all-reduces' group= */
 };
 
 static void tensor(struct build *b, const char *name, uint32_t rows, uint32_t cols,
 		   enum tl_dtype dtype, enum tl_init init, double scale, double offset)
 {
-	b->t[b->nt++] = (struct tl_prog_tensor){ name, rows, cols, dtype, init, scale, offset };
+	b->t[b->nt++] = (struct tl_prog_tensor){ name, rows, cols, dtype, init, scale, offset, 0, 0 };
+}
+
+/* The last tensor's random values depend on the rank through (rank /
+ * div) % mod (struct tl_prog_tensor). */
+static void vary(struct build *b, uint32_t div, uint32_t mod)
+{
+	b->t[b->nt - 1].rank_div = div;
+	b->t[b->nt - 1].rank_mod = mod;
 }
 
 static struct tl_prog_step *step(struct build *b, const char *name, tl_kernel_fn fn,
@@ -95,13 +104,24 @@ static void layer(struct build *b, const struct llama *m, uint32_t pes)
 	uint32_t kv = m->batch * m->hk * m->seq_local;
 	struct tl_prog_step *s;
 
+	snprintf(b->tp, sizeof(b->tp), "%u", m->tp);
+	/* rank r = c * tp + t holds context shard c and tensor shard t: the
+	 * input is the same within a TP group, a weight shard the same in
+	 * every context shard, a norm weight the same everywhere */
 	tensor(b, "x", T, H, TL_F16, TL_INIT_RANDOM, 1, 0);
+	vary(b, m->tp, m->cp);
 	tensor(b, "w_attn_norm", 1, H, TL_F16, TL_INIT_RANDOM, 0.1, 1);
+	vary(b, 1, 1);
 	tensor(b, "w_qkv", H, m->nqkv, TL_F16, TL_INIT_RANDOM, fan(H), 0);
+	vary(b, 1, m->tp);
 	tensor(b, "w_o", m->hq * D, H, TL_F16, TL_INIT_RANDOM, fan(m->hq * D), 0);
+	vary(b, 1, m->tp);
 	tensor(b, "w_ffn_norm", 1, H, TL_F16, TL_INIT_RANDOM, 0.1, 1);
+	vary(b, 1, 1);
 	tensor(b, "w_gu", H, 2 * m->f, TL_F16, TL_INIT_RANDOM, fan(H), 0);
+	vary(b, 1, m->tp);
 	tensor(b, "w_down", m->f, H, TL_F16, TL_INIT_RANDOM, fan(m->f), 0);
+	vary(b, 1, m->tp);
 	/* decode: the cache holds seq-1 past positions (random) and gets this
 	 * token's; prefill: it is filled by the step */
 	tensor(b, "k_cache", kv, D, TL_F16, m->prefill ? TL_INIT_ZEROS : TL_INIT_RANDOM, 1, 0);
@@ -149,6 +169,7 @@ static void layer(struct build *b, const struct llama *m, uint32_t pes)
 	bind(s, "a", "o"), bind(s, "w", "w_o"), bind(s, "c", "y1");
 	if (m->tp > 1) {
 		s = step(b, "attn_reduce", coll, "coll");
+		arg(s, "group", b->tp);
 		bind(s, "x", "y1"), bind(s, "y", "y1");
 	}
 	s = step(b, "ffn_norm", llama_rmsnorm, "llama_rmsnorm");
@@ -162,6 +183,7 @@ static void layer(struct build *b, const struct llama *m, uint32_t pes)
 	bind(s, "a", "a"), bind(s, "w", "w_down"), bind(s, "c", "y2");
 	if (m->tp > 1) {
 		s = step(b, "ffn_reduce", coll, "coll");
+		arg(s, "group", b->tp);
 		bind(s, "x", "y2"), bind(s, "y", "y2");
 	}
 	s = step(b, "residual", add, "add");

@@ -54,8 +54,8 @@ void llama_args(struct tl *tl, const struct tl_args *args, bool prefill, struct 
 		tl_fail(tl, "heads_q=%u must be a multiple of heads_kv=%u, heads_kv and ffn=%u of "
 			"tp=%u, head_dim=%u even", m->heads_q, m->heads_kv, m->ffn, m->tp,
 			m->head_dim);
-	if (m->cp > 1 && (m->tp != 1 || m->seq % m->cp))
-		tl_fail(tl, "cp=%u needs tp=1 and seq_kv=%u a multiple of cp", m->cp, m->seq);
+	if (m->seq % m->cp)
+		tl_fail(tl, "seq_kv=%u is not a multiple of cp=%u", m->seq, m->cp);
 	m->t = r % m->tp;
 	m->c = r / m->tp;
 	m->hq = m->heads_q / m->tp;
@@ -160,33 +160,34 @@ int llama_rmsnorm(struct tl *tl, const struct tl_args *args)
 
 /* ------------------------------------------------------------ linear */
 
-/* c = a · w: output tiles of up to 128 rows x 128 columns over the PEs
- * (a decode step's few rows are one row block: the PEs share out the
- * columns), a's rows and w's columns streamed from HBM per tile. */
+/* c = a · w: every PE takes an equal share of the output columns (the
+ * weights it streams), in tiles of up to 128 rows x 128 columns, a's rows
+ * and w's columns streamed from HBM per tile. */
 int llama_linear(struct tl *tl, const struct tl_args *args)
 {
 	struct tl_hbm a = tl_arg_tensor(args, "a", TL_IN), w = tl_arg_tensor(args, "w", TL_IN);
 	struct tl_hbm c = tl_arg_tensor(args, "c", TL_OUT);
-	uint32_t P = tl_num_programs(tl), mt = (a.rows + TILE - 1) / TILE;
-	uint32_t nt = (w.cols + TILE - 1) / TILE;
+	uint32_t P = tl_num_programs(tl), p = tl_program_id(tl);
 	uint32_t ea = tl_dtype_size(a.dtype), ew = tl_dtype_size(w.dtype), ec = tl_dtype_size(c.dtype);
+	uint32_t c0 = (uint32_t)((uint64_t)w.cols * p / P), c1 = (uint32_t)((uint64_t)w.cols * (p + 1) / P);
 
 	need(tl, "w", w, a.cols, w.cols);
 	need(tl, "c", c, a.rows, w.cols);
-	for (uint64_t item = tl_program_id(tl); item < (uint64_t)mt * nt; item += P)
-		TL_SCRATCH_SCOPE(tl) {
-			uint32_t m0 = (uint32_t)(item / nt) * TILE, n0 = (uint32_t)(item % nt) * TILE;
-			uint32_t m = min_u32(TILE, a.rows - m0), n = min_u32(TILE, w.cols - n0);
-			tl_tensor x = tl_ref(tl, a.addr + (uint64_t)m0 * a.cols * ea, m, a.cols, a.dtype);
-			tl_tensor wt = tl_ref_rows(tl, w.addr + (uint64_t)n0 * ew, w.rows, n,
-						   (uint64_t)w.cols * ew, w.dtype);
-			tl_tensor y = tl_wait(tl, tl_composite(tl, &(struct tl_composite_desc){
-							      .op = "gemm", .a = x, .b = wt }));
+	for (uint32_t m0 = 0; m0 < a.rows; m0 += TILE)
+		for (uint32_t n0 = c0; n0 < c1; n0 += TILE)
+			TL_SCRATCH_SCOPE(tl) {
+				uint32_t m = min_u32(TILE, a.rows - m0), n = min_u32(TILE, c1 - n0);
+				tl_tensor x = tl_ref(tl, a.addr + (uint64_t)m0 * a.cols * ea, m, a.cols,
+						     a.dtype);
+				tl_tensor wt = tl_ref_rows(tl, w.addr + (uint64_t)n0 * ew, w.rows, n,
+							   (uint64_t)w.cols * ew, w.dtype);
+				tl_tensor y = tl_wait(tl, tl_composite(tl, &(struct tl_composite_desc){
+								      .op = "gemm", .a = x, .b = wt }));
 
-			tl_store_rows(tl, c.addr + ((uint64_t)m0 * c.cols + n0) * ec,
-				      (uint64_t)c.cols * ec,
-				      c.dtype == TL_F32 ? y : tl_astype(tl, y, c.dtype));
-		}
+				tl_store_rows(tl, c.addr + ((uint64_t)m0 * c.cols + n0) * ec,
+					      (uint64_t)c.cols * ec,
+					      c.dtype == TL_F32 ? y : tl_astype(tl, y, c.dtype));
+			}
 	return 0;
 }
 
@@ -291,6 +292,10 @@ static void attn_of(const struct llama *m, struct tl *tl, struct attn *a)
 	a->pe = tl_program_id(tl);
 	a->ranks = m->cp;
 	a->rank = m->c;
+	if (m->tp > 1) { /* the context-parallel ring of this TP shard */
+		a->ring_stride = m->tp;
+		a->ring_base = tl_rank(tl) % m->tp;
+	}
 	a->cols = TL_NONE;
 }
 

@@ -7,7 +7,10 @@
  *           `block` (128) over the PEs, b streamed from HBM per block
  *   add     a, b [M, N] (b may be 1 x N: broadcast) -> c [M, N]
  *   coll    op=all_reduce|reduce_scatter|all_gather|broadcast of x into y
- *           (y may be x) with algo= span= (default split over the PEs) */
+ *           (y may be x) with algo=auto|ring|bidir|tree, span=ranks|split|pes
+ *           (default split: over the ranks, the data split over the PEs),
+ *           group=G (the G consecutive ranks holding this one; default
+ *           every rank), root= (broadcast, within the group) */
 #include <string.h>
 
 #include "kernels.h"
@@ -84,21 +87,27 @@ int coll(struct tl *tl, const struct tl_args *args)
 	const char *op = tl_arg_str(args, "op", "all_reduce");
 	const char *algo = tl_arg_str(args, "algo", "auto");
 	const char *span = tl_arg_str(args, "span", "split");
+	uint32_t R = tl_num_ranks(tl), g = tl_arg_u32(args, "group", R, 1, R);
 	struct tl_coll c = { 0 };
 	uint64_t n = (uint64_t)x.rows * x.cols;
-	int o = -1;
+	int o = -1, a = -1, sp = -1;
 
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(op, ops[i]))
-			o = i;
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(algo, algos[i]))
-			c.algo = (enum tl_coll_algo)i;
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(span, spans[i]))
-			c.span = (enum tl_coll_span)i;
-	if (o < 0)
-		tl_fail(tl, "op=%s: expected all_reduce, reduce_scatter, all_gather or broadcast", op);
+	for (int i = 0; i < 4; i++) {
+		o = !strcmp(op, ops[i]) ? i : o;
+		a = !strcmp(algo, algos[i]) ? i : a;
+		sp = i < 3 && !strcmp(span, spans[i]) ? i : sp;
+	}
+	if (o < 0 || a < 0 || sp < 0)
+		tl_fail(tl, "op=%s algo=%s span=%s: expected op all_reduce|reduce_scatter|all_gather|"
+			"broadcast, algo auto|ring|bidir|tree, span ranks|split|pes", op, algo, span);
+	if (R % g)
+		tl_fail(tl, "group=%u does not divide the run's %u ranks", g, R);
+	c.algo = (enum tl_coll_algo)a;
+	c.span = (enum tl_coll_span)sp;
+	c.first = tl_rank(tl) - tl_rank(tl) % g;
+	c.count = g;
+	c.stride = 1;
+	c.root = tl_arg_u32(args, "root", 0, 0, g - 1);
 	if (x.dtype != y.dtype)
 		tl_fail(tl, "tensors x and y differ in dtype");
 	if (o == 0)

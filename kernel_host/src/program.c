@@ -108,9 +108,18 @@ static void save(struct tl *tl, struct tl_site at, const struct tl_program *p, u
 	free(v);
 }
 
+/* The rank a tensor's random values are drawn for. */
+static uint32_t init_rank(const struct tl *tl, const struct tl_prog_tensor *t)
+{
+	uint32_t div = t->rank_div ? t->rank_div : 1, mod = t->rank_mod ? t->rank_mod : tl->s.ranks;
+
+	return tl->s.rank / div % mod;
+}
+
 /* Data mode, PE 0 of each rank: the initialised tensors, saved. Random
  * element e of tensor i on rank r is offset + scale * u, u uniform in
- * [-1, 1) from splitmix64 of (seed, the tensor's name, r, e). */
+ * [-1, 1) from splitmix64 of (seed, the tensor's name, (r / rank_div) %
+ * rank_mod, e). */
 static void init_tensors(struct tl *tl, struct tl_site at, const struct tl_program *p)
 {
 	char file[300];
@@ -129,7 +138,7 @@ static void init_tensors(struct tl *tl, struct tl_site at, const struct tl_progr
 			tl_abort(tl, at, RT_ENOMEM, "program: out of memory for '%s'", t->name);
 		for (const char *c = t->name; *c; c++)
 			key = mix(key ^ (uint8_t)*c);
-		key = mix(key ^ ((uint64_t)tl->s.rank + 1));
+		key = mix(key ^ ((uint64_t)init_rank(tl, t) + 1));
 		for (uint64_t e = 0; t->init == TL_INIT_RANDOM && e < n; e++)
 			v[e] = (float)(t->offset +
 				       t->scale * ((double)(mix(key ^ mix(e)) >> 11) * 0x1.0p-52 - 1.0));

@@ -50,9 +50,11 @@ static enum rt_err init_of(const char *s, enum tl_init *init)
 /* Splits `line` at blanks into at most `max` words; returns how many. */
 static int words(char *line, char **w, int max)
 {
+	char *save = NULL;
 	int n = 0;
 
-	for (char *p = strtok(line, " \t"); p; p = strtok(NULL, " \t"))
+	/* strtok_r: every host of an in-process run parses at once */
+	for (char *p = strtok_r(line, " \t", &save); p; p = strtok_r(NULL, " \t", &save))
 		if (n < max + 1)
 			w[n++] = p;
 	return n;
@@ -69,6 +71,11 @@ static bool parse_u32(const char *s, uint32_t *out)
 	return true;
 }
 
+static bool parse_u32_or_0(const char *s, uint32_t *out)
+{
+	return !strcmp(s, "0") ? (*out = 0, true) : parse_u32(s, out);
+}
+
 static bool parse_double(const char *s, double *out)
 {
 	char *end;
@@ -81,12 +88,13 @@ static enum rt_err tensor_line(struct tl_program_text *p, char **w, int n, uint3
 {
 	struct tl_prog_tensor *t = &p->tensors[p->prog.n_tensors];
 
-	if (n != 8 || !name_ok(w[1]) || !parse_u32(w[2], &t->rows) || !parse_u32(w[3], &t->cols) ||
-	    dtype_of(w[4], &t->dtype) || init_of(w[5], &t->init) ||
-	    !parse_double(w[6], &t->scale) || !parse_double(w[7], &t->offset))
+	if (n != 10 || !name_ok(w[1]) || !parse_u32(w[2], &t->rows) ||
+	    !parse_u32(w[3], &t->cols) || dtype_of(w[4], &t->dtype) || init_of(w[5], &t->init) ||
+	    !parse_double(w[6], &t->scale) || !parse_double(w[7], &t->offset) ||
+	    !parse_u32_or_0(w[8], &t->rank_div) || !parse_u32_or_0(w[9], &t->rank_mod))
 		return rt_fail(RT_EINVAL,
 			       "program line %u: expected 'tensor NAME ROWS COLS f16|bf16|f32 "
-			       "none|zeros|random SCALE OFFSET'", line);
+			       "none|zeros|random SCALE OFFSET RANK_DIV RANK_MOD'", line);
 	t->name = w[1];
 	p->prog.n_tensors++;
 	return RT_EOK;
@@ -145,11 +153,11 @@ enum rt_err tl_program_parse(const char *text, struct tl_program_text *p)
 		return rt_fail(RT_ENOMEM, "program: out of memory");
 	}
 	for (cur = strtok_r(p->text, "\n", &save); !err && cur; cur = strtok_r(NULL, "\n", &save)) {
-		char *w[9];
+		char *w[11];
 		int n;
 
 		line++;
-		n = words(cur, w, 8);
+		n = words(cur, w, 10);
 		if (!n)
 			continue;
 		if (!strcmp(w[0], "tensor"))

@@ -3,7 +3,8 @@
  * the simulator's code: what tests/integration/test_collectives.c checks
  * the simulated times against and bench/coll_bench.c tabulates.
  *
- * The terms, in cycles of the PE clock (all from the default config):
+ * The terms, in cycles of the PE clock (all from the configuration,
+ * cm_from_config):
  *   α        links.ipcq_cycles (ring: per hop; a switch adds the two
  *            doorbells, host -> port and port -> host)
  *   β        links.ipcq_bytes_per_cycle; ser(b) = ceil(b / β)
@@ -23,6 +24,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rt/config.h"
+
 struct cm_cfg {
 	double alpha, beta;          /* cycles; bytes / cycle */
 	uint64_t dfix, dkib;         /* dispatch */
@@ -33,15 +36,46 @@ struct cm_cfg {
 	uint64_t chunk;              /* elements per message */
 };
 
-/* The defaults (docs/config.md) and the collective's chunk for a PE with
- * `free_scratch` bytes free: min(8192, free / 160) elements. */
-static inline struct cm_cfg cm_defaults(bool sw, uint64_t free_scratch)
+/* The terms from a configuration, with `sw` for its topology and the
+ * collective's chunk for a PE with `free_scratch` bytes free (0: all of
+ * memory.tcm_scratch_bytes): min(8192, free / 160) elements. A doorbell
+ * (db) is links.host_sched_cycles; the 4 of a command are a round trip
+ * host -> scheduler -> engine and back, both links each way (taken as
+ * 4 db when the two links differ: 2 host_sched + 2 sched_engine). */
+static inline struct cm_cfg cm_from_config(const struct rt_config *r, bool sw,
+					   uint64_t free_scratch)
 {
-	struct cm_cfg c = { 500, 160, 40, 64, 64, 64, 120, 64, 8, 1, 1, sw, 8192 };
+	struct cm_cfg c;
 
+	c.alpha = (double)r->link_ipcq_cycles;
+	c.beta = (double)r->ipcq_bytes_per_cycle;
+	c.dfix = r->dispatch_fixed_cycles;
+	c.dkib = r->dispatch_cycles_per_kib;
+	c.dma_setup = r->dma_setup_cycles + 2 * (r->link_sched_engine_cycles -
+						 r->link_host_sched_cycles);
+	c.dma_bpc = r->dma_bytes_per_cycle;
+	c.hbm_lat = r->hbm_latency_cycles;
+	c.lanes = r->math_lanes;
+	c.msetup = r->math_setup_cycles + 2 * (r->link_sched_engine_cycles -
+					       r->link_host_sched_cycles);
+	c.cpe = r->math_cycles_per_elem;
+	c.db = r->link_host_sched_cycles;
+	c.sw = sw;
+	c.chunk = 8192;
+	if (!free_scratch)
+		free_scratch = r->tcm_scratch_bytes;
 	if (free_scratch / 160 < c.chunk)
 		c.chunk = free_scratch / 160;
 	return c;
+}
+
+/* The same from the default configuration (docs/config.md). */
+static inline struct cm_cfg cm_defaults(bool sw, uint64_t free_scratch)
+{
+	struct rt_config r;
+
+	rt_config_defaults(&r);
+	return cm_from_config(&r, sw, free_scratch);
 }
 
 static inline uint64_t cm_cdiv(uint64_t a, uint64_t b)
