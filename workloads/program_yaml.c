@@ -85,6 +85,52 @@ static bool word(const char *s)
 	return n && n < 256 && !strpbrk(s, " \t\r\n");
 }
 
+/* One of `names` (NULL-ended), or absent. */
+static bool one_of(const char *s, const char *const *names)
+{
+	for (; s && *names; names++)
+		if (!strcmp(s, *names))
+			return true;
+	return !s;
+}
+
+/* Absent, or a decimal number (an integer when `integer`). */
+static bool number(const char *s, bool integer)
+{
+	char *end;
+
+	if (!s)
+		return true;
+	if (integer)
+		return strspn(s, "0123456789") == strlen(s) && strlen(s) <= 9;
+	(void)strtod(s, &end);
+	return *s && !*end;
+}
+
+/* The values of a tensor's keys (rows, cols, dtype, init, scale, offset,
+ * rank_div, rank_mod) are what the canonical text can hold. */
+static enum rt_err tensor_values(struct ctx *c, const char *where, const char *const *v)
+{
+	static const char *const dtypes[] = { "f16", "bf16", "f32", NULL };
+	static const char *const inits[] = { "none", "zeros", "random", NULL };
+
+	if (!word(v[0]) || !word(v[1]))
+		return rt_fail(RT_EINVAL, "program %s: %s: rows and cols are required", c->path,
+			       where);
+	if (!number(v[0], true) || !number(v[1], true) || !strcmp(v[0], "0") ||
+	    !strcmp(v[1], "0") || v[0][0] == '0' || v[1][0] == '0')
+		return rt_fail(RT_EINVAL, "program %s: %s: rows and cols must be whole numbers from "
+			       "1 to 999999999", c->path, where);
+	if (!one_of(v[2], dtypes) || !one_of(v[3], inits))
+		return rt_fail(RT_EINVAL, "program %s: %s: dtype must be f16, bf16 or f32 and init "
+			       "none, zeros or random", c->path, where);
+	if (!number(v[4], false) || !number(v[5], false) || !number(v[6], true) ||
+	    !number(v[7], true))
+		return rt_fail(RT_EINVAL, "program %s: %s: scale and offset must be numbers, "
+			       "rank_div and rank_mod whole numbers", c->path, where);
+	return RT_EOK;
+}
+
 static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 {
 	static const char *const keys[] = { "rows", "cols", "dtype", "init", "scale", "offset",
@@ -106,11 +152,15 @@ static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 		err = only_keys(c, t, keys, where);
 		if (err)
 			return err;
+		for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++)
+			if (scalar(c, q->key) && !strcmp(scalar(c, q->key), name))
+				return rt_fail(RT_EINVAL, "program %s: %s is declared twice", c->path,
+					       where);
 		for (int i = 0; i < 8; i++)
 			v[i] = scalar(c, lookup(c, t, keys[i]));
-		if (!word(v[0]) || !word(v[1]))
-			return rt_fail(RT_EINVAL, "program %s: %s: rows and cols are required", c->path,
-				       where);
+		err = tensor_values(c, where, v);
+		if (err)
+			return err;
 		rt_buf_printf(&c->out, "tensor %s %s %s %s %s %s %s %s %s\n", name, v[0], v[1],
 			      v[2] ? v[2] : "f16", v[3] ? v[3] : "none", v[4] ? v[4] : "1",
 			      v[5] ? v[5] : "0", v[6] ? v[6] : "0", v[7] ? v[7] : "0");
@@ -163,6 +213,14 @@ static enum rt_err steps(struct ctx *c, yaml_node_t *s)
 		if (!err && (!word(name) || !word(kernel)))
 			err = rt_fail(RT_EINVAL, "program %s: %s: name and kernel are required",
 				      c->path, where);
+		for (yaml_node_item_t *q = s->data.sequence.items.start; !err && q < it; q++) {
+			yaml_node_t *e = node(c, *q);
+			const char *other = e ? scalar(c, lookup(c, e, "name")) : NULL;
+
+			if (other && !strcmp(other, name))
+				err = rt_fail(RT_EINVAL, "program %s: step '%s' is named twice (its "
+					      "outputs are STEP.TENSOR.npy)", c->path, name);
+		}
 		if (!err && tl_kernel_check(kernel) != RT_EOK)
 			err = rt_fail(RT_EINVAL, "program %s: step '%s': %s", c->path, name,
 				      rt_last_error());
@@ -214,66 +272,78 @@ bool kb_program_file(const char *workload)
 	       (n > 4 && !strcmp(workload + n - 4, ".yml"));
 }
 
-enum rt_err kb_program_load(const char *path, char *out, size_t cap)
+/* Everything a converted program must satisfy: the hosts' parser and
+ * bindings agree with what was written. */
+static enum rt_err check_text(struct ctx *c)
 {
-	struct ctx c = { .path = path };
-	struct rt_buf file;
 	struct tl_program_text check;
+	enum rt_err err = tl_program_parse(c->out.data ? c->out.data : "", &check);
+
+	if (err)
+		return strncmp(rt_last_error(), "program ", 8)
+			       ? rt_fail(RT_EINVAL, "program %s: %s", c->path, rt_last_error())
+			       : err;
+	for (uint32_t k = 0; !err && k < check.prog.n_steps; k++)
+		for (uint32_t b = 0; !err && b < TL_PROG_MAX_BINDS && check.prog.steps[k].binds[b][0];
+		     b++) {
+			bool found = false;
+
+			for (uint32_t i = 0; i < check.prog.n_tensors; i++)
+				found = found || !strcmp(check.prog.tensors[i].name,
+							 check.prog.steps[k].binds[b][1]);
+			if (!found)
+				err = rt_fail(RT_EINVAL,
+					      "program %s: step '%s': tensor '%s' (for '%s') is not "
+					      "declared under tensors", c->path, check.prog.steps[k].name,
+					      check.prog.steps[k].binds[b][1],
+					      check.prog.steps[k].binds[b][0]);
+		}
+	tl_program_text_release(&check);
+	return err;
+}
+
+enum rt_err kb_program_load_text(const char *name, const char *text, size_t len, char *out,
+				 size_t cap)
+{
+	struct ctx c = { .path = name };
 	yaml_parser_t parser;
 	enum rt_err err;
 
-	rt_buf_init(&file);
 	rt_buf_init(&c.out);
-	err = rt_infile_read(path, "program", YAML_MAX_BYTES, false, &file);
-	if (err)
-		return rt_fail(RT_EINVAL, "%s", rt_last_error());
-	if (!yaml_parser_initialize(&parser)) {
-		rt_buf_release(&file);
-		return rt_fail(RT_ENOMEM, "program %s: out of memory", path);
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)(file.data ? file.data : ""),
-				     file.len);
+	if (!yaml_parser_initialize(&parser))
+		return rt_fail(RT_ENOMEM, "program %s: out of memory", name);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""), len);
 	if (!yaml_parser_load(&parser, &c.doc)) {
-		err = rt_fail(RT_EINVAL, "program %s: YAML error: %s at line %zu", path,
+		err = rt_fail(RT_EINVAL, "program %s: YAML error: %s at line %zu", name,
 			      parser.problem ? parser.problem : "malformed",
 			      parser.problem_mark.line + 1);
 		yaml_parser_delete(&parser);
-		rt_buf_release(&file);
 		return err;
 	}
 	err = convert(&c);
 	if (!err && c.out.len + 1 > cap)
-		err = rt_fail(RT_EINVAL, "program %s: %zu bytes of program, at most %zu", path,
+		err = rt_fail(RT_EINVAL, "program %s: %zu bytes of program, at most %zu", name,
 			      c.out.len, cap - 1);
-	/* the hosts' parser and bindings agree with what was written */
 	if (!err)
-		err = tl_program_parse(c.out.data, &check);
-	if (!err) {
-		for (uint32_t k = 0; !err && k < check.prog.n_steps; k++)
-			for (uint32_t b = 0; !err && b < TL_PROG_MAX_BINDS &&
-					     check.prog.steps[k].binds[b][0]; b++) {
-				bool found = false;
-
-				for (uint32_t i = 0; i < check.prog.n_tensors; i++)
-					found = found || !strcmp(check.prog.tensors[i].name,
-								 check.prog.steps[k].binds[b][1]);
-				if (!found)
-					err = rt_fail(RT_EINVAL,
-						      "program %s: step '%s': tensor '%s' (for '%s') is "
-						      "not declared under tensors", path,
-						      check.prog.steps[k].name,
-						      check.prog.steps[k].binds[b][1],
-						      check.prog.steps[k].binds[b][0]);
-			}
-		tl_program_text_release(&check);
-	} else if (strncmp(rt_last_error(), "program ", 8)) {
-		err = rt_fail(RT_EINVAL, "program %s: %s", path, rt_last_error());
-	}
+		err = check_text(&c);
 	if (!err)
 		memcpy(out, c.out.data, c.out.len + 1);
 	yaml_document_delete(&c.doc);
 	yaml_parser_delete(&parser);
-	rt_buf_release(&file);
 	rt_buf_release(&c.out);
+	return err;
+}
+
+enum rt_err kb_program_load(const char *path, char *out, size_t cap)
+{
+	struct rt_buf file;
+	enum rt_err err;
+
+	rt_buf_init(&file);
+	err = rt_infile_read(path, "program", YAML_MAX_BYTES, false, &file);
+	if (err)
+		return rt_fail(RT_EINVAL, "%s", rt_last_error());
+	err = kb_program_load_text(path, file.data, file.len, out, cap);
+	rt_buf_release(&file);
 	return err;
 }

@@ -33,6 +33,10 @@ bool kb_program_file(const char *workload);
 /* Reads and checks a program YAML file (workloads/program_yaml.c) into
  * its canonical text `out` (tl_program_parse), at most `cap` bytes. */
 enum rt_err kb_program_load(const char *path, char *out, size_t cap);
+/* The same from the file's bytes (`name` for error lines; the fuzz
+ * harness's entry). */
+enum rt_err kb_program_load_text(const char *name, const char *text, size_t len, char *out,
+				 size_t cap);
 
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);

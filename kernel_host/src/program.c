@@ -59,6 +59,11 @@ static void validate(struct tl *tl, struct tl_site at, const struct tl_program *
 				 "a dtype and an init", i, t->name ? t->name : "?");
 	}
 	for (uint32_t k = 0; k < p->n_steps; k++)
+		for (uint32_t j = 0; j < k; j++)
+			if (!p->steps[k].name || !strcmp(p->steps[k].name, p->steps[j].name))
+				tl_abort(tl, at, RT_EINVAL, "program step %u ('%s'): needs a unique "
+					 "name", k, p->steps[k].name ? p->steps[k].name : "?");
+	for (uint32_t k = 0; k < p->n_steps; k++)
 		for (uint32_t b = 0; b < TL_PROG_MAX_BINDS && p->steps[k].binds[b][0]; b++)
 			if (!p->steps[k].binds[b][1] || find_tensor(p, p->steps[k].binds[b][1]) < 0)
 				tl_abort(tl, at, RT_EINVAL,
