@@ -299,7 +299,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			       (unsigned long long)m->roofline_bytes,
 			       100.0 * (double)m->roofline_ps / (double)m->latency_ps);
 		if (m->model_layers)
-			printf("  %-22s %.3f us (%llu layers x this one)\n", "model per token",
+			printf("  %-22s %.3f us (%llu layers x this one)\n", "whole model",
 			       (double)(m->model_layers * m->latency_ps) / 1e6,
 			       (unsigned long long)m->model_layers);
 	}

@@ -352,6 +352,9 @@ static void attend_prefill(struct tl *tl, const struct llama *m, const struct tl
 	a.group = 1;
 	a.p0 = 0;
 	a.qblock = m->seq_local < a.tile ? m->seq_local : a.tile;
+	/* ring pass=kv: ~256 query rows of running state per pass, so the
+	 * masked folds' temporaries fit the scratch beside them */
+	a.qwindow = a.qblock >= 256 ? 1 : 256 / a.qblock;
 	a.o_token_stride = (uint64_t)m->hq * dd;
 	per_pe = ALIGN4K(((uint64_t)a.sq + a.qblock) * 4) + ALIGN4K((uint64_t)a.tile * 4);
 	if ((uint64_t)ws.rows * ws.cols * tl_dtype_size(ws.dtype) < per_pe * a.pes)
