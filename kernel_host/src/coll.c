@@ -537,6 +537,8 @@ static double model_cycles(const struct rt_config *cfg, bool ring, enum coll_op 
 	uint32_t K = log2_ceil(R);
 	bool pow2 = (R & (R - 1)) == 0;
 
+	if (algo == TL_COLL_BIDIR && !ring) /* one port: both ways is the ring */
+		algo = TL_COLL_RING;
 	if (algo == TL_COLL_RING)
 		t = (R - 1) * (a + blk / b);
 	else if (algo == TL_COLL_BIDIR)
@@ -546,9 +548,13 @@ static double model_cycles(const struct rt_config *cfg, bool ring, enum coll_op 
 			double d = ring ? (double)((1u << k) < R - (1u << k) ? (1u << k)
 									  : R - (1u << k))
 					: 1.0;
+			/* a round's bytes are sent only once the last round's are
+			 * in and added (stored): reduce-scatter and all-gather,
+			 * whose Hockney bandwidth term equals the ring's, pay it
+			 * twice against the ring's pipelined chunks */
 			double bytes = op == COLL_ALL_REDUCE || op == COLL_BROADCAST ? S
-				       : op == COLL_REDUCE_SCATTER ? S / (2u << k)
-								   : blk * (1u << k);
+				       : op == COLL_REDUCE_SCATTER ? 2 * S / (2u << k)
+								   : 2 * blk * (1u << k);
 			t += d * (a + bytes / b);
 		}
 	if (op == COLL_ALL_REDUCE && algo != TL_COLL_TREE)
