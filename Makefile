@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run the main job
 #   make test       install missing packages, build, run the whole suite
 #   make bench      benchmarks that print measured ratios (not in test)
+#   make model-step the Llama-3-70B tables of docs/model-step.md (long)
 #   make fuzz       libFuzzer harnesses (clang); `make test` replays corpora
 #   make golden     regenerate golden files after an intended model change
 #   make SAN=address,undefined test   the suite under sanitizers
@@ -36,7 +37,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
 # linker errors: check up front and say what to run instead.
-NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz install
+NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench model-step fuzz install
 ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
 DEPS_MISSING := $(strip $(shell command -v pkg-config >/dev/null || echo pkg-config; \
 	command -v $(PROTOC_C) >/dev/null || echo $(PROTOC_C); \
@@ -109,7 +110,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench model-step fuzz \
 	golden clean help
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
@@ -119,7 +120,7 @@ PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 all: $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS)
 
 help:
-	@sed -n '2,13p' Makefile
+	@sed -n '2,14p' Makefile
 
 # ---------------------------------------------------------------- set-up
 # Installs missing Debian packages by name (apt-get update first, since a
@@ -286,6 +287,12 @@ bench: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN) $(BUILD)/bench/systemc_traffic
 	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) \
 	  KB_SYSTEMC_BIN=$(abspath $(BUILD)/bench/systemc_traffic) $$b || exit 1; done
+
+# docs/model-step.md's tables: every decode row and the prefill row, each
+# with its command (MODEL_STEP_FLAGS=--quick for batch 1 and 8 at 8K only)
+model-step: deps
+	$(MAKE) --no-print-directory -j$(JOBS) all
+	python3 bench/model_step.py --bin $(abspath $(KERNBENCH)) $(MODEL_STEP_FLAGS)
 
 # the SystemC reference for sync_bench (Debian libsystemc-dev)
 $(BUILD)/bench/systemc_traffic: bench/systemc_traffic.cpp
