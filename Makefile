@@ -327,18 +327,24 @@ PREFIX ?= /usr/local
 PUBLIC_HEADERS := kernel_host/include/tl.h kernel_host/include/tl_io.h \
 	engines/include/kb_engine_plugin.h
 
+# machine presets (`--machine NAME`): the binary finds them in
+# ../share/kernbench/machines beside itself
+MACHINE_PRESETS := $(wildcard deploy/configs/machines/*.yaml)
+
 install: $(KERNBENCH)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kernbench \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench/machines
 	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
 	install -m 644 deploy/plot/kernbench_plot.py deploy/configs/default.yaml \
 	  $(DESTDIR)$(PREFIX)/share/kernbench/
+	install -m 644 $(MACHINE_PRESETS) $(DESTDIR)$(PREFIX)/share/kernbench/machines/
 	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
 
 # what the install test builds against
-$(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in
+$(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in \
+	$(MACHINE_PRESETS)
 	$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage)
 
 golden: all

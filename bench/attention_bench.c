@@ -1,10 +1,10 @@
 /* attention_bench.c — the attention figures of issues 5, 8 and 12 (`make bench`):
  *   1. bound_util, hbm_bw_util and dma_read_util of gqa_decode_opt2 / opt3
  *      (Llama-3-70B: 64 query heads, 8 KV heads, d 128, 1 rank x 8 PEs) at
- *      seq_kv 1K, 8K and 32K, with dispatch cycles per tile;
+ *      seq_kv 1K, 8K, 32K and 128K, with dispatch cycles per tile;
  *   2. ring_attention prefill (pass=kv) ring figures for R = 2, 4, 8:
- *      link busy, waits split into exposed / latency / imbalance, and
- *      hidden = 1 - exposed / link busy;
+ *      link busy, waits, the link time on the critical path (queueing,
+ *      serialisation, latency) and the hidden fraction;
  *   3. peak scratch at seq_kv 8K and 128K (scratch-scope design: independent of length);
  *   4. wall time of Llama-3-70B decode at 32K with per-engine daemons,
  *      --colocate pe and --colocate all;
@@ -16,12 +16,15 @@
  *      PE, 8 -> 64 PEs, under the default HBM and hbm.model=ideal;
  *   7. the memory model's cost: wall time of `make run`'s job (daemon per
  *      component) and of decode 32K with --colocate pe, each divided by the
- *      same run with hbm.model=ideal, measured side by side.
+ *      same run with hbm.model=ideal, measured side by side;
+ *   8. the critical path's cost: wall time with run.critical_path=1 over =0
+ *      for make run's job, decode 32K (--colocate all and pe) and a ring.
  * Spawns the binary at $KB_BIN; prints figures, asserts nothing. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,14 +77,14 @@ static double field(const char *key)
 static void decode_utilisation(void)
 {
 	static const char *const kernels[2] = { "gqa_decode_opt2", "gqa_decode_opt3" };
-	static const unsigned seqs[3] = { 1024, 8192, 32768 };
+	static const unsigned seqs[4] = { 1024, 8192, 32768, 131072 };
 	char args[512];
 
 	printf("decode (Llama-3-70B, 1 rank x 8 PEs, timing, --colocate all)\n");
 	printf("  %-16s %7s %12s %10s %11s %13s %15s\n", "kernel", "seq_kv", "latency_us",
 	       "bound_util", "hbm_bw_util", "dma_read_util", "dispatch/tile");
 	for (int k = 0; k < 2; k++)
-		for (int s = 0; s < 3; s++) {
+		for (int s = 0; s < 4; s++) {
 			snprintf(args, sizeof(args), "%s --colocate all --arg seq_kv=%u",
 				 kernels[k], seqs[s]);
 			if (!run(args))
@@ -97,15 +100,15 @@ static void decode_utilisation(void)
  * blocks) exceeds its transfer: 2 query heads on one KV head, 256 queries
  * and 256 keys per rank, 1 PE per rank. causal=0 is the balanced case;
  * with causal=1 the ranks holding early queries idle while waiting for
- * the others (load imbalance, counted as wait). */
+ * the others (their waits are off the critical path). */
 static void ring_hidden(void)
 {
 	static const unsigned ranks[3] = { 2, 4, 8 };
 	char args[512];
 
 	printf("ring_attention pass=kv prefill (1 PE/rank, heads_q=2 heads_kv=1, seq_kv=256/rank, seq_q=R*256)\n");
-	printf("  %6s %5s %11s %11s %9s %9s %9s %11s %8s\n", "causal", "ranks", "latency_us",
-	       "transfer_us", "wait_us", "exposed", "latency", "imbalance", "hidden");
+	printf("  %6s %5s %11s %11s %9s %9s %9s %9s %9s %8s\n", "causal", "ranks", "latency_us",
+	       "transfer_us", "wait_us", "exposed", "queueing", "serial.", "link_lat", "hidden");
 	for (int c = 0; c < 2; c++)
 		for (int r = 0; r < 3; r++) {
 			snprintf(args, sizeof(args),
@@ -115,17 +118,15 @@ static void ring_hidden(void)
 				 ranks[r], ranks[r] * 256, c);
 			if (!run(args))
 				continue;
-			printf("  %6d %5u %11.3f %11.3f %9.3f %9.3f %9.3f %11.3f %7.1f%%\n", c,
+			printf("  %6d %5u %11.3f %11.3f %9.3f %9.3f %9.3f %9.3f %9.3f %7.1f%%\n", c,
 			       ranks[r], field("latency_ps") / 1e6, field("ipcq_transfer_ps") / 1e6,
 			       field("ipcq_wait_ps") / 1e6, field("ipcq_exposed_ps") / 1e6,
-			       field("ipcq_latency_wait_ps") / 1e6,
-			       field("ipcq_imbalance_wait_ps") / 1e6,
-			       100.0 * field("ipcq_hidden_fraction"));
+			       field("link_queueing") / 1e6, field("link_serialisation") / 1e6,
+			       field("link_latency") / 1e6, 100.0 * field("ipcq_hidden_fraction"));
 		}
-	printf("  (transfer = link busy time; hidden = 1 - exposed / transfer, where exposed is\n"
-	       "   the part of receive waits while bytes sent before the wait began were on\n"
-	       "   the link; the rest of a wait is imbalance/dependency, including the\n"
-	       "   serialisation of a message sent after the wait began: totals.ipcq_late_link_ps)\n");
+	printf("  (transfer = link busy time over every link; exposed = link time on the\n"
+	       "   critical path = queueing + serialisation + link latency there (us);\n"
+	       "   hidden = 1 - the path's link busy time / transfer; docs/metrics.md)\n");
 }
 
 static void wall_times(void)
@@ -290,6 +291,66 @@ static void hbm_cost(void)
 	}
 }
 
+/* CPU seconds (user + system) the run of `args` took, the launcher and its
+ * daemons (every child is waited for); -1 on a failure. Less sensitive
+ * than wall time to a loaded machine. */
+static double cpu_of(const char *args)
+{
+	struct rusage a, b;
+
+	getrusage(RUSAGE_CHILDREN, &a);
+	if (!run(args))
+		return -1.0;
+	getrusage(RUSAGE_CHILDREN, &b);
+	return (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+	       (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec -
+			a.ru_stime.tv_usec) / 1e6;
+}
+
+/* What carrying the critical path costs (ADR 0030): each job with
+ * run.critical_path=1 (the default) and =0, 5 alternated runs each, the
+ * shortest wall and CPU time compared. With a daemon per component every
+ * message is packed with its path; with --colocate all every in-process
+ * copy carries it; with the trace on every send also writes a segment
+ * record. */
+static void path_cost(void)
+{
+	static const char *const jobs[4] = {
+		"gqa_decode_opt2 --arg seq_kv=8192",
+		"gqa_decode_opt2 --colocate all --arg seq_kv=32768",
+		"gqa_decode_opt2 --colocate pe --arg seq_kv=32768",
+		"ring_attention --ranks 4 --pes 2 --colocate rank --arg heads_q=8 --arg heads_kv=2 "
+		"--arg seq_kv=1024",
+	};
+	static const char *const names[4] = {
+		"make run's job, timing (daemon per component)", "decode 32K --colocate all",
+		"decode 32K --colocate pe", "ring 4 x 2 PEs --colocate rank" };
+	char args[512];
+
+	printf("critical-path cost: with paths / without (run.critical_path=0), trace on\n");
+	printf("  (shortest of 5 alternated runs each: wall time, then CPU time of the\n"
+	       "   launcher and its daemons)\n");
+	for (int j = 0; j < 4; j++) {
+		double won = -1, woff = -1, con = -1, coff = -1;
+
+		snprintf(args, sizeof(args), "%s --set run.critical_path=0", jobs[j]);
+		for (int r = 0; r < 5; r++) {
+			double c1 = cpu_of(jobs[j]), w1 = field("wall_s");
+			double c2 = cpu_of(args), w2 = field("wall_s");
+
+			if (c1 < 0 || c2 < 0)
+				break;
+			won = won < 0 || w1 < won ? w1 : won;
+			woff = woff < 0 || w2 < woff ? w2 : woff;
+			con = con < 0 || c1 < con ? c1 : con;
+			coff = coff < 0 || c2 < coff ? c2 : coff;
+		}
+		if (won > 0 && woff > 0 && con > 0 && coff > 0)
+			printf("  %-46s wall %6.3f / %6.3f s = %.3fx   CPU %6.3f / %6.3f s = %.3fx\n",
+			       names[j], won, woff, won / woff, con, coff, con / coff);
+	}
+}
+
 /* Every section by default; `attention_bench NAME...` runs only those. */
 int main(int argc, char **argv)
 {
@@ -300,7 +361,7 @@ int main(int argc, char **argv)
 		{ "decode_utilisation", decode_utilisation }, { "ring_hidden", ring_hidden },
 		{ "long_context", long_context },             { "wall_times", wall_times },
 		{ "real_shapes", real_shapes },               { "pe_scaling", pe_scaling },
-		{ "hbm_cost", hbm_cost },
+		{ "hbm_cost", hbm_cost },                     { "path_cost", path_cost },
 	};
 	char cmd_rm[128];
 

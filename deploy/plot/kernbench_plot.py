@@ -7,7 +7,19 @@ and, for --arrows, the message flows of OUT_DIR/trace.json[.gz]; writes
   timeline.png|svg     engines (rank, PE, engine) x simulated time, stages
                        coloured by kind, optional message arrows;
   utilisation.png|svg  busy fraction of each engine over the run (or the
-                       --window).
+                       --window): the union of its stages' intervals (a DMA
+                       channel's records are the time it moved bytes), and
+                       per rank its HBM (the union of the rank's DMA
+                       records) -- summary.json's busy_util for the busiest
+                       of each (docs/metrics.md);
+  utilisation.json     the same fractions, by lane, with the span they are of.
+
+With critical_path.jsonl in OUT_DIR (a traced run) the timeline's top lane
+is the critical path, each segment coloured by the class it spent most on
+(docs/metrics.md).
+
+Without --window the span is the run's latency (summary.json's latency_ps),
+as summary.json's figures are.
 
 Runs with Debian's python3-matplotlib (`make deps` installs it). Errors are
 one line on stderr and exit status 1 (2 for usage).
@@ -59,6 +71,32 @@ def load_stages(out_dir):
     return stages
 
 
+PATH_COLOURS = {
+    "dispatch": "#f28e2b", "doorbell": "#bab0ac", "dma_setup": "#9c755f",
+    "hbm_data": "#4e79a7", "hbm_queueing": "#76b7b2", "hbm_latency": "#a0cbe8",
+    "gemm": "#e15759", "math": "#59a14f", "link_queueing": "#b07aa1",
+    "link_serialisation": "#ff9da7", "link_latency": "#edc948",
+    "sender_not_ready": "#000000",
+}
+PATH_LANE = "critical path"
+
+
+def load_path(out_dir):
+    """(class, t0, t1) per critical-path segment, or [] without the file."""
+    path = os.path.join(out_dir, "critical_path.jsonl")
+    if not os.path.exists(path):
+        return []
+    segs = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                segs.append((r["class"], r["start_ps"] / 1e6, r["end_ps"] / 1e6))
+            except (ValueError, KeyError) as e:
+                fail("%s:%d: not a critical path segment (%s)" % (path, n, e))
+    return segs
+
+
 def load_flows(out_dir):
     """(src_name, t0, dst_name, t1) per message from trace.json[.gz]."""
     for name, opener in (("trace.json", open), ("trace.json.gz", gzip.open)):
@@ -87,6 +125,50 @@ def lane_of(rank, pe, engine):
     return "r%d.pe%d %s" % (rank, pe, engine)
 
 
+def load_latency(out_dir):
+    """latency_ps of summary.json in µs, or None."""
+    try:
+        with open(os.path.join(out_dir, "summary.json")) as f:
+            lat = json.load(f).get("latency_ps")
+    except (OSError, ValueError):
+        return None
+    return lat / 1e6 if isinstance(lat, int) and lat > 0 else None
+
+
+def union_length(spans, lo, hi):
+    """Length of the union of [t0, t1] spans, clipped to [lo, hi]."""
+    total, cur0, cur1 = 0.0, None, None
+    for t0, t1 in sorted((max(a, lo), min(b, hi)) for a, b in spans):
+        if t1 <= t0:
+            continue
+        if cur1 is None or t0 > cur1:
+            if cur1 is not None:
+                total += cur1 - cur0
+            cur0, cur1 = t0, t1
+        elif t1 > cur1:
+            cur1 = t1
+    if cur1 is not None:
+        total += cur1 - cur0
+    return total
+
+
+def busy_fractions(stages, win, latency):
+    """(span, {lane: busy fraction}) in lane order, HBM lanes per rank last."""
+    t_lo = win[0]
+    t_hi = win[1] if win[1] is not None else (latency or max(s[5] for s in stages))
+    span = max(t_hi - t_lo, 1e-9)
+    spans, hbm = {}, {}
+    for r, p, e, k, t0, t1 in stages:
+        spans.setdefault(lane_of(r, p, e), []).append((t0, t1))
+        if e.startswith("dma"):
+            hbm.setdefault("r%d hbm" % r, []).append((t0, t1))
+    frac = {name: union_length(spans.get(name, []), t_lo, t_hi) / span
+            for name in lanes(stages)}
+    for name in sorted(hbm, key=lambda n: int(n[1:].split(" ")[0])):
+        frac[name] = union_length(hbm[name], t_lo, t_hi) / span
+    return span, frac
+
+
 def flow_lane(component):
     """The lane a message end is drawn on: "r0.pe1.dma" -> "r0.pe1 dma_read",
     "r0.pe1.host" -> "r0.pe1 host" (a lane of its own with --arrows)."""
@@ -110,10 +192,16 @@ def in_window(t0, t1, win):
     return t1 >= lo and (hi is None or t0 <= hi)
 
 
-def timeline(plt, stages, flows, win, path):
-    order = lanes(stages, flows)
+def timeline(plt, stages, flows, segs, win, path):
+    order = ([PATH_LANE] if segs else []) + lanes(stages, flows)
     y = {name: i for i, name in enumerate(order)}
     fig, ax = plt.subplots(figsize=(12, 0.35 * len(order) + 1.6))
+    for cls, colour in PATH_COLOURS.items():
+        spans = [(t0, t1 - t0) for c, t0, t1 in segs
+                 if c == cls and t1 > t0 and in_window(t0, t1, win)]
+        if spans:
+            ax.broken_barh(spans, (y[PATH_LANE] - 0.4, 0.8), facecolors=colour)
+            ax.plot([], [], color=colour, linewidth=8, label="path: " + cls)
     for kind, colour in list(KIND_COLOURS.items()) + [("other", "#999999")]:
         bars = {}
         for r, p, e, k, t0, t1 in stages:
@@ -142,18 +230,10 @@ def timeline(plt, stages, flows, win, path):
     plt.close(fig)
 
 
-def utilisation(plt, stages, win, path):
-    order = lanes(stages)
-    t_lo = win[0]
-    t_hi = win[1] if win[1] is not None else max(s[5] for s in stages)
-    span = max(t_hi - t_lo, 1e-9)
-    busy = {name: 0.0 for name in order}
-    for r, p, e, k, t0, t1 in stages:
-        lo, hi = max(t0, t_lo), min(t1, t_hi)
-        if hi > lo:
-            busy[lane_of(r, p, e)] += hi - lo
+def utilisation(plt, span, frac, path):
+    order = list(frac)
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(order) + 1.4))
-    vals = [100.0 * busy[n] / span for n in order]
+    vals = [100.0 * frac[n] for n in order]
     ax.barh(range(len(order)), vals, color="#4e79a7")
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(order, fontsize=8)
@@ -164,6 +244,20 @@ def utilisation(plt, stages, win, path):
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def utilisation_json(span, frac, path):
+    """Every lane's fraction, and the busiest lane of each unit (dma_read,
+    gemm, hbm, ...): what summary.json's busy_util reports."""
+    busiest = {}
+    for name, v in frac.items():
+        unit = name.split(" ", 1)[1]
+        busiest[unit] = max(busiest.get(unit, 0.0), v)
+    with open(path, "w") as f:
+        json.dump({"span_us": round(span, 6),
+                   "busiest": {u: round(v, 6) for u, v in busiest.items()},
+                   "lanes": {n: round(v, 6) for n, v in frac.items()}}, f, indent=1)
+        f.write("\n")
 
 
 def main():
@@ -188,11 +282,13 @@ def main():
     if not stages:
         fail("%s/op_log.jsonl has no stages to plot" % args.out_dir)
     flows = load_flows(args.out_dir) if args.arrows else []
+    segs = load_path(args.out_dir)
+    span, frac = busy_fractions(stages, win, load_latency(args.out_dir))
     dest = args.dest or args.out_dir
-    meta = {"Date": None} if args.format == "svg" else {}
-    for name, fn in (("timeline", lambda p: timeline(plt, stages, flows, win, p)),
-                     ("utilisation", lambda p: utilisation(plt, stages, win, p))):
-        path = os.path.join(dest, "%s.%s" % (name, args.format))
+    for name, ext, fn in (("timeline", args.format, lambda p: timeline(plt, stages, flows, segs, win, p)),
+                          ("utilisation", args.format, lambda p: utilisation(plt, span, frac, p)),
+                          ("utilisation", "json", lambda p: utilisation_json(span, frac, p))):
+        path = os.path.join(dest, "%s.%s" % (name, ext))
         try:
             fn(path)
         except OSError as e:

@@ -18,9 +18,10 @@ void kb_cli_usage(FILE *out)
 	      "commands:\n"
 	      "  run WORKLOAD [options]   run a workload (see `kernbench run --help`)\n"
 	      "  list                     list built-in workloads and kernels\n"
-	      "  config [--config F]... [--set k=v]... [--format yaml|json|markdown]\n"
+	      "  config [--machine NAME] [--config F]... [--set k=v]... [--format yaml|json|markdown]\n"
 	      "                           print the effective configuration (loads back with\n"
-	      "                           --config); markdown: the reference table\n"
+	      "                           --config; a preset's sources as comments); markdown:\n"
+	      "                           the reference table\n"
 	      "  keygen --out FILE        write the run's CURVE keys (mode 0600, never\n"
 	      "                           overwrites); pass them with `run --keys FILE`\n"
 	      "  agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
@@ -58,9 +59,12 @@ void kb_cli_run_usage(FILE *out)
 	      "  --ranks R, --pes P       machine size (default from config: 1 rank, 8 PEs)\n"
 	      "  --seed N                 seed of every random stream (default 1)\n"
 	      "  --arg name=value         workload argument (repeatable)\n"
+	      "  --machine NAME           machine preset (deploy/configs/machines/NAME.yaml, or a\n"
+	      "                           path to such a file); default trn2\n"
 	      "  --set key=value          configuration override (repeatable; `kernbench config`)\n"
 	      "  --config FILE.yaml       configuration file (repeatable, later files override\n"
 	      "                           earlier ones; deploy/configs/default.yaml)\n"
+	      "                           defaults < --machine preset < --config < --set < --ranks/--pes\n"
 	      "  --inputs DIR             input tensors (.npy) for kernels that take them; an\n"
 	      "                           existing folder, and a usage error for a kernel\n"
 	      "                           that reads none\n"
@@ -159,7 +163,7 @@ enum opt_id {
 	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
 	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
 	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT,
-	OPT_KEYS, OPT_HOSTS, OPT_AGENT_TIMEOUT, OPT_HELP,
+	OPT_KEYS, OPT_HOSTS, OPT_AGENT_TIMEOUT, OPT_MACHINE, OPT_HELP,
 };
 
 /* --inputs names a folder that exists: a typo is one line before any
@@ -200,6 +204,7 @@ static const struct option run_options[] = {
 	{ "keys", required_argument, NULL, OPT_KEYS },
 	{ "hosts", required_argument, NULL, OPT_HOSTS },
 	{ "agent-timeout", required_argument, NULL, OPT_AGENT_TIMEOUT },
+	{ "machine", required_argument, NULL, OPT_MACHINE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -216,6 +221,7 @@ struct machine_flags {
 	uint32_t n_sets;
 	const char *hosts;        /* --hosts FILE */
 	uint64_t agent_timeout_s; /* --agent-timeout S */
+	const char *machine;      /* --machine NAME (the last one given) */
 };
 
 static enum rt_err add_config(struct machine_flags *m, const char *path)
@@ -266,27 +272,44 @@ static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int
 		return RT_EOK;
 	case OPT_QUIET: job->quiet = true; return RT_EOK;
 	case OPT_HOSTS: m->hosts = val; return RT_EOK;
+	case OPT_MACHINE: m->machine = val; return RT_EOK;
 	case OPT_AGENT_TIMEOUT:
 		return parse_number("--agent-timeout", val, 1, 86400, &m->agent_timeout_s);
 	default: return rt_fail(RT_EINVAL, "unknown option (see `kernbench run --help`)");
 	}
 }
 
-/* defaults < each --config in order < each --set < --ranks/--pes */
-static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m)
+/* defaults < the preset < each --config in order < each --set <
+ * --ranks/--pes; the preset is --machine's, else the last one a file or a
+ * --set names (rt/config.h). *preset_path (may be NULL) receives the
+ * preset's file, "" when none was read. */
+static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m,
+				char *preset_path, size_t cap)
 {
+	struct rt_config_layers *l = malloc(sizeof(*l));
 	enum rt_err err = RT_EOK;
 
-	rt_config_defaults(cfg);
+	if (!l)
+		return rt_fail(RT_ENOMEM, "configuration: out of memory");
+	rt_config_layers_init(l);
 	for (uint32_t i = 0; !err && i < m->n_configs; i++)
-		err = rt_config_load_file(cfg, m->configs[i]);
+		err = rt_config_layers_file(l, m->configs[i]);
 	for (uint32_t i = 0; !err && i < m->n_sets; i++)
-		err = rt_config_set(cfg, m->sets[i]);
+		err = rt_config_layers_set(l, m->sets[i]);
+	if (!err && m->machine)
+		err = rt_config_layers_machine(l, m->machine);
+	if (!err)
+		err = rt_config_layers_finish(l, cfg);
+	if (!err && preset_path)
+		snprintf(preset_path, cap, "%s", l->preset_path);
+	free(l);
+	if (err)
+		return err;
 	if (m->ranks)
 		cfg->ranks = m->ranks;
 	if (m->pes)
 		cfg->pes = m->pes;
-	return err ? err : rt_config_validate(cfg);
+	return rt_config_validate(cfg);
 }
 
 static void job_defaults(struct rt_job *job)
@@ -383,7 +406,7 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	if (!err && kb_program_file(job->workload)) /* parsed once, here */
 		err = kb_program_load(job->workload, job->program, sizeof(job->program));
 	if (!err)
-		err = build_config(&job->config, &m);
+		err = build_config(&job->config, &m, NULL, 0);
 	if (!err)
 		err = check_trace_ranks(job);
 	*have_hosts = m.hosts != NULL;
@@ -401,6 +424,7 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 }
 
 static const struct option config_options[] = {
+	{ "machine", required_argument, NULL, OPT_MACHINE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "ranks", required_argument, NULL, OPT_RANKS },
@@ -410,7 +434,8 @@ static const struct option config_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format)
+enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format,
+				char *preset_path, size_t cap)
 {
 	struct machine_flags m = { 0 };
 	enum rt_err err = RT_EOK;
@@ -425,7 +450,9 @@ enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, in
 		if (id == '?')
 			return rt_fail(RT_EINVAL, "config: unknown or incomplete option '%s' (see "
 				       "`kernbench config --help`)", argv[optind - 1]);
-		if (id == OPT_CONFIG)
+		if (id == OPT_MACHINE)
+			m.machine = optarg;
+		else if (id == OPT_CONFIG)
 			err = add_config(&m, optarg);
 		else if (id == OPT_SET)
 			err = add_set(&m, optarg);
@@ -442,7 +469,7 @@ enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, in
 	}
 	if (!err && optind < argc)
 		err = rt_fail(RT_EINVAL, "config: unexpected argument '%s'", argv[optind]);
-	return err ? err : build_config(cfg, &m);
+	return err ? err : build_config(cfg, &m, preset_path, cap);
 }
 
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)

@@ -26,7 +26,10 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 			     bool *have_hosts);
 /* Parses `config` options into the effective configuration; *format gets
  * 0 (yaml), 1 (json) or 2 (markdown reference). */
-enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format);
+/* `kernbench config`'s options into *cfg; *preset_path receives the file
+ * of the preset it starts from ("" when none was read). */
+enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format,
+				char *preset_path, size_t cap);
 /* "kernbench RELEASE (COMMIT)". */
 const char *kb_version(void);
 void kb_cli_usage(FILE *out);

@@ -53,16 +53,20 @@ static int cmd_run(int argc, char **argv)
 
 static int cmd_config(int argc, char **argv)
 {
+	static struct rt_config_notes notes;
+	char preset[1024];
 	struct rt_config cfg;
 	struct rt_buf b;
 	int format;
-	enum rt_err err = kb_cli_parse_config(argc, argv, &cfg, &format);
+	enum rt_err err = kb_cli_parse_config(argc, argv, &cfg, &format, preset, sizeof(preset));
 
 	if (err == RT_EINTERRUPTED) {
-		puts("usage: kernbench config [--config F]... [--set key=value]... [--ranks R] "
-		     "[--pes P]\n                       [--format yaml|json|markdown]\n\n"
-		     "Prints the effective configuration (defaults < files < --set < flags) in a\n"
-		     "form --config loads back; markdown prints the reference table of every key.");
+		puts("usage: kernbench config [--machine NAME] [--config F]... [--set key=value]...\n"
+		     "                       [--ranks R] [--pes P] [--format yaml|json|markdown]\n\n"
+		     "Prints the effective configuration (defaults < --machine preset < files <\n"
+		     "--set < flags) in a form --config loads back, with the preset's sources as\n"
+		     "comments (deploy/configs/machines/NAME.yaml); markdown prints the reference\n"
+		     "table of every key.");
 		return 0;
 	}
 	if (err) {
@@ -70,8 +74,13 @@ static int cmd_config(int argc, char **argv)
 		return 2;
 	}
 	rt_buf_init(&b);
-	err = format == 2 ? rt_config_doc(&b)
-			  : rt_config_emit(&cfg, format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b);
+	if (format == 0 && preset[0] && rt_config_notes_read(preset, &notes) == RT_EOK) {
+		err = rt_config_emit_noted(&cfg, &notes, &b);
+		rt_config_notes_release(&notes);
+	} else {
+		err = format == 2 ? rt_config_doc(&b)
+				  : rt_config_emit(&cfg, format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b);
+	}
 	if (!err)
 		fputs(b.data ? b.data : "", stdout);
 	rt_buf_release(&b);

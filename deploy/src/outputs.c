@@ -237,10 +237,67 @@ static enum rt_err run_next(struct oplog_merge *m, uint32_t i)
 	return kb_src_line(&r->src, &r->head.p, &r->head.len);
 }
 
+/* Busy time of each rank's HBM: the union of its DMA records' intervals,
+ * swept as the merge emits records in start order (so a rank's records
+ * arrive in start order too). */
+struct hbm_sweep {
+	const struct rt_topology *topo;
+	uint32_t ranks;
+	uint64_t *busy, *from, *to; /* per rank: counted, current interval */
+};
+
+static enum rt_err hbm_sweep_init(struct hbm_sweep *h, const struct rt_topology *topo,
+				  uint32_t ranks)
+{
+	h->topo = topo;
+	h->ranks = ranks ? ranks : 1;
+	h->busy = calloc(3 * (size_t)h->ranks, sizeof(uint64_t));
+	h->from = h->busy + h->ranks;
+	h->to = h->from + h->ranks;
+	return h->busy ? RT_EOK : rt_fail(RT_ENOMEM, "no memory to sum HBM busy time");
+}
+
+/* One record, by its sort key "%020 start %020 end %010 component ...". */
+static void hbm_sweep_add(struct hbm_sweep *h, const char *key)
+{
+	uint64_t start = strtoull(key, NULL, 10), end = strtoull(key + 21, NULL, 10);
+	unsigned long comp = strtoul(key + 42, NULL, 10);
+	const struct rt_component_desc *c;
+	uint32_t r;
+
+	if (comp >= h->topo->n_components)
+		return;
+	c = &h->topo->components[comp];
+	if (strcmp(c->ops->name, "dma") || c->rank >= h->ranks)
+		return;
+	r = c->rank;
+	if (start > h->to[r]) { /* a gap: close the interval so far */
+		h->busy[r] += h->to[r] - h->from[r];
+		h->from[r] = start;
+		h->to[r] = start;
+	}
+	if (end > h->to[r])
+		h->to[r] = end;
+}
+
+/* The busiest rank's HBM busy time. */
+static uint64_t hbm_sweep_finish(struct hbm_sweep *h)
+{
+	uint64_t most = 0;
+
+	for (uint32_t r = 0; r < h->ranks; r++) {
+		uint64_t b = h->busy[r] + (h->to[r] - h->from[r]);
+
+		most = b > most ? b : most;
+	}
+	free(h->busy);
+	return most;
+}
+
 /* Merges the runs into `out`, without the sort keys; each record also
- * goes to the program's steps (per-step busy times). */
+ * goes to the HBM sweep and to the program's steps (per-step busy times). */
 static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path,
-			      struct kb_steps *steps)
+			      struct hbm_sweep *sweep, struct kb_steps *steps)
 {
 	struct kb_heap heap;
 	size_t cap = kb_merge_buf_size(m->n_runs);
@@ -258,6 +315,7 @@ static enum rt_err merge_runs(struct oplog_merge *m, FILE *out, const char *path
 		uint32_t top = heap.ids[0];
 		const struct line *h = &m->runs[top].head;
 
+		hbm_sweep_add(sweep, h->p);
 		if (fwrite(h->p + OPLOG_KEY_LEN, 1, h->len - OPLOG_KEY_LEN, out) !=
 			    h->len - OPLOG_KEY_LEN || putc('\n', out) == EOF)
 			err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
@@ -312,14 +370,24 @@ static enum rt_err oplog_merge_init(struct oplog_merge *m, const struct rt_job *
 	return m->paths[n_parts] ? RT_EOK : rt_fail(RT_ENOMEM, "no memory to merge the op log");
 }
 
-/* op_log.jsonl: every part's records in (start, end, component, seq) order. */
+/* op_log.jsonl: every part's records in (start, end, component, seq) order;
+ * on the way, each rank's HBM busy time into agg->hbm_busy_ps and each
+ * record into the program's steps. */
 static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topology *topo,
-			       struct kb_steps *steps)
+			       struct kb_agg *agg, struct kb_steps *steps)
 {
 	struct oplog_merge m;
+	struct hbm_sweep sweep;
 	char path[RT_PATH_MAX + 32];
 	FILE *out = NULL;
 	enum rt_err err = oplog_merge_init(&m, job, topo->n_components);
+
+	if (!err)
+		err = hbm_sweep_init(&sweep, topo, job->config.ranks);
+	if (err) {
+		oplog_merge_release(&m);
+		return err;
+	}
 
 	for (uint32_t id = 0; !err && id < topo->n_components; id++)
 		err = cut_part(&m, id);
@@ -334,9 +402,10 @@ static enum rt_err write_oplog(const struct rt_job *job, const struct rt_topolog
 	if (out)
 		setvbuf(out, NULL, _IOFBF, 1 << 20);
 	if (!err)
-		err = merge_runs(&m, out, path, steps);
+		err = merge_runs(&m, out, path, &sweep, steps);
 	if (out && fclose(out) && !err)
 		err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
+	agg->hbm_busy_ps = hbm_sweep_finish(&sweep);
 	oplog_merge_release(&m);
 	return err;
 }
@@ -430,6 +499,20 @@ static enum rt_err absorb_report(struct kb_agg *agg, const struct rt_component_d
 	for (size_t i = 0; !err && i < r->n_stats; i++)
 		err = absorb_stat(agg, kind, kind_max, r->stats[i]->name, r->stats[i]->is_max,
 				  r->stats[i]->value);
+	if (!err && !strcmp(c->ops->name, "host") && r->n_path == RT_PATH_CLASSES) {
+		struct rt_path p;
+		uint64_t total;
+
+		memcpy(p.ps, r->path, sizeof(p.ps));
+		total = rt_path_total(&p);
+		if (!agg->has_path || total > agg->path_ps) { /* ids ascend: a tie keeps the first */
+			agg->has_path = true;
+			agg->path = p;
+			agg->path_ps = total;
+			agg->path_host = id;
+			agg->path_segment = r->path_segment;
+		}
+	}
 	return err;
 }
 
@@ -904,11 +987,13 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = kb_steps_read(job, topo, &steps);
 	f.steps = &steps;
 	if (!err)
-		err = write_oplog(job, topo, &steps);
+		err = write_oplog(job, topo, &agg, &steps);
 	if (!err)
 		kb_steps_finish(&steps);
 	if (!err)
 		err = kb_trace_write(job, topo);
+	if (!err)
+		err = kb_cpath_write(job, topo, &agg);
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg);
 	kb_outputs_discard(job);

@@ -40,41 +40,45 @@ static void json_set(struct rt_json *j, const char *key, const struct kb_stat_se
 	free(order);
 }
 
+/* The resources utilisation is reported for (docs/metrics.md): each
+ * engine, the DMA channels, the rank's HBM and its IPCQ links. */
+enum resource { RES_DMA_READ, RES_DMA_WRITE, RES_GEMM, RES_MATH, RES_HBM, RES_LINK, RES_N };
+
+static const char *const resource_names[RES_N] = { "dma_read", "dma_write", "gemm",
+						   "math",     "hbm",       "link" };
+
 /* Derived PE metrics, present when the run had kernel hosts. */
 struct pe_metrics {
 	bool present;
 	uint64_t latency_ps;
-	uint64_t busiest_ps;
-	const char *busiest;
-	double bound_util;
+	int bound;                 /* resource closest to its peak throughput */
 	double hbm_bw_util;        /* busiest rank's HBM bytes / (hbm peak x latency) */
-	double dma_read_util;      /* busiest PE's read channel busy (union) / latency */
-	uint64_t hbm_read_bytes;
-	double busy[4];            /* busiest instance of each engine / latency */
+	uint64_t hbm_bytes;
+	double busy[RES_N];        /* busiest instance: time occupied / latency */
+	double throughput[RES_N];  /* busiest instance: work / (peak rate x latency) */
+	bool has_path;             /* the critical path, summing to latency_ps */
+	struct rt_path path;
 	uint64_t tiles;            /* reported by attention kernels */
 	double dispatch_per_tile;
 	uint64_t peak_scratch;
 	uint64_t dma_reads;
 	uint64_t ipcq_bytes;
-	/* ring figures (docs/attention.md), from measured intervals */
+	/* ring figures (docs/attention.md) */
 	uint64_t ipcq_transfer;    /* link busy time, every rank's links */
 	uint64_t ipcq_wait;        /* kernel waits on receives */
-	uint64_t ipcq_exposed;     /* ... while the awaited bytes were on the link */
-	uint64_t ipcq_latency_wait;/* ... after the link, during its latency */
-	uint64_t ipcq_imbalance;   /* ... before the link started: sender not ready */
-	double ipcq_hidden;        /* 1 - exposed / transfer */
+	uint64_t ipcq_exposed;     /* link time on the critical path */
+	double ipcq_hidden;        /* 1 - link busy time on the path / link busy time */
 	/* a model's layer (llama_*_step): the whole model, and the memory
 	 * roofline of the layer (its bytes over the rank's HBM peak) */
 	uint64_t model_layers;
 	uint64_t roofline_bytes, roofline_ps;
 };
 
-static const char *const engine_names[4] = { "dma_read", "dma_write", "gemm", "math" };
-
 /* What the kernel hosts reported: per-tile dispatch, scratch, IPCQ. */
 static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 {
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host");
+	const uint64_t *cp = m->path.ps;
 
 	m->tiles = kb_stat_get(host, "tiles");
 	m->dispatch_per_tile = m->tiles ? (double)kb_stat_get(host, "dispatch_cycles") /
@@ -87,23 +91,86 @@ static void kernel_metrics(const struct kb_agg *agg, struct pe_metrics *m)
 	 * the rank link components (several) */
 	m->ipcq_transfer = kb_stat_get(&agg->totals, "ipcq_link_busy_ps");
 	m->ipcq_wait = kb_stat_get(host, "ipcq_recv_wait_ps");
-	m->ipcq_exposed = kb_stat_get(host, "ipcq_exposed_ps");
-	m->ipcq_latency_wait = kb_stat_get(host, "ipcq_latency_wait_ps");
-	m->ipcq_imbalance = kb_stat_get(host, "ipcq_imbalance_wait_ps");
-	/* exposed <= transfer by construction (each receive's exposed part
-	 * lies inside its own link interval): no clamp */
-	m->ipcq_hidden = m->ipcq_transfer ? 1.0 - (double)m->ipcq_exposed /
-							  (double)m->ipcq_transfer
-					  : 0.0;
+	m->ipcq_exposed = cp[RT_PATH_LINK_QUEUEING] + cp[RT_PATH_LINK_SERIALISATION] +
+			  cp[RT_PATH_LINK_LATENCY];
+	/* the path's link-busy segments are disjoint in time and each lies in
+	 * a link's busy time, so the fraction is in [0, 1] without a clamp */
+	m->ipcq_hidden = m->ipcq_transfer
+				 ? 1.0 - (double)(cp[RT_PATH_LINK_QUEUEING] +
+						  cp[RT_PATH_LINK_SERIALISATION]) /
+						 (double)m->ipcq_transfer
+				 : 0.0;
+}
+
+/* The largest value of statistic `name` over components of the kinds
+ * `a` and `b` (b may be NULL). */
+static uint64_t max_of(const struct kb_agg *agg, const char *a, const char *b, const char *name)
+{
+	uint64_t x = kb_stat_get(kb_agg_kind_max(agg, a), name);
+	uint64_t y = b ? kb_stat_get(kb_agg_kind_max(agg, b), name) : 0;
+
+	return x > y ? x : y;
+}
+
+/* The IPCQ link (a rank and direction) with the most of `what`. */
+static uint64_t busiest_link(const struct kb_agg *agg, const char *left, const char *right)
+{
+	uint64_t l = max_of(agg, "host", "link", left), r = max_of(agg, "host", "link", right);
+
+	return l > r ? l : r;
+}
+
+/* Peak MACs per PE cycle of the GEMM: the array's R x C (the roofline's
+ * gemm.macs_per_cycle when set; the tensor engine's array at its own clock,
+ * gemm.clock_mhz). A plug-in model is measured against the array. */
+static double gemm_peak(const struct rt_config *cfg)
+{
+	double array = (double)cfg->gemm_array_rows * (double)cfg->gemm_array_cols;
+
+	if (!strcmp(cfg->gemm_model, "roofline") && cfg->gemm_macs_per_cycle)
+		return (double)cfg->gemm_macs_per_cycle;
+	if (!strcmp(cfg->gemm_model, "tensor_engine") && cfg->gemm_clock_mhz && cfg->clock_mhz)
+		return array * (double)cfg->gemm_clock_mhz / (double)cfg->clock_mhz;
+	return array;
+}
+
+/* busy_util and throughput_util of every resource (docs/metrics.md). */
+static void utilisation(const struct rt_config *cfg, const struct kb_agg *agg,
+			struct pe_metrics *m)
+{
+	double lat = (double)m->latency_ps;
+	double cycles = lat / (double)rt_config_cycle_ps(cfg);
+	/* a channel moves a transfer on up to dma.queues queues at once */
+	double dma_peak = (double)cfg->dma_bytes_per_cycle * (cfg->dma_queues ? cfg->dma_queues : 1) *
+			  cycles;
+
+	m->busy[RES_DMA_READ] = (double)max_of(agg, "dma", NULL, "dma_read_busy_ps") / lat;
+	m->busy[RES_DMA_WRITE] = (double)max_of(agg, "dma", NULL, "dma_write_busy_ps") / lat;
+	m->busy[RES_GEMM] = (double)max_of(agg, "gemm", NULL, "busy_ps") / lat;
+	m->busy[RES_MATH] = (double)max_of(agg, "math", NULL, "busy_ps") / lat;
+	m->busy[RES_HBM] = (double)agg->hbm_busy_ps / lat;
+	m->busy[RES_LINK] = (double)busiest_link(agg, "ipcq_link_left_busy_ps",
+						 "ipcq_link_right_busy_ps") / lat;
+	m->throughput[RES_DMA_READ] = (double)max_of(agg, "dma", NULL, "dma_read_bytes") / dma_peak;
+	m->throughput[RES_DMA_WRITE] = (double)max_of(agg, "dma", NULL, "dma_write_bytes") /
+				       dma_peak;
+	m->throughput[RES_GEMM] = (double)max_of(agg, "gemm", NULL, "gemm_elements") /
+				  (gemm_peak(cfg) * cycles);
+	m->throughput[RES_MATH] = (double)max_of(agg, "math", NULL, "math_elements") /
+				  ((double)cfg->math_lanes * cycles);
+	m->throughput[RES_HBM] = m->hbm_bw_util;
+	m->throughput[RES_LINK] = (double)busiest_link(agg, "ipcq_link_left_bytes",
+						       "ipcq_link_right_bytes") /
+				  ((double)cfg->ipcq_bytes_per_cycle * cycles);
+	m->bound = 0;
+	for (int i = 1; i < RES_N; i++) /* a tie keeps the first */
+		if (m->throughput[i] > m->throughput[m->bound])
+			m->bound = i;
 }
 
 static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struct pe_metrics *m)
 {
 	const struct rt_config *cfg = &job->config;
-	static const char *const engines[][2] = {
-		{ "dma", "dma_read_busy_ps" }, { "dma", "dma_write_busy_ps" },
-		{ "gemm", "busy_ps" },     { "math", "busy_ps" },
-	};
 	const struct kb_stat_set *host = kb_agg_kind(agg, "host"), *dma = kb_agg_kind(agg, "dma");
 	uint64_t cycle = rt_config_cycle_ps(cfg);
 
@@ -112,29 +179,21 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 	m->present = agg->n_kinds && host->n;
 	if (!m->present || !m->latency_ps)
 		return;
-	for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
-		/* the busiest single engine instance bounds a kernel */
-		uint64_t busy = kb_stat_get(kb_agg_kind_max(agg, engines[i][0]), engines[i][1]);
-
-		m->busy[i] = (double)busy / (double)m->latency_ps;
-		if (busy > m->busiest_ps) {
-			m->busiest_ps = busy;
-			m->busiest = engine_names[i];
-		}
-	}
-	m->bound_util = (double)m->busiest_ps / (double)m->latency_ps;
 	/* HBM bytes (reads and writes) of the busiest rank over the rank's
 	 * peak for the whole latency. The rank memory component counts them;
 	 * with hbm.model = ideal there is none, and every rank moves the same
 	 * DMA bytes in the PE workloads, so the mean rank stands in. */
-	m->hbm_read_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
+	m->hbm_bytes = kb_stat_get(kb_agg_kind_max(agg, "hbm"), "hbm_bytes");
 	if (!kb_agg_kind(agg, "hbm")->n)
-		m->hbm_read_bytes = (kb_stat_get(dma, "dma_read_bytes") +
-				     kb_stat_get(dma, "dma_write_bytes")) /
-				    (cfg->ranks ? cfg->ranks : 1);
-	m->hbm_bw_util = (double)m->hbm_read_bytes /
+		m->hbm_bytes = (kb_stat_get(dma, "dma_read_bytes") +
+				kb_stat_get(dma, "dma_write_bytes")) /
+			       (cfg->ranks ? cfg->ranks : 1);
+	m->hbm_bw_util = (double)m->hbm_bytes /
 			 ((double)cfg->hbm_bytes_per_cycle * ((double)m->latency_ps / (double)cycle));
-	m->dma_read_util = m->busy[0];
+	m->has_path = agg->has_path && agg->path_ps == m->latency_ps;
+	if (m->has_path)
+		m->path = agg->path;
+	utilisation(cfg, agg, m);
 	kernel_metrics(agg, m);
 	m->model_layers = kb_stat_get(host, "model_layers");
 	m->roofline_bytes = kb_stat_get(host, "roofline_bytes");
@@ -142,17 +201,31 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 			 cfg->hbm_bytes_per_cycle * cycle;
 }
 
+static void json_util(struct rt_json *j, const char *key, const double *v)
+{
+	rt_json_object(j, key, RT_JSON_INLINE);
+	for (int i = 0; i < RES_N; i++)
+		rt_json_fixed(j, resource_names[i], v[i], 4);
+	rt_json_close(j);
+}
+
 static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 {
 	rt_json_u64(j, "latency_ps", m->latency_ps);
-	rt_json_str(j, "bound_engine", m->busiest ? m->busiest : "none");
-	rt_json_fixed(j, "bound_util", m->bound_util, 4);
+	rt_json_str(j, "bound_engine", resource_names[m->bound]);
+	rt_json_fixed(j, "bound_util", m->throughput[m->bound], 4);
 	rt_json_fixed(j, "hbm_bw_util", m->hbm_bw_util, 4);
-	rt_json_fixed(j, "dma_read_util", m->dma_read_util, 4);
-	rt_json_object(j, "busy_util", RT_JSON_INLINE);
-	for (int i = 0; i < 4; i++)
-		rt_json_fixed(j, engine_names[i], m->busy[i], 4);
-	rt_json_close(j);
+	rt_json_fixed(j, "dma_read_util", m->busy[RES_DMA_READ], 4);
+	json_util(j, "busy_util", m->busy);
+	json_util(j, "throughput_util", m->throughput);
+	if (m->has_path) {
+		rt_json_object(j, "critical_path", RT_JSON_INLINE);
+		for (int c = 0; c < RT_PATH_CLASSES; c++)
+			rt_json_u64(j, rt_path_class_name((enum rt_path_class)c), m->path.ps[c]);
+		rt_json_close(j);
+	} else {
+		rt_json_null(j, "critical_path");
+	}
 	rt_json_u64(j, "tiles", m->tiles);
 	rt_json_fixed(j, "dispatch_cycles_per_tile", m->dispatch_per_tile, 2);
 	rt_json_u64(j, "peak_scratch_bytes", m->peak_scratch);
@@ -160,11 +233,12 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 	rt_json_u64(j, "ipcq_bytes", m->ipcq_bytes);
 	rt_json_u64(j, "ipcq_transfer_ps", m->ipcq_transfer);
 	rt_json_u64(j, "ipcq_wait_ps", m->ipcq_wait);
-	rt_json_u64(j, "ipcq_exposed_ps", m->ipcq_exposed);
-	rt_json_u64(j, "ipcq_latency_wait_ps", m->ipcq_latency_wait);
-	rt_json_u64(j, "ipcq_imbalance_wait_ps", m->ipcq_imbalance);
-	/* no IPCQ traffic: nothing to hide, the fraction is undefined */
-	if (m->ipcq_transfer)
+	if (m->has_path)
+		rt_json_u64(j, "ipcq_exposed_ps", m->ipcq_exposed);
+	else
+		rt_json_null(j, "ipcq_exposed_ps");
+	/* no IPCQ traffic (or no path): nothing to hide, the fraction is undefined */
+	if (m->ipcq_transfer && m->has_path)
 		rt_json_fixed(j, "ipcq_hidden_fraction", m->ipcq_hidden, 4);
 	else
 		rt_json_null(j, "ipcq_hidden_fraction");
@@ -265,6 +339,37 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	return rt_json_finish(&j);
 }
 
+/* The critical path's split, largest classes first (ties in class order),
+ * classes with no time left out. */
+static void print_path(const struct pe_metrics *m)
+{
+	int order[RT_PATH_CLASSES], n = 0;
+
+	for (int c = 0; c < RT_PATH_CLASSES; c++)
+		if (m->path.ps[c])
+			order[n++] = c;
+	for (int i = 1; i < n; i++) /* insertion sort: stable, a dozen classes */
+		for (int k = i; k > 0 && m->path.ps[order[k]] > m->path.ps[order[k - 1]]; k--) {
+			int t = order[k];
+
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	printf("  %-22s", "critical path");
+	for (int i = 0; i < n; i++)
+		printf("%s %s %.1f%%", i ? "," : "", rt_path_class_name((enum rt_path_class)order[i]),
+		       100.0 * (double)m->path.ps[order[i]] / (double)m->latency_ps);
+	printf("\n");
+}
+
+static void print_util(const char *what, const double *v)
+{
+	printf("  %-22s", what);
+	for (int i = 0; i < RES_N; i++)
+		printf(" %s %.1f%%", resource_names[i], 100.0 * v[i]);
+	printf("\n");
+}
+
 static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			 const struct kb_agg *agg, const struct pe_metrics *m)
 {
@@ -274,25 +379,28 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	       job->workload, job->config.ranks, job->config.pes,
 	       job->mode == RT_MODE_DATA ? "data" : "timing", rt_transport_name(job->transport),
 	       rt_colocate_name(job->colocate), f->daemons);
-	if (m->present)
-		printf("  %-22s %llu.%06llu us\n  %-22s %s %.1f%%  (hbm bw %.1f%%)\n", "latency",
-		       (unsigned long long)(m->latency_ps / 1000000),
-		       (unsigned long long)(m->latency_ps % 1000000), "bound by",
-		       m->busiest ? m->busiest : "none", 100.0 * m->bound_util,
-		       100.0 * m->hbm_bw_util);
 	if (m->present) {
-		printf("  %-22s", "engine busy");
-		for (int i = 0; i < 4; i++)
-			printf(" %s %.1f%%", engine_names[i], 100.0 * m->busy[i]);
-		printf("\n  %-22s %llu\n  %-22s %llu bytes\n", "dma reads",
+		printf("  %-22s %llu.%06llu us\n", "latency",
+		       (unsigned long long)(m->latency_ps / 1000000),
+		       (unsigned long long)(m->latency_ps % 1000000));
+		printf("  %-22s %s at %.1f%% of its peak throughput (busy %.1f%%; hbm bw %.1f%%)\n",
+		       "bound by", resource_names[m->bound], 100.0 * m->throughput[m->bound],
+		       100.0 * m->busy[m->bound], 100.0 * m->hbm_bw_util);
+		print_util("throughput", m->throughput);
+		print_util("busy", m->busy);
+		if (m->has_path)
+			print_path(m);
+		printf("  %-22s %llu\n  %-22s %llu bytes\n", "dma reads",
 		       (unsigned long long)m->dma_reads, "peak scratch",
 		       (unsigned long long)m->peak_scratch);
 		if (m->tiles)
 			printf("  %-22s %.1f  (%llu tiles)\n", "dispatch cycles/tile",
 			       m->dispatch_per_tile, (unsigned long long)m->tiles);
-		if (m->ipcq_transfer)
-			printf("  %-22s %llu bytes, %.1f%% hidden under compute\n", "ipcq",
-			       (unsigned long long)m->ipcq_bytes, 100.0 * m->ipcq_hidden);
+		if (m->ipcq_transfer && m->has_path)
+			printf("  %-22s %llu bytes, link time on the critical path %.3f us, "
+			       "%.1f%% of link busy time hidden\n", "ipcq",
+			       (unsigned long long)m->ipcq_bytes, (double)m->ipcq_exposed / 1e6,
+			       100.0 * m->ipcq_hidden);
 		if (m->roofline_bytes)
 			printf("  %-22s %.3f us (%llu bytes / HBM peak): the layer runs at %.1f%% of "
 			       "it\n", "memory roofline", (double)m->roofline_ps / 1e6,
@@ -312,8 +420,9 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
 	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
 	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, op_log.jsonl%s\n", "outputs", job->result_dir,
-	       job->trace_off ? "" : ", trace.json");
+	printf("  %-22s %s/summary.json, op_log.jsonl%s%s\n", "outputs", job->result_dir,
+	       job->trace_off ? "" : ", trace.json",
+	       job->trace_off || !agg->has_path || !agg->path_segment ? "" : ", critical_path.jsonl");
 }
 
 /* NaN or infinity in an input or an output: the numbers cannot be trusted. */
@@ -339,6 +448,14 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 
 	(void)topo;
 	pe_metrics(job, agg, &m);
+	/* every PE component tracks paths: one that does not reach the latency
+	 * is a bug in a component, not a result */
+	if (job->config.critical_path && m.present && m.latency_ps && !m.has_path)
+		return rt_fail(RT_EPROTOCOL,
+			       "the critical path %s (%llu ps) does not reach the latency (%llu ps): a "
+			       "component lost track of it",
+			       agg->has_path ? "ends early" : "is missing",
+			       (unsigned long long)agg->path_ps, (unsigned long long)m.latency_ps);
 	warn_nonfinite(agg);
 	rt_buf_init(&b);
 	err = summary_json(job, facts, agg, &m, &b);

@@ -17,7 +17,9 @@
  * Built-in models and their formulas (all integer cycles; ceil(a/b) rounds up;
  * ps = cycles * cycle_ps):
  *
- *   dma  "linear"    setup_cycles + ceil(bytes / dma.bytes_per_cycle)
+ *   dma  "linear"    setup_cycles + ceil(bytes / dma.bytes_per_cycle) for
+ *                    the bytes one queue moves (the largest piece of a
+ *                    transfer spread over its queues: eng_dma_lanes)
  *   gemm "systolic"  for logical M x K x N on an R x C array, T = M:
  *                    folds = ceil(K / R) * ceil(N / C)
  *                    cycles = setup + folds * (2R + C + T - 2)
@@ -126,6 +128,16 @@ void eng_gemm_dims(const Kb__Stage *stage, uint64_t *m, uint64_t *k,
 uint64_t eng_ceil_div(uint64_t a, uint64_t b);
 uint64_t eng_mul_sat(uint64_t a, uint64_t b);
 
+/* ---------------------------------------------------------------- DMA queues */
+
+/* A DMA channel is dma.queues queues (engines) that move one transfer in
+ * parallel: the transfer's stored rows are cut into consecutive pieces of
+ * at least dma.rows_per_queue rows, one per queue, as even as the rows
+ * allow. Returns the number of queues (lanes) a transfer of `rows` rows
+ * uses, at least 1, and the rows of its largest piece in *piece_rows (the
+ * piece whose bytes decide when the transfer is through). */
+uint32_t eng_dma_lanes(const struct rt_config *cfg, uint64_t rows, uint64_t *piece_rows);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* Data effect of one stage (checks it first; memory bases must be set).
@@ -137,7 +149,18 @@ enum rt_err eng_math_run(const Kb__Stage *stage, const struct eng_memory *mem);
 
 /* ---------------------------------------------------------------- models */
 
-#define ENG_MODEL_ABI 1u
+#define ENG_MODEL_ABI 2u /* 2: latency takes the stage's context */
+
+/* Where a stage stands in its engine's stream, for models whose cost
+ * depends on what ran just before it: an array that still holds its
+ * weights, a pipeline that has not drained, an issue that overlapped. */
+struct eng_stage_ctx {
+	bool queued;          /* it arrived before the previous stage of its
+			       * channel ended (it waited; the engine was busy) */
+	uint64_t lead_cycles; /* queued: whole cycles from its arrival to that end */
+	bool stationary_held; /* GEMM: the engine still holds this stage's B tile
+			       * (Stage.stationary_held, set by the scheduler) */
+};
 
 /* A swappable timing-and-data model of one engine class. Stages handed to
  * latency/execute have passed eng_stage_check. */
@@ -148,9 +171,10 @@ struct eng_model_ops {
 	size_t state_size;     /* zeroed block for init/latency/execute/fini */
 	/* Reads what it needs from cfg (may be NULL: no state to set up). */
 	enum rt_err (*init)(void *state, const struct rt_config *cfg);
-	/* Cycles the stage occupies the engine's channel. */
+	/* Cycles the stage occupies the engine's channel, given where it
+	 * stands (never NULL). */
 	enum rt_err (*latency)(const void *state, const Kb__Stage *stage,
-			       uint64_t *cycles);
+			       const struct eng_stage_ctx *ctx, uint64_t *cycles);
 	/* Data effect at completion (data mode only). */
 	enum rt_err (*execute)(void *state, const Kb__Stage *stage,
 			       const struct eng_memory *mem);
@@ -163,6 +187,13 @@ struct eng_model_ops {
 extern const struct eng_model_ops eng_dma_linear_model;
 extern const struct eng_model_ops eng_gemm_systolic_model;
 extern const struct eng_model_ops eng_gemm_roofline_model;
+extern const struct eng_model_ops eng_gemm_tensor_engine_model;
+
+/* The tensor_engine model's engine cycles for the instructions of one
+ * logical M x K x N stage (f32: an input is float32), before the clock
+ * conversion; 0 for a configuration the model refuses. */
+uint64_t eng_tensor_engine_cycles(const struct rt_config *cfg, uint64_t m, uint64_t k,
+				  uint64_t n, bool f32);
 extern const struct eng_model_ops eng_math_simd_model;
 
 /* Finds the model of class `cls` called `name_or_path`: a built-in name, or
@@ -198,9 +229,9 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const struct rt_config *cfg);
 /* Finalises and frees; safe on an empty or released model. */
 void eng_model_release(struct eng_model *m);
-/* Shorthands through m->ops. */
-enum rt_err eng_model_latency(const struct eng_model *m,
-			      const Kb__Stage *stage, uint64_t *cycles);
+/* Shorthands through m->ops (ctx NULL: an isolated stage, nothing held). */
+enum rt_err eng_model_latency(const struct eng_model *m, const Kb__Stage *stage,
+			      const struct eng_stage_ctx *ctx, uint64_t *cycles);
 enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
 			      const struct eng_memory *mem);
 
@@ -218,27 +249,32 @@ enum rt_err eng_model_execute(struct eng_model *m, const Kb__Stage *stage,
  * Built-in models (integer ps throughout; B = hbm.bytes_per_cycle,
  * b = dma.bytes_per_cycle, C = hbm.channels, cycle = cycle_ps):
  *
- *   "shared" (default) fluid fair share: the DMA channels with bytes to move
- *       (n of them) each get min(b, B / n) bytes per cycle; a channel moves
- *       its transfers in order. Virtual time V rises at that rate; a
- *       transfer of N bytes finishes when V reaches
- *       F = max(V at arrival, F of the channel's previous transfer) + N.
- *       When the rank's channels together cannot exceed B (2 x pes x b <= B)
- *       every channel always gets b: the DMA then computes the same end,
- *       wire end + latency, itself and no component exists (eng_hbm_local).
+ *   "shared" (default) fluid fair share over queues: a transfer moves on
+ *       its lanes (the DMA queues it is spread over, eng_dma_lanes); the
+ *       lanes with bytes to move (n of them, over every channel's current
+ *       transfer) each get min(b, B / n) bytes per cycle; a channel moves
+ *       its transfers in order. Virtual time V (bytes per lane) rises at
+ *       that rate; a transfer whose largest piece is N bytes finishes when
+ *       V reaches F = max(V at arrival, F of the channel's previous
+ *       transfer) + N. When the rank's queues together cannot exceed B
+ *       (2 x pes x dma.queues x b <= B) every lane always gets b: the DMA
+ *       then computes the same end, wire end + latency, itself and no
+ *       component exists (eng_hbm_local).
  *   "interleaved" bytes [addr, addr + N) fall on channel
  *       (byte / hbm.interleave_bytes) % C; each channel serves the bytes on
  *       it first come first served at B / C per cycle:
  *       start_c = max(issue, free_c); free_c = start_c + ceil(n_c * C * cycle / B);
  *       the transfer ends at max(max_c free_c, its wire end).
  *   "ideal" no component: every channel streams at b, no HBM latency. */
-#define ENG_HBM_ABI 2u
+#define ENG_HBM_ABI 3u /* 3: lanes and lane_bytes (DMA queues) */
 
 struct eng_hbm_access {
 	uint64_t token;       /* the component's name for this transfer */
 	uint32_t stream;      /* the DMA channel (rank-wide); in order per stream */
 	uint64_t addr;        /* first HBM byte */
 	uint64_t bytes;
+	uint32_t lanes;       /* DMA queues moving it in parallel (>= 1) */
+	uint64_t lane_bytes;  /* bytes of its largest piece (one lane's share) */
 	uint64_t issue_ps;    /* the first byte may move (= arrival) */
 	uint64_t wire_end_ps; /* the DMA channel alone would finish here */
 };
@@ -267,6 +303,13 @@ struct eng_hbm_ops {
 
 extern const struct eng_hbm_ops eng_hbm_shared_model;
 extern const struct eng_hbm_ops eng_hbm_interleaved_model;
+
+/* Streams a rank's memory sees: a read and a write channel per PE
+ * (stream 2 x pe + channel). */
+static inline uint32_t eng_hbm_streams(const struct rt_config *cfg)
+{
+	return 2 * cfg->pes;
+}
 
 /* True when DMA channels time their transfers themselves (no "hbm"
  * component): hbm.model is ideal, or shared and never saturated. */

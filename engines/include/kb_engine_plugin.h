@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KB_ENGINE_PLUGIN_ABI 2u
+#define KB_ENGINE_PLUGIN_ABI 3u /* 3: queued, lead_cycles, stationary_held; 2 still loads */
 #define KB_ENGINE_PLUGIN_SYMBOL "kb_engine_plugin"
 
 enum kb_engine_class { KB_ENGINE_DMA = 0, KB_ENGINE_GEMM = 1, KB_ENGINE_MATH = 2 };
@@ -35,11 +35,16 @@ struct kb_plugin_param {
 struct kb_stage_info {
 	const char *op_kind;   /* "memory", "gemm", "math" */
 	const char *op_name;   /* "dma_read", "dma_write", "gemm", "exp", ... */
-	uint64_t bytes;        /* bytes the stage moves or reads */
+	uint64_t bytes;        /* bytes the stage moves or reads (DMA: the piece one
+	                        * of the channel's queues moves, dma.queues) */
 	uint64_t elements;     /* elements it produces */
 	uint64_t m, k, n;      /* GEMM stages: C[m x n] += A[m x k] B[k x n]; else 0 */
 	uint64_t command;      /* the command (composite) it belongs to */
 	uint32_t index;        /* its index in that command's plan */
+	/* ABI 3: where it stands in the engine's stream (docs/stages.md) */
+	uint32_t queued;          /* 1: it arrived while the previous stage ran */
+	uint64_t lead_cycles;     /* queued: cycles from its arrival to that end */
+	uint32_t stationary_held; /* GEMM, 1: the array still holds its B tile */
 };
 
 struct kb_engine_plugin {

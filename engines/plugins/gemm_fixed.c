@@ -14,7 +14,7 @@
 #define GEMM_FIXED_CYCLES 1000u
 
 static enum rt_err fixed_latency(const void *state, const Kb__Stage *stage,
-				 uint64_t *cycles)
+				 const struct eng_stage_ctx *ctx, uint64_t *cycles)
 {
 	*cycles = GEMM_FIXED_CYCLES;
 	return RT_EOK;

@@ -7,8 +7,11 @@
  *
  * A DMA channel keeps up to dma.outstanding transfers in flight (the
  * descriptor setup and HBM latency of the next transfer overlap the data of
- * the current one) and retires them in order. A transfer started at `now`
- * with model latency `cycles` = setup + wire (setup = dma.setup_cycles):
+ * the current one) and retires them in order. It is dma.queues queues that
+ * move one transfer in parallel: the transfer's rows are spread over its
+ * lanes (eng_dma_lanes) and the model times the largest piece, the one a
+ * queue moves. A transfer started at `now` with that latency `cycles` =
+ * setup + wire (setup = dma.setup_cycles):
  *
  *   wire_start = max(now + setup, previous wire_end)
  *   wire_end   = wire_start + wire          (the channel's own bandwidth)
@@ -36,9 +39,15 @@
 /* A queued stage; the first `inflight` of a channel have started. */
 struct queued {
 	Kb__Stage *s;      /* owned deep copy */
-	uint64_t start_ps; /* when it started (op-log start) */
+	uint64_t arrival_ps; /* when it reached the engine (op-log issue_ps) */
+	uint64_t start_ps; /* GEMM, MATH: when it started; DMA: wire start */
+	uint64_t wire_end_ps; /* DMA: the channel alone is through with it */
+	uint64_t data_end_ps; /* DMA: its last byte is through, once known */
 	uint64_t end_ps;   /* when it completes, once known */
 	bool known;        /* end_ps is set */
+	bool has_path;     /* paths below are known (rt/path.h) */
+	struct rt_path arrival_path; /* critical path to arrival_ps */
+	struct rt_path end_path;   /* ... and to end_ps, once known */
 };
 
 /* Stages waiting on (and, at the head, running on) one channel. */
@@ -51,9 +60,11 @@ struct channel {
 	bool armed;          /* a timer is set for the head's end */
 	uint64_t retired;    /* stages popped so far (HbmRequest ids) */
 	uint64_t free_ps;    /* when the last started stage ends (wire end) */
-	uint64_t busy_end_ps;/* end of the busy time counted so far */
+	struct rt_path free_path; /* critical path to free_ps */
+	bool free_has_path;
+	uint64_t data_end_ps;/* DMA: end of the last recorded transfer's data */
 	/* its statistics' names, made once: a stage must not format them */
-	char stat_count[32], stat_busy[32], stat_bytes[32];
+	char stat_count[32], stat_busy[32], stat_bytes[32], stat_elements[32];
 };
 
 struct engine {
@@ -71,7 +82,7 @@ struct engine {
 
 /* ---------------------------------------------------------------- queue */
 
-static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
+static enum rt_err channel_push(struct channel *ch, Kb__Stage *s, uint64_t now)
 {
 	if (ch->len == ch->cap) {
 		size_t cap = ch->cap ? 2 * ch->cap : 8;
@@ -86,7 +97,7 @@ static enum rt_err channel_push(struct channel *ch, Kb__Stage *s)
 		ch->head = 0;
 		ch->cap = cap;
 	}
-	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s };
+	ch->ring[(ch->head + ch->len) % ch->cap] = (struct queued){ .s = s, .arrival_ps = now };
 	ch->len++;
 	return RT_EOK;
 }
@@ -165,6 +176,7 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 		snprintf(ch->stat_count, sizeof(ch->stat_count), "%s_count", ch->name);
 		snprintf(ch->stat_busy, sizeof(ch->stat_busy), "%s_busy_ps", ch->name);
 		snprintf(ch->stat_bytes, sizeof(ch->stat_bytes), "%s_bytes", ch->name);
+		snprintf(ch->stat_elements, sizeof(ch->stat_elements), "%s_elements", ch->name);
 	}
 	for (unsigned i = 0; i < MAX_CHANNELS; i++)
 		e->ch[i].limit = cls == ENG_DMA && cfg->dma_outstanding ? cfg->dma_outstanding : 1;
@@ -196,30 +208,85 @@ static const Kb__View *hbm_view(const Kb__Stage *s)
 	return NULL;
 }
 
-/* Asks the rank's memory for a started transfer's completion. */
+/* How one DMA transfer is spread over its channel's queues. */
+struct lanes {
+	uint32_t n;          /* queues it moves on */
+	uint64_t lane_bytes; /* bytes of its largest piece */
+};
+
+/* The transfer's lanes and the model's cycles for its largest piece: the
+ * stage as one queue sees it (same views, the piece's rows). */
+static enum rt_err dma_piece_latency(struct rt_ctx *ctx, const struct engine *e,
+				     const Kb__Stage *s, struct lanes *ln, uint64_t *cycles)
+{
+	Kb__Stage piece = *s;
+	Kb__View in = *s->in[0], out = *s->out, *in_p = &in;
+	uint64_t rows;
+
+	ln->n = eng_dma_lanes(rt_cfg(ctx), in.rows, &rows);
+	in.rows = (uint32_t)rows;
+	out.rows = (uint32_t)rows;
+	piece.in = &in_p;
+	piece.out = &out;
+	ln->lane_bytes = eng_stage_bytes(&piece);
+	return eng_model_latency(&e->model, ln->n > 1 ? &piece : s, NULL, cycles);
+}
+
+/* Where a GEMM or MATH stage stands in its channel's stream: it waited
+ * for the stage before it (that one ends at ch->free_ps), and whether the
+ * scheduler says the array still holds its B tile. */
+static struct eng_stage_ctx stage_ctx(const struct channel *ch, const struct queued *q,
+				      uint64_t cycle_ps)
+{
+	struct eng_stage_ctx c = { false, 0, false };
+
+	if (ch->retired + ch->inflight > 0 && q->arrival_ps < ch->free_ps) {
+		c.queued = true;
+		c.lead_cycles = (ch->free_ps - q->arrival_ps) / cycle_ps;
+	}
+	c.stationary_held = ch->retired + ch->inflight > 0 && q->s->stationary_held;
+	return c;
+}
+
+/* Asks the rank's memory for a started transfer's completion. `ws_path`
+ * is the critical path to the wire start, `now_path` to now (or NULL). */
 static enum rt_err hbm_request(struct rt_ctx *ctx, const struct engine *e, unsigned idx,
 			       uint64_t id, const Kb__View *v, uint64_t bytes,
-			       uint64_t issue_ps, uint64_t wire_end_ps)
+			       const struct lanes *ln, uint64_t issue_ps, uint64_t wire_end_ps,
+			       const struct rt_path *ws_path, const struct rt_path *now_path)
 {
 	Kb__HbmRequest req = KB__HBM_REQUEST__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	uint64_t lat = rt_topology_latency(rt_topo(ctx), rt_self(ctx), e->hbm);
 	uint64_t now = rt_now(ctx);
+	struct rt_path arrival;
 
 	req.id = id;
 	req.channel = idx;
 	req.addr = v->addr;
 	req.bytes = bytes;
+	req.lanes = ln->n;
+	req.lane_bytes = ln->lane_bytes;
 	req.issue_ps = issue_ps;
 	req.wire_end_ps = wire_end_ps;
 	msg.body_case = KB__PAYLOAD__BODY_HBM_REQUEST;
 	msg.hbm_request = &req;
-	/* the link's latency is the setup: it lands when the first byte may move */
-	return rt_send(ctx, e->hbm, issue_ps >= now + lat ? issue_ps - lat : now, 0, &msg);
+	/* the link's latency is the setup: it lands when the first byte may
+	 * move, or a cycle after now (setup 0: the request's own trip) */
+	if (!ws_path)
+		return rt_send(ctx, e->hbm, issue_ps >= now + lat ? issue_ps - lat : now, 0, &msg);
+	if (issue_ps >= now + lat)
+		return rt_send_path(ctx, e->hbm, issue_ps - lat, 0, 0, &msg, ws_path);
+	arrival = *now_path;
+	rt_path_add(&arrival, RT_PATH_DOORBELL, lat);
+	return rt_send_path(ctx, e->hbm, now, 0, 0, &msg, &arrival);
 }
 
-/* Sets the timer for the head's end once it is known. */
-static enum rt_err channel_arm(struct rt_ctx *ctx, struct channel *ch, unsigned idx)
+/* Sets the timer for the head's end once it is known. A head that was
+ * through before the one ahead of it retired ends now, on the path of
+ * that retirement (`now_path`, the path to now, or NULL). */
+static enum rt_err channel_arm(struct rt_ctx *ctx, struct channel *ch, unsigned idx,
+			       const struct rt_path *now_path)
 {
 	struct queued *q;
 	uint64_t now = rt_now(ctx);
@@ -230,55 +297,93 @@ static enum rt_err channel_arm(struct rt_ctx *ctx, struct channel *ch, unsigned 
 	if (!q->known)
 		return RT_EOK;
 	ch->armed = true;
+	if (q->end_ps < now) {
+		q->has_path = q->has_path && now_path;
+		if (now_path)
+			q->end_path = *now_path;
+	}
 	return rt_timer(ctx, q->end_ps > now ? q->end_ps : now, idx);
 }
 
-/* Starts the next queued stage of channel `idx`. */
-static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsigned idx)
+/* The class of an engine's own time on the critical path. */
+static enum rt_path_class engine_class(const struct engine *e)
+{
+	return e->cls == ENG_GEMM ? RT_PATH_GEMM : RT_PATH_MATH;
+}
+
+/* Starts the next queued stage of channel `idx` at now. Its critical path
+ * (rt/path.h) starts from whichever came last: its own arrival, or what
+ * let it start now (`now_path`: the retirement that freed a slot), then
+ * the channel being free. */
+static enum rt_err channel_start_one(struct rt_ctx *ctx, struct engine *e, unsigned idx,
+				     const struct rt_path *now_path)
 {
 	struct channel *ch = &e->ch[idx];
 	struct queued *q = channel_at(ch, ch->inflight);
 	uint64_t now = rt_now(ctx), cycle = rt_config_cycle_ps(rt_cfg(ctx)), cycles, total, setup;
+	const struct rt_path *at_now = q->has_path ? &q->arrival_path : NULL;
+	struct rt_path ws = { 0 };
+	struct lanes ln = { 1, 0 };
+	struct eng_stage_ctx sc = stage_ctx(ch, q, cycle);
 	const Kb__View *v;
-	enum rt_err err = eng_model_latency(&e->model, q->s, &cycles);
+	enum rt_err err = e->cls == ENG_DMA ? dma_piece_latency(ctx, e, q->s, &ln, &cycles)
+					    : eng_model_latency(&e->model, q->s, &sc, &cycles);
 
 	if (err)
 		return err; /* the daemon names this component */
+	if (q->arrival_ps < now) /* a retirement at now let it start */
+		at_now = q->has_path ? now_path : NULL;
+	q->has_path = at_now != NULL;
 	ch->inflight++;
-	q->start_ps = now;
 	total = eng_mul_sat(cycles, cycle);
 	if (e->cls != ENG_DMA) {
 		q->start_ps = now > ch->free_ps ? now : ch->free_ps;
 		q->end_ps = q->start_ps + total;
 		q->known = true;
+		if (at_now) {
+			q->end_path = *rt_path_later(at_now, now, &ch->free_path, ch->free_ps);
+			rt_path_add(&q->end_path, engine_class(e), total);
+		}
 		ch->free_ps = q->end_ps;
+		ch->free_path = q->end_path;
 		return RT_EOK;
 	}
 	/* DMA: setup overlaps the previous transfer's data, the wire does not */
 	setup = e->setup_ps < total ? e->setup_ps : total;
-	uint64_t wire_start = now + setup > ch->free_ps ? now + setup : ch->free_ps;
-
-	ch->free_ps = wire_start + (total - setup);
+	q->start_ps = now + setup > ch->free_ps ? now + setup : ch->free_ps;
+	if (at_now) {
+		ws = *at_now;
+		rt_path_add(&ws, RT_PATH_DMA_SETUP, setup);
+		ws = *rt_path_later(&ws, now + setup, &ch->free_path, ch->free_ps);
+	}
+	ch->free_ps = q->start_ps + (total - setup);
+	q->wire_end_ps = ch->free_ps;
+	ch->free_path = ws;
+	rt_path_add(&ch->free_path, RT_PATH_HBM_DATA, total - setup);
 	v = hbm_view(q->s);
 	if (!e->hbm_shared || !v) {
 		/* never saturated: the shared model gives this channel its full rate */
 		q->end_ps = ch->free_ps + (v ? e->hbm_lat_ps : 0);
+		q->data_end_ps = ch->free_ps;
 		q->known = true;
+		q->end_path = ch->free_path;
+		rt_path_add(&q->end_path, RT_PATH_HBM_LATENCY, v ? e->hbm_lat_ps : 0);
 		return RT_EOK;
 	}
-	return hbm_request(ctx, e, idx, ch->retired + ch->inflight - 1, v,
-			   eng_stage_bytes(q->s), wire_start, ch->free_ps);
+	return hbm_request(ctx, e, idx, ch->retired + ch->inflight - 1, v, eng_stage_bytes(q->s),
+			   &ln, q->start_ps, ch->free_ps, at_now ? &ws : NULL, at_now);
 }
 
 /* Starts queued stages up to the channel's limit, then arms its timer. */
-static enum rt_err channel_fill(struct rt_ctx *ctx, struct engine *e, unsigned idx)
+static enum rt_err channel_fill(struct rt_ctx *ctx, struct engine *e, unsigned idx,
+				const struct rt_path *now_path)
 {
 	struct channel *ch = &e->ch[idx];
 	enum rt_err err = RT_EOK;
 
 	while (!err && ch->inflight < ch->limit && ch->inflight < ch->len)
-		err = channel_start_one(ctx, e, idx);
-	return err ? err : channel_arm(ctx, ch, idx);
+		err = channel_start_one(ctx, e, idx, now_path);
+	return err ? err : channel_arm(ctx, ch, idx, now_path);
 }
 
 static unsigned channel_of(const Kb__Stage *s)
@@ -289,8 +394,10 @@ static unsigned channel_of(const Kb__Stage *s)
 /* A Stage arrived: check it, queue a copy, start it if the channel has
  * room. */
 static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
-				 const Kb__Stage *s)
+				 const Kb__Stage *s, const struct rt_path *path)
 {
+	struct channel *ch = &e->ch[channel_of(s)];
+	struct queued *q;
 	struct eng_memory mem;
 	Kb__Stage *copy;
 	enum rt_err err;
@@ -302,18 +409,23 @@ static enum rt_err engine_accept(struct rt_ctx *ctx, struct engine *e,
 	copy = rt_keep(ctx, &s->base); /* the delivery's own, when it is in-process */
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "no memory to queue a stage");
-	err = channel_push(&e->ch[channel_of(s)], copy);
+	err = channel_push(ch, copy, rt_now(ctx));
 	if (err) {
 		rt_msg_free(copy);
 		return err;
 	}
-	return channel_fill(ctx, e, channel_of(s));
+	q = channel_at(ch, ch->len - 1);
+	q->has_path = path != NULL;
+	if (path)
+		q->arrival_path = *path;
+	return channel_fill(ctx, e, channel_of(s), path);
 }
 
 /* The rank's memory answered an HbmRequest: the transfer's end is known. */
 static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
-				   const Kb__HbmDone *d)
+				   const Kb__HbmDone *d, const struct rt_path *path)
 {
+	struct queued *q;
 	struct channel *ch;
 	uint64_t off;
 
@@ -325,23 +437,44 @@ static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
 	if (d->id < ch->retired || off >= ch->inflight || channel_at(ch, off)->known)
 		return rt_fail(RT_EPROTOCOL, "HbmDone %llu matches no transfer in flight on %s",
 			       (unsigned long long)d->id, ch->name);
-	channel_at(ch, off)->end_ps = d->done_ps;
-	channel_at(ch, off)->known = true;
-	return channel_arm(ctx, ch, d->channel);
+	q = channel_at(ch, off);
+	q->end_ps = d->done_ps;
+	/* the answer lands after the HBM latency (the link's, workloads/pe.c) */
+	q->data_end_ps = d->done_ps - (d->done_ps > e->hbm_lat_ps ? e->hbm_lat_ps : d->done_ps);
+	q->known = true;
+	q->has_path = q->has_path && path;
+	if (path)
+		q->end_path = *path;
+	return channel_arm(ctx, ch, d->channel, path);
 }
 
-/* Op log, trace slice and stats of a finished stage. Busy time is the
- * union of the channel's stage intervals (transfers in flight overlap); the
- * trace slice covers the part of that union this stage adds, so slices on
- * the channel's track never overlap, and the op log keeps the full
- * [start, end]. */
-static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned channel,
-			  const struct queued *q)
+/* Op log, trace slice and stats of a finished stage. Its interval is
+ * when the engine worked on it: GEMM and MATH [start, end]; a DMA channel
+ * the time it moved the transfer's bytes — from its wire start (or the end
+ * of the previous transfer's bytes, which the shared HBM may finish later)
+ * to its last byte (its end without the HBM latency), so no two records of
+ * a channel overlap and busy time is their sum. issue_ps is when the stage
+ * reached the engine (docs/metrics.md). */
+static enum rt_err record(struct rt_ctx *ctx, const struct engine *e, struct channel *ch,
+			  unsigned channel, const struct queued *q)
 {
 	const Kb__Stage *s = q->s;
-	struct rt_oplog_rec rec = {
-		.start_ps = q->start_ps,
-		.end_ps = q->end_ps,
+	uint64_t from = q->start_ps, to = q->end_ps;
+	struct rt_oplog_rec rec;
+	struct rt_trace_span span;
+	enum rt_err err;
+
+	if (e->cls == ENG_DMA) {
+		uint64_t last = q->data_end_ps > q->wire_end_ps ? q->data_end_ps : q->wire_end_ps;
+
+		from = from > ch->data_end_ps ? from : ch->data_end_ps;
+		to = last > from ? last : from;
+		ch->data_end_ps = to;
+	}
+	rec = (struct rt_oplog_rec){
+		.start_ps = from,
+		.end_ps = to,
+		.issue_ps = q->arrival_ps,
 		.engine = ch->name,
 		.op_kind = s->op_kind,
 		.op_name = s->op_name,
@@ -350,32 +483,28 @@ static enum rt_err record(struct rt_ctx *ctx, struct channel *ch, unsigned chann
 		.command = s->command,
 		.stage = s->index,
 	};
-	uint64_t from = q->start_ps > ch->busy_end_ps ? q->start_ps : ch->busy_end_ps;
-	uint64_t busy = q->end_ps > from ? q->end_ps - from : 0;
-	struct rt_trace_span span = {
+	span = (struct rt_trace_span){
 		.track = 1 + channel, /* channels run concurrently: a track each */
 		.track_name = ch->name,
 		.name = s->op_name,
 		.cat = s->op_kind,
-		.start_ps = from < q->end_ps ? from : q->end_ps,
-		.end_ps = q->end_ps,
+		.start_ps = from,
+		.end_ps = to,
 		.has_command = true,
 		.has_stage = true,
 		.command = s->command,
 		.stage = s->index,
 	};
-	enum rt_err err = rt_oplog(ctx, &rec);
-
-	if (q->end_ps > ch->busy_end_ps)
-		ch->busy_end_ps = q->end_ps;
+	err = rt_oplog(ctx, &rec);
 	if (!err)
 		err = rt_trace_slice(ctx, &span);
-	rt_stat_add(ctx, "busy_ps", busy);
+	rt_stat_add(ctx, "busy_ps", to - from);
 	rt_stat_add(ctx, "stages", 1);
 	rt_stat_add(ctx, "bytes", rec.bytes);
 	rt_stat_add(ctx, ch->stat_count, 1);
-	rt_stat_add(ctx, ch->stat_busy, busy);
+	rt_stat_add(ctx, ch->stat_busy, to - from);
 	rt_stat_add(ctx, ch->stat_bytes, rec.bytes);
+	rt_stat_add(ctx, ch->stat_elements, rec.elements);
 	return err;
 }
 
@@ -384,12 +513,16 @@ static enum rt_err send_done(struct rt_ctx *ctx, const struct engine *e,
 {
 	Kb__StageDone done = KB__STAGE_DONE__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
+	struct rt_path arrival = q->end_path;
 
 	done.command = q->s->command;
 	done.index = q->s->index;
 	msg.body_case = KB__PAYLOAD__BODY_STAGE_DONE;
 	msg.stage_done = &done;
-	return rt_send(ctx, e->sched, rt_now(ctx), 0, &msg);
+	if (!q->has_path)
+		return rt_send(ctx, e->sched, rt_now(ctx), 0, &msg);
+	rt_path_add(&arrival, RT_PATH_DOORBELL, rt_latency_to(ctx, e->sched));
+	return rt_send_path(ctx, e->sched, rt_now(ctx), 0, 0, &msg, &arrival);
 }
 
 /* The channel's head stage reached its end time (stages retire in order,
@@ -400,6 +533,8 @@ static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 	struct channel *ch;
 	struct queued *q;
 	struct eng_memory mem;
+	struct rt_path end_path;
+	bool has_path;
 	enum rt_err err = RT_EOK;
 
 	if (tag >= e->n_channels || !e->ch[tag].armed)
@@ -415,14 +550,16 @@ static enum rt_err channel_finish(struct rt_ctx *ctx, struct engine *e,
 		if (err)
 			return err; /* the daemon names this component */
 	}
-	err = record(ctx, ch, (unsigned)tag, q);
+	err = record(ctx, e, ch, (unsigned)tag, q);
 	if (!err)
 		err = send_done(ctx, e, q);
 	if (err)
 		return err;
+	end_path = q->end_path;
+	has_path = q->has_path;
 	channel_pop(ch);
 	ch->inflight--;
-	return channel_fill(ctx, e, (unsigned)tag);
+	return channel_fill(ctx, e, (unsigned)tag, has_path ? &end_path : NULL);
 }
 
 static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
@@ -433,13 +570,13 @@ static enum rt_err engine_handle(struct rt_ctx *ctx, void *state,
 	if (d->is_timer)
 		return channel_finish(ctx, e, d->tag);
 	if (d->msg && d->msg->body_case == KB__PAYLOAD__BODY_HBM_DONE)
-		return engine_hbm_done(ctx, e, d->msg->hbm_done);
+		return engine_hbm_done(ctx, e, d->msg->hbm_done, d->path);
 	if (!d->msg || d->msg->body_case != KB__PAYLOAD__BODY_STAGE)
 		return rt_fail(RT_EPROTOCOL,
 			       "expected a Stage message from component %u, got payload body %d",
 			       d->src,
 			       d->msg ? (int)d->msg->body_case : -1);
-	return engine_accept(ctx, e, d->msg->stage);
+	return engine_accept(ctx, e, d->msg->stage, d->path);
 }
 
 /* An engine still holding stages when the run ends left work undone. */

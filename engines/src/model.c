@@ -11,6 +11,7 @@ static const struct eng_model_ops *const builtins[] = {
 	&eng_dma_linear_model,
 	&eng_gemm_systolic_model,
 	&eng_gemm_roofline_model,
+	&eng_gemm_tensor_engine_model,
 	&eng_math_simd_model,
 };
 
@@ -39,7 +40,7 @@ static enum rt_err find_builtin(enum eng_class cls, const char *name,
 		}
 	}
 	return rt_fail(RT_ENOTFOUND,
-		       "%s model '%s' is not built in (dma: linear; gemm: systolic, roofline; math: simd) and is not a plug-in path (needs a '/' or a .so suffix)",
+		       "%s model '%s' is not built in (dma: linear; gemm: systolic, roofline, tensor_engine; math: simd) and is not a plug-in path (needs a '/' or a .so suffix)",
 		       eng_class_name(cls), name);
 }
 
@@ -74,9 +75,10 @@ static const struct eng_model_ops *default_builtin(enum eng_class cls)
 static enum rt_err pub_validate(enum eng_class cls, const char *path,
 				const struct kb_engine_plugin *p)
 {
-	if (p->abi != KB_ENGINE_PLUGIN_ABI)
+	/* ABI 2 plug-ins read a prefix of today's kb_stage_info: still fine */
+	if (p->abi != KB_ENGINE_PLUGIN_ABI && p->abi != 2)
 		return rt_fail(RT_ECONFIG,
-			       "%s model plug-in %s: plug-in ABI %u, this kernbench expects %u (rebuild it against this kernbench's kb_engine_plugin.h)",
+			       "%s model plug-in %s: plug-in ABI %u, this kernbench expects %u or 2 (rebuild it against this kernbench's kb_engine_plugin.h)",
 			       eng_class_name(cls), path, p->abi, KB_ENGINE_PLUGIN_ABI);
 	if ((int)p->engine != (int)cls)
 		return rt_fail(RT_ECONFIG, "%s model plug-in %s models a %s engine, not %s",
@@ -235,9 +237,13 @@ void eng_model_release(struct eng_model *m)
 }
 
 /* What a public-ABI plug-in sees of a stage. */
-static void stage_info(const Kb__Stage *s, struct kb_stage_info *info)
+static void stage_info(const Kb__Stage *s, const struct eng_stage_ctx *ctx,
+		       struct kb_stage_info *info)
 {
 	memset(info, 0, sizeof(*info));
+	info->queued = ctx->queued;
+	info->lead_cycles = ctx->lead_cycles;
+	info->stationary_held = ctx->stationary_held;
 	info->op_kind = s->op_kind;
 	info->op_name = s->op_name;
 	info->bytes = eng_stage_bytes(s);
@@ -248,15 +254,18 @@ static void stage_info(const Kb__Stage *s, struct kb_stage_info *info)
 	info->index = s->index;
 }
 
-enum rt_err eng_model_latency(const struct eng_model *m,
-			      const Kb__Stage *stage, uint64_t *cycles)
+enum rt_err eng_model_latency(const struct eng_model *m, const Kb__Stage *stage,
+			      const struct eng_stage_ctx *ctx, uint64_t *cycles)
 {
+	static const struct eng_stage_ctx isolated = { false, 0, false };
 	struct kb_stage_info info;
 	char why[256] = "";
 
+	if (!ctx)
+		ctx = &isolated;
 	if (!m->pub)
-		return m->ops->latency(m->state, stage, cycles);
-	stage_info(stage, &info);
+		return m->ops->latency(m->state, stage, ctx, cycles);
+	stage_info(stage, ctx, &info);
 	if (m->pub->latency(m->pub_state, &info, cycles, why, sizeof(why)))
 		return rt_fail(RT_EINVAL, "model plug-in %s: %s", m->pub->name ? m->pub->name : "?",
 			       why[0] ? why : "latency failed");

@@ -62,8 +62,12 @@ typedef struct tl_future {
 enum tl_dtype { TL_F16 = 0, TL_BF16 = 1, TL_F32 = 2 };
 enum tl_dir { TL_LEFT = 0, TL_RIGHT = 1 };     /* IPCQ ring directions */
 enum tl_mode { TL_TIMING = 0, TL_DATA = 1 };
-/* Placement of an epilogue op in a composite's tile loop (flat-composite design D3). */
-enum tl_scope { TL_OUTPUT_TILE = 0, TL_K_TILE = 1, TL_ONCE = 2 };
+/* Placement of an epilogue op in a composite's tile loop (flat-composite design D3).
+ * TL_ACCUMULATE, on a GEMM head's only epilogue, an `add` whose `other` is
+ * the composite's out (f32, TCM): the GEMM accumulates into out (out +=
+ * a·b, in its f32 accumulator, as a matrix engine's accumulator does)
+ * instead of writing a temporary that a MATH `add` then adds. */
+enum tl_scope { TL_OUTPUT_TILE = 0, TL_K_TILE = 1, TL_ONCE = 2, TL_ACCUMULATE = 3 };
 
 /* ------------------------------------------------------------ identity */
 uint32_t tl_program_id(const struct tl *tl);   /* PE index in its rank */
@@ -172,6 +176,16 @@ tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 #define tl_zeros(tl, rows, cols, dtype) \
 	tl_full_at((tl), TL_HERE, (rows), (cols), (dtype), 0.0)
 
+/* A fresh scratch tensor whose contents are unspecified (what its bytes
+ * last held: deterministic, but not zero): no command, no time. For a
+ * buffer that a load (tl_load_async_into), a composite's out or a copy
+ * writes whole before anything reads it, as NKI's nl.ndarray allocates
+ * SBUF without the MATH work nl.zeros costs. Reading it first is the
+ * kernel's bug, never an error the runtime can see. */
+tl_tensor tl_empty_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		      uint32_t cols, enum tl_dtype dtype);
+#define tl_empty(tl, rows, cols, dtype) tl_empty_at((tl), TL_HERE, (rows), (cols), (dtype))
+
 /* ------------------------------------------------------------ compute
  * Each op is one MATH-only (or single-GEMM) composite command; the output
  * is a fresh f32 scratch tensor. Binary ops broadcast NumPy style (a
@@ -239,6 +253,9 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at);
 
 uint64_t tl_scratch_used(const struct tl *tl); /* cursor, bytes */
 uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
+/* The arena's size (memory.tcm_scratch_bytes): a kernel sizes its tiles
+ * to the machine it runs on. */
+uint64_t tl_scratch_size(const struct tl *tl);
 
 /* ------------------------------------------------------------ composites
  * One command fusing an optional prologue (named recipes, expanded by the

@@ -63,8 +63,11 @@ enum tl_port_dst { TL_PORT_SCHED = 0, TL_PORT_LINK = 1, TL_PORT_PE0 = 2 };
 #define TL_PORT_PE(q) ((uint32_t)TL_PORT_PE0 + (q))
 
 struct tl_port_ops {
+	/* `at_send` is the critical path to send_ps (rt/path.h) or NULL; the
+	 * port adds extra_ps and the latency to dst, each to its class. */
 	enum rt_err (*send)(void *ctx, uint32_t dst, uint64_t send_ps,
-			    uint64_t extra_ps, const Kb__Payload *msg);
+			    uint64_t extra_ps, const Kb__Payload *msg,
+			    const struct rt_path *at_send);
 	void (*stat_add)(void *ctx, const char *name, uint64_t value);
 	void (*stat_max)(void *ctx, const char *name, uint64_t value);
 	/* Full path of `file` in the output directory (may be NULL). */
@@ -78,6 +81,8 @@ struct tl_port_ops {
 			      uint64_t value);
 	/* A program step's slice, on a track of its own (may be NULL). */
 	void (*trace_step)(void *ctx, const char *name, uint64_t start_ps, uint64_t end_ps);
+	/* The critical path to the kernel's end (may be NULL). */
+	void (*path_report)(void *ctx, const struct rt_path *path);
 };
 
 /* One name=value workload argument. */
@@ -115,13 +120,18 @@ void tl_destroy(struct tl **tl_p);
  * kernel error or non-zero return is returned with rt_fail's line. */
 enum rt_err tl_start(struct tl *tl, uint64_t now_ps);
 /* The scheduler finished command `id` at now_ps: resumes the kernel if it
- * was waiting for it. */
-enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps);
-/* An IPCQ message arrived from another rank at now_ps. */
+ * was waiting for it. `path` is the critical path to now_ps, or NULL (then
+ * the kernel reports no path). */
+enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps,
+			       const struct rt_path *path);
+/* An IPCQ message arrived from the rank's link component at now_ps (`path` as
+ * above). */
 enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
-		       uint64_t now_ps);
-/* A barrier message from another PE of the rank arrived at now_ps. */
-enum rt_err tl_on_pe_sync(struct tl *tl, const Kb__PeSync *msg, uint64_t now_ps);
+		       uint64_t now_ps, const struct rt_path *path);
+/* A barrier message from another PE of the rank arrived at now_ps (`path`
+ * as above). */
+enum rt_err tl_on_pe_sync(struct tl *tl, const Kb__PeSync *msg, uint64_t now_ps,
+			  const struct rt_path *path);
 /* A program in its canonical text form, one item a line (what the
  * launcher makes of a program YAML file and hands every host):
  *   tensor NAME ROWS COLS f16|bf16|f32 none|zeros|random SCALE OFFSET

@@ -26,6 +26,18 @@
 #define ATTN_NEG 1e30
 /* Largest number of KV tiles per scratch scope in a sweep. */
 #define ATTN_MAX_GROUP 64
+/* Decode's default KV tiles per scratch scope, and the fewest its default
+ * tile is sized to hold (attn_init). */
+#define ATTN_DECODE_GROUP 16
+#define ATTN_DECODE_MIN_GROUP 4
+/* Most running states a sweep splits its tiles over (`splits`). */
+#define ATTN_MAX_SPLITS 4
+/* Fewest keys per running state worth a split: a split's merge at the
+ * sweep's end costs about as much as the overlap of ~1024 keys' P·V with
+ * the next softmax saves (trn2, measured: a 1024-key paged sweep takes
+ * the same with one state or two, 512 keys 15 % longer with two), so a
+ * shorter sweep keeps one state (ADR 0025). */
+#define ATTN_SPLIT_MIN_KEYS 1024
 /* Runs of keys or queries a rank holds (zigzag: 2). */
 #define ATTN_MAX_RUNS 2
 /* Largest ring and largest dimension an argument may ask for. */
@@ -44,6 +56,9 @@ struct attn {
 	uint32_t qblock;      /* rows per query block (the last may be fewer) */
 	uint32_t depth;       /* Q·Kᵀ composites issued ahead of the fold */
 	uint32_t group;       /* KV tiles per scratch scope in a sweep */
+	uint32_t splits;      /* sweep: running states tiles alternate over */
+	uint32_t rot;         /* sweep of rot tiles whose narrow last tile goes
+			       * first (0: in order), see attn_flash.c */
 	uint32_t qwindow;     /* ring pass=kv: query blocks per ring pass */
 	bool causal, scopes, pass_q;
 	bool zigzag;          /* ring: rank i holds chunks i and 2R-1-i */
@@ -88,6 +103,12 @@ struct attn_block {
 	uint64_t pos_lo, pos_hi; /* absolute positions of its first and last query */
 	uint64_t o_hbm;       /* where its output rows go */
 	tl_tensor q, m, l, o; /* q f16 [rows, d]; m, l [rows, 1]; o [rows, d] */
+	/* the sweep's other running states (splits > 1): tile j folds into
+	 * state j % splits, state 0 being (m, l, o); merged at the sweep's end */
+	tl_tensor sm[ATTN_MAX_SPLITS], sl[ATTN_MAX_SPLITS], so[ATTN_MAX_SPLITS];
+	uint32_t stale;       /* states 1 .. stale-1 hold a merged sweep's values:
+			       * the next sweep resets them first (a block's
+			       * last sweep leaves them, so its end pays nothing) */
 	tl_tensor rel;        /* [rows, 1] f32 query position - p0 (causal) */
 	struct attn_cross x;  /* sweeps of more than one group */
 };
@@ -176,7 +197,7 @@ void attn_fold(struct tl *tl, const struct attn *a,
  * `depth` tiles ahead into fresh score buffers, the folds inside a scratch
  * scope per `group` tiles (unless scopes=0). Counts the "tiles" stat. */
 void attn_sweep(struct tl *tl, const struct attn *a,
-		const struct attn_block *b, const struct attn_kv *kv);
+		struct attn_block *b, const struct attn_kv *kv);
 /* LSE merge of a partial state (m2, l2, o2) into the block's state. */
 void attn_merge(struct tl *tl, const struct attn_block *b, tl_tensor m2,
 		tl_tensor l2, tl_tensor o2);

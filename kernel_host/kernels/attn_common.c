@@ -68,6 +68,7 @@ void attn_knobs(struct tl *tl, const struct tl_args *args, unsigned knobs,
 		a->group = tl_arg_u32(args, "group", a->group, 1, ATTN_MAX_GROUP);
 		a->depth = tl_arg_u32(args, "depth", a->depth, 1, ATTN_MAX_GROUP);
 		a->vstream = tl_arg_u32(args, "vstream", 0, 0, 1) != 0;
+		a->splits = tl_arg_u32(args, "splits", a->splits, 1, ATTN_MAX_SPLITS);
 	}
 	if (knobs & ATTN_KNOB_OPT)
 		a->opt = tl_arg_u32(args, "opt", 2, 2, 3) == 3 ? ATTN_OPT3 : ATTN_OPT2;
@@ -168,17 +169,59 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 		tl_fail(tl, "merge=%s: expected tree or chain", merge);
 }
 
+/* Decode's sweep holds, per tile in flight, a V tile (f16), its scores
+ * and P (f32, one row per query of the block): bytes per key. */
+static uint64_t decode_key_bytes(const struct attn *a)
+{
+	return 2ull * a->d + 8ull * a->g * a->sq;
+}
+
+/* The decode default tile: 1024 keys (the vector engine's fixed costs paid
+ * once per 1024 keys), halved until ATTN_DECODE_MIN_GROUP tiles plus the
+ * `depth` issued ahead fit half the machine's scratch (the rest holds the
+ * state, q and the fold's temporaries); never below 16. */
+static uint32_t decode_tile(const struct tl *tl, const struct attn *a)
+{
+	uint64_t budget = tl_scratch_size(tl) / 2;
+	uint32_t tile = 1024;
+
+	while (tile > 16 && (uint64_t)(ATTN_DECODE_MIN_GROUP + a->depth) * tile *
+				    decode_key_bytes(a) > budget)
+		tile /= 2;
+	return tile;
+}
+
+/* The decode default group: ATTN_DECODE_GROUP tiles per scratch scope, or
+ * as many as half the scratch holds beside the `depth` issued ahead (a
+ * scope's end waits for its last folds, so fewer, longer scopes stall
+ * the sweep less; at least 1). */
+static uint32_t decode_group(const struct tl *tl, const struct attn *a)
+{
+	uint64_t fit = tl_scratch_size(tl) / 2 / ((uint64_t)a->tile * decode_key_bytes(a));
+
+	fit = fit > a->depth ? fit - a->depth : 1;
+	return fit < ATTN_DECODE_GROUP ? (uint32_t)fit : ATTN_DECODE_GROUP;
+}
+
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a)
 {
 	uint64_t all_keys;
 
 	memset(a, 0, sizeof(*a));
-	a->depth = decode ? 2 : 1;
-	a->group = decode ? 16 : 1;
 	attn_init_heads(tl, args, a);
 	if (a->ranks > 1) /* single-rank kernels never read the ring's pass/layout/merge */
 		ring_args(tl, args, a);
+	/* decode (and the ring's pass=q, a decode over the ranks' shards): few
+	 * query rows per KV head, so each fold is a handful of vector
+	 * instructions over the tile; tiles of 1024 keys pay their fixed costs
+	 * (a vector engine's minimum initiation interval, a DMA's setup) once
+	 * per 1024 keys, and two running states overlap one fold's P·V with the
+	 * next one's softmax (docs/attention.md, "What bounds decode") */
+	decode = decode || a->pass_q;
+	a->depth = decode ? 2 : 1;
+	a->group = 1; /* decode: sized to the scratch below */
+	a->splits = decode ? 2 : 1;
 	a->skv = tl_arg_u32(args, "seq_kv", 1024, 1, ATTN_MAX_DIM);
 	all_keys = (uint64_t)a->ranks * a->skv;
 	/* prefill's default: a query per key (capped at the largest length) */
@@ -186,7 +229,9 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 			   decode || a->pass_q ? 1
 			   : all_keys > ATTN_MAX_DIM ? ATTN_MAX_DIM : (uint32_t)all_keys,
 			   1, ATTN_MAX_DIM);
-	a->tile = tl_arg_u32(args, "tile", 128, 1, 65536);
+	a->tile = tl_arg_u32(args, "tile", decode ? decode_tile(tl, a) : 128, 1, 65536);
+	if (decode)
+		a->group = decode_group(tl, a);
 	a->causal = tl_arg_u32(args, "causal", 1, 0, 1) != 0;
 	if ((uint64_t)a->g * a->sq > ATTN_MAX_DIM)
 		tl_fail(tl, "a group of %u query heads x seq_q=%u is %llu rows, above %u",
@@ -452,13 +497,24 @@ static void block_state(struct tl *tl, const struct attn *a,
 		if (x->n > a->group)
 			x->n = a->group;
 	}
+	/* written whole (a load, a Q·Kᵀ's out) before anything reads them: no
+	 * fill (a 1024 x 128 f16 fill is ~1.1 us of PE_MATH the first fold
+	 * would wait behind, engines taking stages in order) */
 	for (uint32_t i = 0; i < x->n && !a->vstream; i++)
-		x->v[i] = tl_zeros(tl, a->tile, a->d, TL_F16);
+		x->v[i] = tl_empty(tl, a->tile, a->d, TL_F16);
 	for (uint32_t i = x->n; i-- > 0;) /* s[1] below s[0], see below */
-		x->s[i] = tl_zeros(tl, b->rows, a->tile, TL_F32);
+		x->s[i] = tl_empty(tl, b->rows, a->tile, TL_F32);
 	b->m = tl_full(tl, b->rows, 1, TL_F32, -ATTN_NEG);
 	b->l = tl_zeros(tl, b->rows, 1, TL_F32);
 	b->o = tl_zeros(tl, b->rows, a->d, TL_F32);
+	b->sm[0] = b->m;
+	b->sl[0] = b->l;
+	b->so[0] = b->o;
+	for (uint32_t i = 1; a->sweeps && i < a->splits; i++) {
+		b->sm[i] = tl_full(tl, b->rows, 1, TL_F32, -ATTN_NEG);
+		b->sl[i] = tl_zeros(tl, b->rows, 1, TL_F32);
+		b->so[i] = tl_zeros(tl, b->rows, a->d, TL_F32);
+	}
 }
 
 static void block_rel(struct tl *tl, const struct attn *a,
@@ -482,14 +538,20 @@ void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
 {
 	block_place(a, b, head, row0, rows);
 	block_state(tl, a, b);
+	b->stale = 0;
 	b->q = TL_NONE;
 	b->rel = TL_NONE;
 }
 
+/* q, scaled once by 1/sqrt(d) into f16 (the scores' scale, applied to
+ * q instead of to every tile of scores, as flash-attention kernels do). */
 void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
 		       tl_tensor q)
 {
-	b->q = q;
+	tl_tensor qs = tl_empty(tl, b->rows, a->d, TL_F16); /* the scale's out */
+
+	b->q = tl_composite(tl, &(struct tl_composite_desc){
+		.op = "scale", .a = q, .scale = a->scale, .out = qs }).t;
 	block_rel(tl, a, b);
 }
 

@@ -158,8 +158,8 @@ int gqa_decode_prefetch(struct tl *tl, const struct tl_args *args)
 	/* its own sweep: opt only (no group, depth, vstream or scopes) */
 	single_rank_init(tl, args, true, ATTN_KNOB_OPT, &a);
 	for (int i = 0; i < 2; i++) {
-		pb.k[i] = tl_zeros(tl, a.tile, a.d, TL_F16);
-		pb.v[i] = tl_zeros(tl, a.tile, a.d, TL_F16);
+		pb.k[i] = tl_empty(tl, a.tile, a.d, TL_F16); /* loaded into whole */
+		pb.v[i] = tl_empty(tl, a.tile, a.d, TL_F16);
 	}
 	for (uint32_t h = a.pe; h < a.hkv; h += a.pes) {
 		struct attn_kv kv = head_kv(&a, h);

@@ -18,9 +18,11 @@ static void scope_end(struct tl *tl, const struct attn *a)
 tl_tensor attn_scores(struct tl *tl, const struct attn *a,
 		      const struct attn_block *b, tl_tensor k, tl_tensor out)
 {
+	/* b->q is scaled by 1/sqrt(d) already (attn_block_take_q): a Q·Kᵀ is
+	 * a GEMM alone, with no vector instruction per tile behind it */
+	(void)a;
 	return tl_composite(tl, &(struct tl_composite_desc){
-		.op = "gemm", .a = b->q, .b = tl_trans(tl, k), .out = out,
-		.epilogue = { { .op = "scale", .scale = a->scale } } }).t;
+		.op = "gemm", .a = b->q, .b = tl_trans(tl, k), .out = out }).t;
 }
 
 /* s + bias where bias = -NEG * max(c - (rel(row) + p0 - kpos), 0): the
@@ -66,7 +68,10 @@ static void fold_opt3(struct tl *tl, const struct attn_block *b, tl_tensor s,
 }
 
 /* opt2 (flat-composite design): one composite — softmax_merge prologue on (m, l, O),
- * P·V with `a` bound to the recipe's P, add epilogue into O. */
+ * P·V with `a` bound to the recipe's P, added into O. The add is the GEMM's
+ * own accumulation into O (TL_ACCUMULATE), as a matrix engine accumulates
+ * into its output buffer: no vector pass after the GEMM, so the next
+ * fold's softmax is not queued behind this fold's P·V on PE_MATH. */
 static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		      tl_tensor v)
 {
@@ -74,13 +79,20 @@ static void fold_opt2(struct tl *tl, const struct attn_block *b, tl_tensor s,
 		.prologue = { { "softmax_merge",
 				{ { "s", s }, { "m", b->m }, { "l", b->l }, { "O", b->o } } } },
 		.op = "gemm", .b = v, .out = b->o,
-		.epilogue = { { .op = "add", .other = b->o } } });
+		.epilogue = { { .op = "add", .other = b->o, .scope = TL_ACCUMULATE } } });
 }
 
+/* The fold waits on the host for its tile's scores. Issued while their
+ * Q·Kᵀ still runs, it would be dispatched at once and the scheduler would
+ * hold it behind *every* earlier command (strict FIFO: it reads what a
+ * running command writes), the loads issued ahead included, with
+ * everything behind it waiting too; waiting here blocks only the kernel,
+ * as settle_state does for the running state. */
 void attn_fold(struct tl *tl, const struct attn *a,
 	       const struct attn_block *b, tl_tensor s, tl_tensor v,
 	       uint64_t kpos, uint32_t width, enum attn_opt opt)
 {
+	tl_wait(tl, (tl_future){ s });
 	if (a->cols.slot && kpos + width - 1 > b->pos_lo)
 		s = mask_scores(tl, a, b, s, kpos, width);
 	if (opt == ATTN_OPT2)
@@ -89,10 +101,25 @@ void attn_fold(struct tl *tl, const struct attn *a,
 		fold_opt3(tl, b, s, v);
 }
 
+/* The tile at position j of the sweep: in order, or with a->rot tiles
+ * the narrow last one first (sweep_order). */
+static uint32_t tile_of(const struct attn *a, uint32_t j)
+{
+	return a->rot ? (j + a->rot - 1) % a->rot : j;
+}
+
+/* Keys of the tile at sweep position j. */
+static uint32_t pos_rows(const struct attn *a, const struct attn_kv *kv, uint32_t j)
+{
+	return attn_tile_rows(a, kv->len, tile_of(a, j));
+}
+
 static uint64_t tile_addr(const struct attn *a, const struct attn_kv *kv,
 			  bool value, uint32_t j)
 {
 	const uint64_t *page = value ? kv->v_page : kv->k_page;
+
+	j = tile_of(a, j);
 
 	if (page)
 		return page[j];
@@ -105,8 +132,7 @@ static tl_tensor issue_scores(struct tl *tl, const struct attn *a,
 			      const struct attn_block *b,
 			      const struct attn_kv *kv, uint32_t j)
 {
-	tl_tensor k = tl_ref(tl, tile_addr(a, kv, false, j),
-			     attn_tile_rows(a, kv->len, j), a->d, TL_F16);
+	tl_tensor k = tl_ref(tl, tile_addr(a, kv, false, j), pos_rows(a, kv, j), a->d, TL_F16);
 
 	return attn_scores(tl, a, b, k, TL_NONE);
 }
@@ -116,11 +142,28 @@ static tl_tensor issue_scores(struct tl *tl, const struct attn *a,
 static tl_tensor issue_v(struct tl *tl, const struct attn *a,
 			 const struct attn_kv *kv, uint32_t j)
 {
-	uint32_t w = attn_tile_rows(a, kv->len, j);
+	uint32_t w = pos_rows(a, kv, j);
 
 	if (a->vstream)
 		return tl_ref(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
 	return tl_load(tl, tile_addr(a, kv, true, j), w, a->d, TL_F16);
+}
+
+/* The running state tile j folds into: state j % splits (state 0 is the
+ * block's m, l, o). With two or more, consecutive folds share nothing:
+ * one's P·V runs on PE_GEMM while the next one's softmax runs on PE_MATH,
+ * as split-K flash decoding overlaps them; the states are merged at the
+ * sweep's end (merge_splits). */
+static struct attn_block split_state(const struct attn *a, const struct attn_block *b,
+				     uint32_t j)
+{
+	struct attn_block st = *b;
+	uint32_t i = a->splits > 1 ? j % a->splits : 0;
+
+	st.m = b->sm[i];
+	st.l = b->sl[i];
+	st.o = b->so[i];
+	return st;
 }
 
 /* Waits on the host for the previous fold's running state (m, l, O).
@@ -163,7 +206,7 @@ static void issue_cross(struct tl *tl, const struct attn *a,
 static bool crosses(const struct attn *a, const struct attn_kv *kv,
 		    const struct attn_cross *x, uint32_t j1, uint32_t n, uint32_t t)
 {
-	return t >= j1 && t < n && t - j1 < x->n && attn_tile_rows(a, kv->len, t) == a->tile;
+	return t >= j1 && t < n && t - j1 < x->n && pos_rows(a, kv, t) == a->tile;
 }
 
 /* Issues tiles *next .. last: in this group's scope, then the next
@@ -208,19 +251,85 @@ static void sweep_group(struct tl *tl, const struct attn *a,
 	}
 	issue_ahead(tl, a, b, kv, x, j0, j1, n, j0 + a->depth - 1, &next, s, v);
 	for (uint32_t j = j0; j < j1; j++) {
-		settle_state(tl, b);
-		attn_fold(tl, a, b, s[j - j0], v[j - j0], kv->kpos0 + (uint64_t)j * a->tile,
-			  attn_tile_rows(a, kv->len, j), a->opt);
+		struct attn_block st = split_state(a, b, j);
+
+		settle_state(tl, &st);
+		attn_fold(tl, a, &st, s[j - j0], v[j - j0],
+			  kv->kpos0 + (uint64_t)tile_of(a, j) * a->tile, pos_rows(a, kv, j), a->opt);
 		issue_ahead(tl, a, b, kv, x, j0, j1, n, j + a->depth, &next, s, v);
 	}
 }
 
-void attn_sweep(struct tl *tl, const struct attn *a,
-		const struct attn_block *b, const struct attn_kv *kv)
+/* Merges the other running states into (m, l, o) (log-sum-exp, as the
+ * ring merges partials); they are reset only if the block sweeps again
+ * (reset_splits). */
+static void merge_splits(struct tl *tl, struct attn_block *b, uint32_t used)
 {
-	uint32_t n = attn_visible_tiles(a, b, kv);
-	struct attn_cross x = b->x;
+	for (uint32_t i = 1; i < used; i++)
+		attn_merge(tl, b, b->sm[i], b->sl[i], b->so[i]);
+	if (used > b->stale)
+		b->stale = used;
+}
 
+/* The states an earlier sweep merged, back to (-inf, 0, 0). */
+static void reset_splits(struct tl *tl, const struct attn *a, struct attn_block *b)
+{
+	for (uint32_t i = 1; i < b->stale; i++) {
+		tl_copy_to(tl, b->sm[i], tl_full(tl, b->rows, 1, TL_F32, -ATTN_NEG));
+		tl_copy_to(tl, b->sl[i], tl_zeros(tl, b->rows, 1, TL_F32));
+		tl_copy_to(tl, b->so[i], tl_zeros(tl, b->rows, a->d, TL_F32));
+	}
+	b->stale = 0;
+}
+
+/* The running states a sweep of n tiles uses: `splits`, fewer when the
+ * sweep is too short for each to hold ATTN_SPLIT_MIN_KEYS keys (the
+ * merge would cost more than the overlap saves), never more than n. */
+static uint32_t sweep_states(const struct attn *a, const struct attn_kv *kv, uint32_t n)
+{
+	uint64_t keys = (uint64_t)n * a->tile < kv->len ? (uint64_t)n * a->tile : kv->len;
+	uint64_t fit = keys / ATTN_SPLIT_MIN_KEYS;
+	uint32_t used = a->splits < n ? a->splits : n;
+
+	if (fit < used)
+		used = fit ? (uint32_t)fit : 1;
+	return used;
+}
+
+/* A narrow last tile (a remainder of a few keys) costs nearly a full
+ * tile's fixed work — a Q·Kᵀ, a softmax of a dozen vector instructions at
+ * their minimum initiation interval, a P·V — and last, nothing hides it:
+ * the sweep ends with it. Folded first, it runs while the first full
+ * tile's K is still on the wire (the DMA bounds decode), so its cost
+ * hides; the online softmax is order-free. Not when it needs the causal
+ * mask (a row might see none of it first), nor when the sweep stops short
+ * of the last tile. Returns the rotation (a->rot) for n visible tiles. */
+static uint32_t sweep_order(const struct attn *a, const struct attn_block *b,
+			    const struct attn_kv *kv, uint32_t n)
+{
+	uint32_t w;
+
+	if (n < 2 || n != attn_tiles(a, kv->len))
+		return 0;
+	w = attn_tile_rows(a, kv->len, n - 1);
+	if (w == a->tile)
+		return 0;
+	if (a->cols.slot && kv->kpos0 + (uint64_t)(n - 1) * a->tile + w - 1 > b->pos_lo)
+		return 0;
+	return n;
+}
+
+void attn_sweep(struct tl *tl, const struct attn *a0,
+		struct attn_block *b, const struct attn_kv *kv)
+{
+	uint32_t n = attn_visible_tiles(a0, b, kv);
+	struct attn_cross x = b->x;
+	struct attn at = *a0, *a = &at;
+
+	at.splits = sweep_states(a0, kv, n);
+	at.rot = sweep_order(a0, b, kv, n);
+	if (at.splits > 1)
+		reset_splits(tl, a, b);
 	if (!a->scopes || n <= a->group)
 		x.n = 0; /* no group boundary */
 	for (uint32_t j = 0; j < n; j += a->group) {
@@ -230,6 +339,7 @@ void attn_sweep(struct tl *tl, const struct attn *a,
 		sweep_group(tl, a, b, kv, &x, j, end, n);
 		scope_end(tl, a);
 	}
+	merge_splits(tl, b, a->splits);
 	tl_stat_add(tl, "tiles", n);
 }
 

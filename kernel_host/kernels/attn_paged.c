@@ -392,6 +392,9 @@ int gqa_decode_paged(struct tl *tl, const struct tl_args *args)
 		tl_fail(tl, "runs on one rank (--ranks 1)");
 	p.a.depth = 2;
 	p.a.group = 16;
+	/* two running states per item: a page's P.V overlaps the next page's
+	 * softmax (as gqa_decode_opt2's default, ADR 0025) */
+	p.a.splits = 2;
 	attn_init_heads(tl, args, &p.a);
 	attn_knobs(tl, args, ATTN_KNOB_SWEEP | ATTN_KNOB_OPT, &p.a);
 	if (!tl_inputs_dir(tl, dir, sizeof(dir)))
@@ -417,7 +420,7 @@ int gqa_decode_paged(struct tl *tl, const struct tl_args *args)
 	put_table(tl, &p);
 	/* table rows double-buffered: item i+1's row loads during item i */
 	for (int i = 0; i < 2; i++)
-		rows[i] = tl_zeros(tl, 1, p.max_pages, TL_F32);
+		rows[i] = tl_empty(tl, 1, p.max_pages, TL_F32); /* loaded into whole */
 	if (n)
 		tl_load_async_into(tl, rows[0], p.table_addr + (uint64_t)items[0].b * p.max_pages * 4);
 	for (uint32_t i = 0; i < n; i++) {

@@ -1,11 +1,17 @@
 /* gemm.c — C = A·B, the first kernel to read.
  *
  * A (m x k) and B (k x n) are f16 in HBM; C (m x n) is f32. Program 0 of
- * rank 0 does the work (other programs return at once). Each block of C's
- * rows is one composite whose operands are tl_ref handles: the scheduler
- * streams their tiles from HBM (DMA overlapped with the GEMM) into its
- * staging buffers. The block's f32 result lives in scratch inside a
- * scratch scope, so any size fits the 1 MiB TCM scratch.
+ * rank 0 does the work (other programs return at once). The whole product
+ * is one composite whose operands and result are tl_ref handles: the
+ * scheduler streams A's and B's tiles from HBM into its staging buffers and
+ * C's tiles back (DMA overlapped with the GEMM), M tiles innermost so the
+ * array keeps each B tile for all of them (docs/stages.md, "A whole
+ * GEMM"). Any size fits: nothing lives in scratch.
+ *
+ * `--arg blocked=1` is the naive form instead: one composite per block of
+ * C's rows into scratch and a tl_store of each, the scope's end waiting for
+ * it, so every block's DMA write runs alone (what the ping-pong store of
+ * docs/kernels.md improves on).
  *
  * Data mode: A and B are seeded uniform [-1, 1) (streams 0 and 1); a.npy,
  * b.npy and c.npy are written to the output directory. Timing mode moves
@@ -39,6 +45,7 @@ int gemm(struct tl *tl, const struct tl_args *args)
 	uint32_t m = tl_arg_u32(args, "m", 64, 1, 65536);
 	uint32_t k = tl_arg_u32(args, "k", 64, 1, 65536);
 	uint32_t n = tl_arg_u32(args, "n", 64, 1, 65536);
+	uint32_t blocked = tl_arg_u32(args, "blocked", 0, 0, 1);
 	uint64_t a = 0, b = ALIGN(a + 2ull * m * k), c = ALIGN(b + 2ull * k * n);
 	/* rows per block: keep the f32 block at most 256 KiB (n <= 65536
 	 * leaves at least one row) */
@@ -49,7 +56,13 @@ int gemm(struct tl *tl, const struct tl_args *args)
 	make_input(tl, a, m, k, 0);
 	make_input(tl, b, k, n, 1);
 	tl_tensor B = tl_ref(tl, b, k, n, TL_F16);
-	for (uint32_t i = 0; i < m; i += block) {
+	if (!blocked) {
+		tl_tensor A = tl_ref(tl, a, m, k, TL_F16), C = tl_ref(tl, c, m, n, TL_F32);
+
+		tl_composite(tl, &(struct tl_composite_desc){ .op = "gemm", .a = A, .b = B,
+							      .out = C });
+	}
+	for (uint32_t i = 0; blocked && i < m; i += block) {
 		uint32_t rows = m - i < block ? m - i : block;
 
 		TL_SCRATCH_SCOPE(tl) {

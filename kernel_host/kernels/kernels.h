@@ -22,5 +22,7 @@ int test_ops(struct tl *tl, const struct tl_args *args);
 int test_ipcq(struct tl *tl, const struct tl_args *args);
 int test_reduce(struct tl *tl, const struct tl_args *args);
 int test_dma_sweep(struct tl *tl, const struct tl_args *args);
+int test_chain(struct tl *tl, const struct tl_args *args);
+int test_no_wait(struct tl *tl, const struct tl_args *args);
 
 #endif

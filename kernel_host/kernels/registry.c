@@ -37,6 +37,8 @@ const struct tl_kernel_info tl_builtin_kernels[] = {
 	TL_KERNEL(test_ipcq, "test: ring send right / receive left (--ranks 2+)"),
 	TL_KERNEL(test_reduce, "test: tl_sum / tl_max (max=1) of a seeded rows x cols along axis=0|1, as y.npy (data mode)"),
 	TL_KERNEL(test_dma_sweep, "test: n back-to-back lazy loads of rows x cols f16 (a DMA-bound sweep): --arg n= rows= cols="),
+	TL_KERNEL(test_chain, "test: one dependent chain load, exp, dot, store (ring=1: and round the ring) on program 0: --arg steps= rows= ring=0|1"),
+	TL_KERNEL(test_no_wait, "test: a composite (and a dot, a MATH op, a store) reading a running fill is dispatched at once; a load's first use waits: --arg rows= cols= use=composite|dot|math|store|load"),
 #endif
 };
 const size_t tl_builtin_count =

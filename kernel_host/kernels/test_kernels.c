@@ -3,6 +3,7 @@
  * .npy (data mode) so the test can compare them with an fp64 reference. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "tl_io.h"
@@ -298,5 +299,92 @@ int test_dma_sweep(struct tl *tl, const struct tl_args *args)
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		tl_load(tl, (uint64_t)i * rows * cols * 2, rows, cols, TL_F16);
+	return 0;
+}
+
+/* Critical-path probe (tests/integration/test_critical_path.c): one
+ * dependent chain of `steps` rounds on program 0 of every rank; each round
+ * loads a rows x 128 tile (DMA read), takes its exp (MATH), multiplies it by
+ * a pinned 128 x 128 weight (GEMM) and stores the product (DMA write), each
+ * command waiting for the one before. With --ranks 2 or more (ring=1) each
+ * round also passes the product round the ring: send right, then receive
+ * from the left, so the chain runs through the links as well. Making one
+ * resource infinitely fast saves the time that resource spent on the chain. */
+int test_chain(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t steps = tl_arg_u32(args, "steps", 4, 1, 4096);
+	uint32_t rows = tl_arg_u32(args, "rows", 64, 1, 1024);
+	bool ring = tl_arg_u32(args, "ring", tl_num_ranks(tl) > 1, 0, 1) && tl_num_ranks(tl) > 1;
+	uint64_t tile = (uint64_t)rows * 128 * 2, w_at = 8 * MB;
+	tl_tensor w, x, y;
+
+	if (tl_program_id(tl) != 0)
+		return 0;
+	w = tl_wait(tl, tl_load_async(tl, w_at, 128, 128, TL_F16));
+	for (uint32_t i = 0; i < steps; i++) {
+		tl_scratch_scope_begin(tl);
+		x = tl_wait(tl, tl_load_async(tl, (uint64_t)(i % 16) * tile, rows, 128, TL_F16));
+		y = tl_exp(tl, x);
+		tl_wait(tl, (tl_future){ y });
+		y = tl_dot(tl, y, w);
+		tl_wait(tl, (tl_future){ y });
+		if (ring) {
+			tl_send(tl, TL_RIGHT, y);
+			y = tl_wait(tl, tl_recv_async(tl, TL_LEFT, rows, 128, TL_F32));
+		}
+		tl_store(tl, 16 * MB + (uint64_t)(i % 16) * tile, y);
+		tl_scratch_scope_end(tl);
+	}
+	return 0;
+}
+
+/* Issue 18 item 8: a command reading the output of an earlier command
+ * still running on the same PE is dispatched at once (the scheduler's
+ * strict FIFO orders it); only a load's first use waits on the host
+ * (lazy-load design D2). A fill of rows x cols (long on PE_MATH), then a
+ * consumer of it: the kernel clock around each dispatch goes to
+ * summary.json (fill_dispatch_ps, use_dispatch_ps), and
+ * producer_running_at_use is 1 when the producer had not completed when
+ * the consumer's dispatch ended (seen from the host: the producer's own
+ * tl_wait afterwards advances the clock). use=load reads a lazy load
+ * instead of the fill. Data mode writes y.npy: exp(2) everywhere (exp
+ * consumers), 4 x cols (dot), 2 (store), exp of the input (use=load). */
+int test_no_wait(struct tl *tl, const struct tl_args *args)
+{
+	uint32_t rows = tl_arg_u32(args, "rows", 256, 1, 4096);
+	uint32_t cols = tl_arg_u32(args, "cols", 256, 1, 4096);
+	const char *use = tl_arg_str(args, "use", "composite");
+	uint64_t t0, t1, t2, t3;
+	tl_tensor x, y = TL_NONE;
+
+	if (!first_program(tl))
+		return 0;
+	make(tl, 0, rows, cols, TL_F32, 0, 1.0f);
+	t0 = tl_now_ps(tl);
+	if (!strcmp(use, "load"))
+		x = tl_load(tl, 0, rows, cols, TL_F32);
+	else
+		x = tl_full(tl, rows, cols, TL_F32, 2.0);
+	t1 = tl_now_ps(tl);
+	if (!strcmp(use, "composite") || !strcmp(use, "load"))
+		y = tl_composite(tl, &(struct tl_composite_desc){
+			.op = "exp", .a = x }).t;
+	else if (!strcmp(use, "math"))
+		y = tl_exp(tl, x);
+	else if (!strcmp(use, "dot"))
+		y = tl_dot(tl, x, tl_trans(tl, x));
+	else if (!strcmp(use, "store"))
+		tl_store(tl, 64 * MB, x);
+	else
+		tl_fail(tl, "test_no_wait: use=%s is not composite, dot, math, store or load", use);
+	t2 = tl_now_ps(tl);
+	tl_wait(tl, (tl_future){ x });
+	t3 = tl_now_ps(tl);
+	tl_stat_add(tl, "fill_dispatch_ps", t1 - t0);
+	tl_stat_add(tl, "use_dispatch_ps", t2 - t1);
+	tl_stat_add(tl, "producer_running_at_use", t3 > t2);
+	if (y.slot)
+		tl_store(tl, 64 * MB, y);
+	tl_save_npy(tl, "y.npy", 64 * MB, rows, !strcmp(use, "dot") ? rows : cols, TL_F32);
 	return 0;
 }

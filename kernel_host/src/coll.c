@@ -69,11 +69,32 @@ uint32_t coll_member(const struct coll *c, int64_t steps)
  * While a schedule is planned (c->planning) these do nothing but list the
  * input chunks coll_own will be asked for. */
 
+void coll_shape(const struct rt_config *cfg, uint64_t n, uint32_t *rows, uint32_t *cols)
+{
+	uint64_t most = (uint64_t)cfg->dma_queues * cfg->dma_rows_per_queue, q;
+
+	for (q = most < n ? most : n; q > 1 && n % q; q--)
+		;
+	*rows = (uint32_t)(q ? q : 1);
+	*cols = (uint32_t)(n / *rows);
+}
+
+tl_tensor coll_shaped(struct tl *tl, struct tl_site at, tl_tensor v, uint64_t n)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, v, "collective chunk");
+
+	coll_shape(tl->s.cfg, n, &r->rows, &r->cols);
+	return v;
+}
+
 tl_tensor coll_load(struct coll *c, uint64_t addr, uint64_t n, enum tl_dtype dtype)
 {
+	uint32_t rows, cols;
+
 	if (c->planning)
 		return TL_NONE;
-	return tl_load_at(c->tl, c->at, addr, 1, (uint32_t)n, dtype);
+	coll_shape(c->tl->s.cfg, n, &rows, &cols);
+	return tl_load_at(c->tl, c->at, addr, rows, cols, dtype);
 }
 
 void coll_store(struct coll *c, uint64_t addr, tl_tensor t)
@@ -109,8 +130,7 @@ static tl_tensor slot_view(struct coll *c, uint32_t sl, int half, uint64_t n,
 	struct tl_rec *r = tl_rec_get(c->tl, c->at, v, "collective slot");
 
 	r->dtype = dtype; /* a half holds a chunk of f32: any dtype fits */
-	r->cols = (uint32_t)n;
-	return v;
+	return coll_shaped(c->tl, c->at, v, n);
 }
 
 /* Starts loading iteration i's input into its slot's input half (the
@@ -182,9 +202,8 @@ tl_tensor coll_out_buf(struct coll *c, uint64_t n, enum tl_dtype dtype)
 	b = tl_row_view(c->tl, c->at, c->out_buf[c->out_next], 0, 1, 0);
 	c->out_next = (c->out_next + 1) % COLL_OUT_BUFS;
 	r = tl_rec_get(c->tl, c->at, b, "output buffer");
-	r->dtype = dtype;
-	r->cols = (uint32_t)n; /* the buffer holds a chunk of f32 */
-	return b;
+	r->dtype = dtype; /* the buffer holds a chunk of f32 */
+	return coll_shaped(c->tl, c->at, b, n);
 }
 
 void coll_send(struct coll *c, uint32_t m, uint32_t tag, enum tl_route route, tl_tensor t)
@@ -195,9 +214,12 @@ void coll_send(struct coll *c, uint32_t m, uint32_t tag, enum tl_route route, tl
 
 tl_tensor coll_recv(struct coll *c, uint32_t m, uint32_t tag, uint64_t n, enum tl_dtype dtype)
 {
+	uint32_t rows, cols;
+
 	if (c->planning)
 		return TL_NONE;
-	return tl_recv_from_async_at(c->tl, c->at, c->rank_of[m], COLL_TAG + tag, 1, (uint32_t)n,
+	coll_shape(c->tl->s.cfg, n, &rows, &cols);
+	return tl_recv_from_async_at(c->tl, c->at, c->rank_of[m], COLL_TAG + tag, rows, cols,
 				     dtype).t;
 }
 

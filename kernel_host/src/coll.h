@@ -72,7 +72,14 @@ uint64_t coll_chunks(const struct coll *c, uint64_t len);
 void coll_chunk(const struct coll *c, uint64_t len, uint64_t q, uint64_t *o, uint64_t *n);
 /* Elements [e, e + n) of the full-size source or destination buffer. */
 tl_tensor coll_load_src(struct coll *c, uint64_t e, uint64_t n);
-/* A 1 x n buffer of `dtype` for a result or a received chunk. */
+/* The shape every chunk of n elements takes in TCM, rows x cols = n:
+ * as many rows as the DMA spreads over its queues (up to dma.queues x
+ * dma.rows_per_queue, the largest that divides n), so a chunk's loads and
+ * stores move at the channel's rate, not one queue's (ADR 0041). */
+void coll_shape(const struct rt_config *cfg, uint64_t n, uint32_t *rows, uint32_t *cols);
+/* View `v` (a row view of n elements) reshaped as coll_shape says. */
+tl_tensor coll_shaped(struct tl *tl, struct tl_site at, tl_tensor v, uint64_t n);
+/* A buffer of n elements of `dtype` for a result or a received chunk. */
 tl_tensor coll_out_buf(struct coll *c, uint64_t n, enum tl_dtype dtype);
 void coll_store_dst(struct coll *c, uint64_t e, tl_tensor t);
 tl_tensor coll_load(struct coll *c, uint64_t addr, uint64_t n, enum tl_dtype dtype);

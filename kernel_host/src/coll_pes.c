@@ -26,8 +26,11 @@ static void copy(struct tl *tl, struct tl_site at, uint64_t from, uint64_t to, u
 		TL_SCRATCH_SCOPE(tl) {
 			uint64_t k = n - o < chunk ? n - o : chunk;
 
+			uint32_t rows, cols;
+
+			coll_shape(tl->s.cfg, k, &rows, &cols);
 			tl_store_at(tl, at, to + o * esz,
-				    tl_load_at(tl, at, from + o * esz, 1, (uint32_t)k, dtype));
+				    tl_load_at(tl, at, from + o * esz, rows, cols, dtype));
 		}
 }
 
@@ -42,9 +45,11 @@ static void reduce_block(struct tl *tl, struct tl_site at, uint64_t dst, uint64_
 		TL_SCRATCH_SCOPE(tl) {
 			uint64_t k = n - o < chunk ? n - o : chunk, at_e = (e + o) * esz;
 			tl_tensor in[COLL_MAX], acc;
+			uint32_t rows, cols;
 
+			coll_shape(tl->s.cfg, k, &rows, &cols);
 			for (uint32_t q = 0; q < P; q++) /* every load in flight at once */
-				in[q] = tl_load_at(tl, at, src + q * stride + at_e, 1, (uint32_t)k,
+				in[q] = tl_load_at(tl, at, src + q * stride + at_e, rows, cols,
 						   dtype);
 			acc = P > 1 ? tl_binary_at(tl, at, "add", in[0], in[1]) : in[0];
 			for (uint32_t q = 2; q < P; q++)

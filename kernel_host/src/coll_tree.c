@@ -74,7 +74,8 @@ static uint64_t longest_block(const struct coll *c)
 /* Columns [a, b) of the held tensor, to read after whatever wrote them. */
 static tl_tensor held(struct coll *c, const struct space *sp, uint64_t a, uint64_t b)
 {
-	return tl_row_view(c->tl, c->at, sp->acc, a, (uint32_t)(b - a), 0);
+	return coll_shaped(c->tl, c->at,
+			   tl_row_view(c->tl, c->at, sp->acc, a, (uint32_t)(b - a), 0), b - a);
 }
 
 /* The chunk of [x, b) starting at x: chunks are counted from a range's
@@ -121,6 +122,8 @@ static void store_held(struct coll *c, const struct space *sp, uint64_t a, uint6
 		for (uint64_t x = lo, y; x < hi; x = y) {
 			tl_tensor v = tl_row_view(c->tl, c->at, sp->acc, x,
 						  (uint32_t)((y = chunk_end(c, x, hi)) - x), producer);
+
+			v = coll_shaped(c->tl, c->at, v, y - x);
 			struct tl_rec *r = tl_rec_get(c->tl, c->at, v, "held data");
 
 			/* rounded into a buffer of the output ring: the store never

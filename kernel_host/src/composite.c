@@ -23,6 +23,7 @@ struct lowering {
 	tl_tensor out;
 	tl_tensor gemm_out; /* where the head writes: out, or a temporary */
 	uint32_t n_epilogue;
+	bool accumulated;   /* the GEMM adds into out (TL_ACCUMULATE) */
 };
 
 /* A recipe's names bound to handles. */
@@ -256,18 +257,26 @@ static tl_tensor head_a(struct tl *tl, struct tl_site at,
 }
 
 /* The write-back handle: given, or fresh f32 scratch of rows x cols. */
+/* A GEMM alone (no prologue, no epilogue) may write a tl_ref: the
+ * scheduler stages its out tiles and streams them to HBM (DMA_WRITE). */
+static bool streams_out(const struct tl_composite_desc *d, bool gemm_head)
+{
+	return gemm_head && !d->prologue[0].recipe && !d->epilogue[0].op;
+}
+
 static tl_tensor head_out(struct tl *tl, struct tl_site at,
 			  const struct tl_composite_desc *d, uint32_t rows,
-			  uint32_t cols)
+			  uint32_t cols, bool gemm_head)
 {
 	struct tl_rec *r;
 
 	if (is_none(d->out))
 		return tl_scratch_tensor(tl, at, rows, cols, TL_F32);
 	r = tl_rec_get(tl, at, d->out, "composite out");
-	if (!r->tcm || r->trans)
+	if (r->trans || (!r->tcm && !streams_out(d, gemm_head)))
 		tl_abort(tl, at, RT_ECOMPOSITE,
-			 "composite out must be a TCM tensor (not a tl_ref or a transposed view)");
+			 "composite out must be a TCM tensor (not a transposed view; a tl_ref only "
+			 "for a GEMM without prologue or epilogue, streamed to HBM)");
 	if (tl_rec_lrows(r) != rows || tl_rec_lcols(r) != cols)
 		tl_abort(tl, at, RT_ECOMPOSITE,
 			 "composite out is %ux%u, the head produces %ux%u",
@@ -285,9 +294,27 @@ static bool epilogue_reads(const struct tl_composite_desc *d, tl_tensor t)
 	return false;
 }
 
+/* The epilogue asks the GEMM to accumulate into its out (TL_ACCUMULATE):
+ * one `add` of the out itself, f32 in TCM. */
+static bool accumulates(struct tl *tl, struct tl_site at, const struct tl_composite_desc *d)
+{
+	const struct tl_rec *ro;
+
+	if (d->epilogue[0].scope != TL_ACCUMULATE)
+		return false;
+	ro = is_none(d->out) ? NULL : tl_rec_get(tl, at, d->out, "composite out");
+	if (!d->epilogue[0].op || strcmp(d->epilogue[0].op, "add") || d->epilogue[1].op ||
+	    !ro || !same(d->epilogue[0].other, d->out) || !ro->tcm || ro->dtype != TL_F32)
+		tl_abort(tl, at, RT_ECOMPOSITE,
+			 "TL_ACCUMULATE is a GEMM head's only epilogue: `add` with other = the "
+			 "composite's out, an f32 TCM tensor (out += a·b)");
+	return true;
+}
+
 static void lower_gemm(struct tl *tl, struct tl_site at,
 		       const struct tl_composite_desc *d, struct lowering *lw)
 {
+	bool acc = accumulates(tl, at, d);
 	tl_tensor a = head_a(tl, at, d, lw);
 	struct tl_rec *ra = tl_rec_get(tl, at, a, "gemm a");
 	struct tl_rec *rb = tl_rec_get(tl, at, d->b, "gemm b");
@@ -299,9 +326,9 @@ static void lower_gemm(struct tl *tl, struct tl_site at,
 		tl_abort(tl, at, RT_ECOMPOSITE,
 			 "gemm shape mismatch: a is %ux%u, b is %ux%u", m, k,
 			 tl_rec_lrows(rb), n);
-	lw->out = head_out(tl, at, d, m, n);
+	lw->out = head_out(tl, at, d, m, n, true);
 	lw->gemm_out = lw->out;
-	if (epilogue_reads(d, lw->out)) {
+	if (!acc && epilogue_reads(d, lw->out)) {
 		/* out is also an epilogue input (O = O + P·V): the GEMM writes
 		 * a temporary so the epilogue reads the old out */
 		lw->gemm_out = tl_scratch_tensor(tl, at, m, n, TL_F32);
@@ -314,6 +341,11 @@ static void lower_gemm(struct tl *tl, struct tl_site at,
 	tl_op_extra_i(op, "m", m);
 	tl_op_extra_i(op, "k", k);
 	tl_op_extra_i(op, "n", n);
+	if (acc) { /* out += a·b: the GEMM reads out too */
+		tl_op_extra_i(op, "accumulate", 1);
+		note(lw->reads, &lw->n_reads, lw->out);
+		lw->accumulated = true;
+	}
 	op->has_out = true;
 	op->out = tl_tref_of(tl_rec_get(tl, at, lw->gemm_out, "gemm out"));
 	note(lw->reads, &lw->n_reads, a);
@@ -339,7 +371,7 @@ static void lower_math_head(struct tl *tl, struct tl_site at,
 	}
 	tl_isa_shape(tl, at, RT_ECOMPOSITE, isa, isa->arity, rin, d->axis,
 		     &rows, &cols);
-	lw->out = head_out(tl, at, d, rows, cols);
+	lw->out = head_out(tl, at, d, rows, cols, false);
 	op = next_op(tl, at, lw);
 	op->kind = isa->name;
 	for (k = 0; k < isa->arity; k++)
@@ -444,25 +476,24 @@ static bool in_rw(const struct lowering *lw, tl_tensor t)
 	return false;
 }
 
-/* Auto-wait: inputs whose producer is pending. RW handles written by an
- * earlier composite are ordered by the scheduler (strict FIFO, D6.3). */
+/* Auto-wait at first use (lazy-load design D2): inputs that a pending
+ * load or receive produces. Inputs of earlier commands the scheduler runs
+ * (composites, fills, copies) are ordered by its strict FIFO (D6.3): the
+ * composite is dispatched at once. */
 static void wait_inputs(struct tl *tl, struct tl_site at,
 			const struct lowering *lw)
 {
 	uint32_t i;
 
-	for (i = 0; i < lw->n_reads; i++) {
-		struct tl_rec *r = tl_rec_get(tl, at, lw->reads[i], "operand");
-
-		if (in_rw(lw, lw->reads[i]) && r->producer &&
-		    tl->cmds[r->producer].kind == TL_CMD_COMPOSITE)
-			continue;
-		tl_wait_cmd(tl, at, r->producer);
-	}
+	for (i = 0; i < lw->n_reads; i++)
+		tl_wait_operand(tl, at, tl_rec_get(tl, at, lw->reads[i], "operand")->producer);
 	if (!in_rw(lw, lw->out)) {
 		struct tl_rec *r = tl_rec_get(tl, at, lw->out, "composite out");
 
-		tl_wait_tcm_range(tl, at, r->addr, r->addr + tl_rec_bytes(r));
+		/* a streamed HBM out is ordered by the scheduler (its hazards
+		 * cover HBM); TCM spans are the host's to keep apart */
+		if (r->tcm)
+			tl_wait_tcm_range(tl, at, r->addr, r->addr + tl_rec_bytes(r));
 	}
 }
 
@@ -491,7 +522,7 @@ tl_future tl_composite_at(struct tl *tl, struct tl_site at,
 		lower_gemm(tl, at, d, lw);
 	else
 		lower_math_head(tl, at, d, lw);
-	for (i = 0; i < TL_MAX_EPILOGUE && d->epilogue[i].op; i++)
+	for (i = 0; !lw->accumulated && i < TL_MAX_EPILOGUE && d->epilogue[i].op; i++)
 		lower_epilogue(tl, at, &d->epilogue[i], gemm_head, lw);
 	check_gemm_count(tl, at, &lw->low);
 	wait_inputs(tl, at, lw);

@@ -16,15 +16,29 @@ struct host_state {
 	uint32_t sched, link, pe0; /* component ids: scheduler, rank link, PE 0's host */
 };
 
+/* The critical path of what the host sends: the kernel's path to the send,
+ * then the doorbell to the scheduler, the rank's link component or another
+ * PE's host (every IPCQ hop is the link component's, src/link.c). */
 static enum rt_err port_send(void *p, uint32_t dst, uint64_t send_ps, uint64_t extra_ps,
-			     const Kb__Payload *msg)
+			     const Kb__Payload *msg, const struct rt_path *at_send)
 {
 	struct host_state *h = p;
 	uint32_t id = dst == TL_PORT_SCHED ? h->sched
 		    : dst == TL_PORT_LINK  ? h->link
 					   : h->pe0 + (dst - TL_PORT_PE0) * PE_UNITS;
+	struct rt_path arrival;
 
-	return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
+	if (!at_send)
+		return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
+	arrival = *at_send;
+	rt_path_add(&arrival, RT_PATH_LINK_SERIALISATION, extra_ps);
+	rt_path_add(&arrival, RT_PATH_DOORBELL, rt_latency_to(h->ctx, id));
+	return rt_send_path(h->ctx, id, send_ps, extra_ps, 0, msg, &arrival);
+}
+
+static void port_path_report(void *p, const struct rt_path *path)
+{
+	rt_path_report(((struct host_state *)p)->ctx, path);
 }
 
 static void port_stat_add(void *p, const char *name, uint64_t v)
@@ -80,6 +94,7 @@ static const struct tl_port_ops host_port = {
 	.trace_slice = port_trace_slice,
 	.trace_counter = port_trace_counter,
 	.trace_step = port_trace_step,
+	.path_report = port_path_report,
 };
 
 static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
@@ -149,11 +164,11 @@ static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *
 	switch (d->msg->body_case) {
 	case KB__PAYLOAD__BODY_COMMAND_DONE:
 		return tl_on_command_done(h->tl, d->msg->command_done->id,
-					  d->time_ps);
+					  d->time_ps, d->path);
 	case KB__PAYLOAD__BODY_IPCQ:
-		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps);
+		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps, d->path);
 	case KB__PAYLOAD__BODY_PE_SYNC:
-		return tl_on_pe_sync(h->tl, d->msg->pe_sync, d->time_ps);
+		return tl_on_pe_sync(h->tl, d->msg->pe_sync, d->time_ps, d->path);
 	default:
 		return rt_fail(RT_EPROTOCOL,
 			       "unexpected message (body %d) from component %u",

@@ -10,21 +10,13 @@
  * Sends read TCM and receives write TCM; TCM bandwidth is not a modelled
  * resource for any engine, so the links are the only cost (docs/attention.md).
  *
- * Ring figures, from measured intervals (tl_ipcq_waited): each receive the
- * kernel waited on splits its wait [from, arrival] into
- *   exposed   — the link was moving the awaited bytes, which the sender had
- *               sent before the wait began: the bytes were still on the
- *               link (communication slower than compute);
- *   latency   — after the link was done with them (links.ipcq_cycles);
- *   imbalance — the rest: the link had not started on them. The sender had
- *               not sent them yet (load imbalance or a dependency), or they
- *               queued behind other messages. A message sent only after the
- *               wait began is all imbalance, its own serialisation included:
- *               the bytes did not exist when the receiver started waiting,
- *               so no schedule of the receiver could have hidden their
- *               transfer (that serialisation is also reported alone, as
- *               ipcq_late_link_ps). Exposed time lies inside the message's
- *               own (last) link interval, so exposed <= link busy time. */
+ * The critical path (rt/path.h) runs through a message whose arrival
+ * decided when a receive's wait ended: the receiver takes the message's
+ * path, which is the sender's path to its send, then the link's queueing
+ * (the link moving earlier messages), the message's own serialisation and
+ * the link latency. Exposed communication is the link time on that path
+ * (summary.json, docs/metrics.md); a receive wait by itself says nothing
+ * about the latency, so only its total is counted (ipcq_recv_wait_ps). */
 #include "tl_private.h"
 
 #include <stdlib.h>
@@ -130,7 +122,8 @@ static void send_msg(struct tl *tl, struct tl_site at, const char *api, tl_tenso
 	}
 	msg.body_case = KB__PAYLOAD__BODY_IPCQ;
 	msg.ipcq = data;
-	rc = tl->s.port->send(tl->s.port_ctx, TL_PORT_LINK, tl->clock_ps, 0, &msg);
+	rc = tl->s.port->send(tl->s.port_ctx, TL_PORT_LINK, tl->clock_ps, 0, &msg,
+			      tl->path_ok ? &tl->path : NULL);
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "%s failed: %s", api, rt_last_error());
 	tl->tot.ipcq_bytes += bytes;
@@ -192,39 +185,17 @@ static enum rt_err deliver(struct tl *tl, uint64_t id, tl_tensor t,
 	dst = tl_tcm_bytes(tl, r->addr, nbytes);
 	if (bytes && dst)
 		memcpy(dst, bytes, (size_t)nbytes);
-	tl->cmds[id].ready_ps = m->ready_ps;
-	tl->cmds[id].link_start_ps = m->link_start_ps;
-	tl->cmds[id].link_end_ps = m->link_end_ps;
+	tl_cmd_set_path(tl, id, m->has_path ? &m->path : NULL);
 	tl_cmd_complete(tl, id, m->arrive_ps);
 	return RT_EOK;
 }
 
-/* Length of [a0, a1) ∩ [b0, b1). */
-static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
-{
-	uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
-
-	return hi > lo ? hi - lo : 0;
-}
-
 void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
 {
-	const struct tl_cmd *c = &tl->cmds[id];
-	uint64_t arrive = c->done_ps, exposed, latency, late_link = 0;
+	uint64_t arrive = tl->cmds[id].done_ps;
 
-	if (arrive <= from_ps)
-		return; /* it was there already: nothing waited */
-	exposed = overlap(from_ps, arrive, c->link_start_ps, c->link_end_ps);
-	if (c->ready_ps >= from_ps) { /* sent after the wait began */
-		late_link = exposed;
-		exposed = 0;
-	}
-	latency = overlap(from_ps, arrive, c->link_end_ps, arrive);
-	tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
-	tl_stat_add(tl, "ipcq_exposed_ps", exposed);
-	tl_stat_add(tl, "ipcq_latency_wait_ps", latency);
-	tl_stat_add(tl, "ipcq_late_link_ps", late_link);
-	tl_stat_add(tl, "ipcq_imbalance_wait_ps", arrive - from_ps - exposed - latency);
+	if (arrive > from_ps) /* it was not there yet: the kernel waited */
+		tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
 }
 
 /* Posts receive `f` (command `id`) on `q`, or completes it at once with
@@ -347,7 +318,8 @@ tl_future tl_recv_from_async_at(struct tl *tl, struct tl_site at, uint32_t rank,
 }
 
 static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
-			      const Kb__IpcqData *m, uint64_t now_ps)
+			      const Kb__IpcqData *m, uint64_t now_ps,
+			      const struct rt_path *path)
 {
 	struct tl_ipcq_msg *e;
 
@@ -363,11 +335,11 @@ static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
 	}
 	e = &q->early[q->n_early++];
 	e->arrive_ps = now_ps;
-	e->ready_ps = m->ready_ps;
-	e->link_start_ps = m->link_start_ps;
-	e->link_end_ps = m->link_end_ps;
 	e->nbytes = m->nbytes;
 	e->bytes = NULL;
+	e->has_path = path != NULL;
+	if (path)
+		e->path = *path;
 	if (m->data.len) {
 		e->bytes = malloc(m->data.len);
 		if (!e->bytes)
@@ -378,12 +350,12 @@ static enum rt_err keep_early(struct tl *tl, struct tl_ipcq_dir *q,
 	return RT_EOK;
 }
 
-enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
+enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps,
+		       const struct rt_path *path)
 {
 	struct tl_ipcq_dir *q;
-	struct tl_ipcq_msg got = { .arrive_ps = now_ps, .ready_ps = m->ready_ps,
-				   .link_start_ps = m->link_start_ps,
-				   .link_end_ps = m->link_end_ps, .nbytes = m->nbytes };
+	struct tl_ipcq_msg got = { .arrive_ps = now_ps, .nbytes = m->nbytes,
+				   .has_path = path != NULL };
 	uint64_t id, key;
 	tl_tensor t;
 	enum rt_err rc;
@@ -402,8 +374,10 @@ enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *m, uint64_t now_ps)
 	} else { /* sent RIGHT by my left neighbour: it comes from my LEFT */
 		q = &tl->ipcq[m->dir == TL_RIGHT ? TL_LEFT : TL_RIGHT];
 	}
+	if (path)
+		got.path = *path;
 	if (q->head_posted == q->n_posted)
-		return keep_early(tl, q, m, now_ps);
+		return keep_early(tl, q, m, now_ps, path);
 	id = q->posted[2 * q->head_posted];
 	key = q->posted[2 * q->head_posted + 1];
 	q->head_posted++;

@@ -173,6 +173,8 @@ static void report_end(struct tl *tl)
 			    tl->clock_ps - tl->start_ps);
 		p->stat_add(tl->s.port_ctx, "commands", tl->tot.commands);
 	}
+	if (p->path_report && tl->path_ok)
+		p->path_report(tl->s.port_ctx, &tl->path);
 	report_args(tl);
 	tl_program_report(tl);
 }
@@ -210,6 +212,10 @@ enum rt_err tl_start(struct tl *tl, uint64_t now_ps)
 	tl->now_ps = now_ps;
 	tl->start_ps = now_ps;
 	tl->clock_ps = now_ps;
+	/* the critical path starts with the run: a kernel started later
+	 * (never, today) could not say what the time before it was */
+	memset(&tl->path, 0, sizeof(tl->path));
+	tl->path_ok = now_ps == 0;
 	return run(tl);
 }
 
@@ -292,7 +298,15 @@ void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps)
 	}
 }
 
-enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps)
+void tl_cmd_set_path(struct tl *tl, uint64_t id, const struct rt_path *path)
+{
+	tl->cmds[id].has_path = path != NULL;
+	if (path)
+		tl->cmds[id].done_path = *path;
+}
+
+enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps,
+			       const struct rt_path *path)
 {
 	if (id == 0 || id >= tl->n_cmds || tl->cmds[id].kind == TL_CMD_RECV ||
 	    tl->cmds[id].done)
@@ -300,6 +314,7 @@ enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps)
 			       "kernel host of r%u.pe%u: CommandDone for unknown or finished command %llu",
 			       tl->s.rank, tl->s.pe, (unsigned long long)id);
 	tl->now_ps = now_ps;
+	tl_cmd_set_path(tl, id, path);
 	tl_cmd_complete(tl, id, now_ps);
 	return tl_resume_for(tl, id);
 }
@@ -345,10 +360,29 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 	}
 	if (tl->cmds[id].kind == TL_CMD_RECV)
 		tl_ipcq_waited(tl, id, start_ps); /* ring figures (ipcq.c) */
-	if (tl->cmds[id].done_ps > tl->clock_ps)
+	if (tl->cmds[id].done_ps > tl->clock_ps) {
+		/* the completion, not the kernel, decided the clock: its path
+		 * is the kernel's from here on (rt/path.h). A message that
+		 * came without one leaves its wait unexplained: the sender's
+		 * side could not be followed */
+		if (tl->cmds[id].has_path)
+			tl->path = tl->cmds[id].done_path;
+		else if (tl->cmds[id].kind == TL_CMD_RECV)
+			rt_path_add(&tl->path, RT_PATH_SENDER_NOT_READY,
+				    tl->cmds[id].done_ps - tl->clock_ps);
+		else
+			tl->path_ok = false;
 		tl->clock_ps = tl->cmds[id].done_ps;
+	}
 	if (tl->clock_ps > start_ps) /* the kernel stalled here */
 		trace_kernel(tl, "wait", at, start_ps, tl->clock_ps);
+}
+
+void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id)
+{
+	if (id && (tl->cmds[id].kind == TL_CMD_RECV ||
+		   (tl->cmds[id].kind == TL_CMD_DMA && tl->cmds[id].load)))
+		tl_wait_cmd(tl, at, id);
 }
 
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t)
@@ -369,6 +403,7 @@ void tl_wait_all(struct tl *tl, struct tl_site at)
 void tl_charge(struct tl *tl, uint64_t cycles)
 {
 	tl->clock_ps += cycles * tl->cycle_ps;
+	rt_path_add(&tl->path, RT_PATH_DISPATCH, cycles * tl->cycle_ps);
 	tl->tot.dispatch_cycles += cycles;
 	if (tl->s.port->stat_add)
 		tl->s.port->stat_add(tl->s.port_ctx, "dispatch_cycles", cycles);
@@ -390,7 +425,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	msg.body_case = KB__PAYLOAD__BODY_COMMAND;
 	msg.command = cmd;
 	rc = tl->s.port->send(tl->s.port_ctx, TL_PORT_SCHED, tl->clock_ps, 0,
-			      &msg);
+			      &msg, tl->path_ok ? &tl->path : NULL);
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "sending a command to the scheduler failed: %s",
 			 rt_last_error());
@@ -517,6 +552,11 @@ uint64_t tl_scratch_used(const struct tl *tl)
 uint64_t tl_scratch_peak(const struct tl *tl)
 {
 	return tl->peak;
+}
+
+uint64_t tl_scratch_size(const struct tl *tl)
+{
+	return tl->s.cfg->tcm_scratch_bytes;
 }
 
 void tl_scratch_scope_begin_at(struct tl *tl, struct tl_site at)

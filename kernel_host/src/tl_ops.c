@@ -184,6 +184,7 @@ static void emit_load(struct tl *tl, struct tl_site at, struct tl_rec *r,
 	struct tl_tref src = hbm_tref(hbm_addr, r->rows, r->cols, stride, r->dtype);
 	struct tl_tref dst = tl_tref_of(r);
 
+	tl->cmds[id].load = true;
 	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
 	tl_cmd_read_hbm(tl, id, hbm_addr, hbm_span(r->rows, r->cols, stride, r->dtype));
 	emit_dma(tl, at, id, false, &src, &dst);
@@ -359,8 +360,12 @@ static void store(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint64_t 
 	check_stride(tl, at, "tl_store_rows", r->cols, stride, r->dtype);
 	bytes = hbm_span(r->rows, r->cols, stride, r->dtype);
 	check_hbm(tl, at, "tl_store", hbm_addr, bytes);
-	/* a receive is the host's own: the scheduler cannot order after it */
-	if (wait || (r->producer && tl->cmds[r->producer].kind == TL_CMD_RECV))
+	/* a plain store waits as every operand does (tl_wait_operand); a
+	 * queued one leaves the ordering to the scheduler except after a
+	 * receive, which is the host's own */
+	if (wait)
+		tl_wait_operand(tl, at, r->producer);
+	else if (r->producer && tl->cmds[r->producer].kind == TL_CMD_RECV)
 		tl_wait_cmd(tl, at, r->producer);
 	id = tl_cmd_new(tl, at, TL_CMD_DMA);
 	tl_cmd_touch_tcm(tl, id, r->addr, tl_rec_bytes(r));
@@ -396,7 +401,7 @@ void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
 		tl_abort(tl, at, RT_EKERNEL,
 			 "tl_copy_to dtype mismatch: dst %u, src %u (use tl_astype)",
 			 (unsigned)rd->dtype, (unsigned)rs->dtype);
-	tl_wait_cmd(tl, at, rs->producer);
+	tl_wait_operand(tl, at, rs->producer);
 	tl_wait_tcm_range(tl, at, rd->addr, rd->addr + tl_rec_bytes(rd));
 	id = tl_cmd_new(tl, at, TL_CMD_COPY);
 	tl_cmd_touch_tcm(tl, id, rs->addr, tl_rec_bytes(rs));
@@ -467,10 +472,17 @@ uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,
 			 (unsigned long long)cap);
 	id = tl_cmd_new(tl, at, TL_CMD_COMPOSITE);
 	for (i = 0; i < low->n_ops; i++) {
+		const struct tl_tref *o = &low->ops[i].out;
+
 		for (j = 0; j < low->ops[i].n_operands; j++)
 			touch_tref(tl, id, &low->ops[i].operand[j]);
-		if (low->ops[i].has_out)
-			touch_tref(tl, id, &low->ops[i].out);
+		if (low->ops[i].has_out && o->tcm)
+			touch_tref(tl, id, o);
+		else if (low->ops[i].has_out) { /* a streamed HBM out: written */
+			tl->cmds[id].hbm_lo = o->addr;
+			tl->cmds[id].hbm_hi = o->addr + (uint64_t)o->rows * o->cols *
+							     tl_dtype_size(o->dtype);
+		}
 	}
 	for (i = 0; i < low->n_rw; i++)
 		touch_tref(tl, id, &low->rw[i]);
@@ -488,7 +500,7 @@ static struct tl_rec *math_input(struct tl *tl, struct tl_site at,
 		tl_abort(tl, at, RT_ECOMPOSITE,
 			 "%s operand is HBM-resident (tl_ref): MATH operands must be in TCM; tl_load it first (flat-composite design D6.7)",
 			 op);
-	tl_wait_cmd(tl, at, r->producer);
+	tl_wait_operand(tl, at, r->producer);
 	return r;
 }
 
@@ -523,6 +535,16 @@ tl_tensor tl_full_at(struct tl *tl, struct tl_site at, uint32_t rows,
 	return math_single(tl, at, &low, rows, cols, dtype);
 }
 
+/* An allocation alone: the tensor has no producer, so nothing waits for
+ * it; a command writing it is ordered after every pending command whose
+ * span overlaps its bytes, as for any output. */
+tl_tensor tl_empty_at(struct tl *tl, struct tl_site at, uint32_t rows,
+		      uint32_t cols, enum tl_dtype dtype)
+{
+	check_dims(tl, at, "tl_empty", rows, cols, dtype);
+	return tl_scratch_tensor(tl, at, rows, cols, dtype);
+}
+
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		    tl_tensor b)
 {
@@ -536,8 +558,8 @@ tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		tl_abort(tl, at, RT_EKERNEL,
 			 "tl_dot shape mismatch: a is %ux%u, b is %ux%u", m, k,
 			 tl_rec_lrows(rb), n);
-	tl_wait_cmd(tl, at, ra->producer);
-	tl_wait_cmd(tl, at, rb->producer);
+	tl_wait_operand(tl, at, ra->producer);
+	tl_wait_operand(tl, at, rb->producer);
 	memset(&low, 0, sizeof(low));
 	low.ops[0].kind = rt_isa_get(RT_ISA_GEMM)->name;
 	tl_op_operand(&low.ops[0], "a", ra);

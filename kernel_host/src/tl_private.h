@@ -35,7 +35,7 @@ struct tl_tref {
 };
 
 #define TL_OP_MAX_OPERANDS 3
-#define TL_OP_MAX_EXTRAS 3
+#define TL_OP_MAX_EXTRAS 4
 #define TL_CMD_MAX_OPS 16
 #define TL_CMD_MAX_RW 4
 
@@ -72,17 +72,18 @@ enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV, TL_CM
 /* A command the host issued (or an IPCQ receive it waits for). */
 struct tl_cmd {
 	enum tl_cmd_kind kind;
+	bool load;               /* TL_CMD_DMA reading HBM into a tensor */
 	bool done;
 	uint64_t done_ps;
 	uint64_t tcm_lo, tcm_hi; /* TCM bytes it touches (lo == hi: none) */
 	uint64_t hbm_lo, hbm_hi; /* HBM bytes it writes */
-	uint64_t ready_ps;       /* receives: when the sender sent it */
-	uint64_t link_start_ps, link_end_ps; /* receives: the link moved its bytes */
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
 	bool p2p;                /* TL_CMD_RECV: from (src_rank, tag), not a direction */
 	uint32_t src_rank, tag;
+	bool has_path;           /* done_path is known */
+	struct rt_path done_path;/* critical path to done_ps (rt/path.h) */
 };
 
 /* A scratch scope save point. */
@@ -95,10 +96,10 @@ struct tl_save {
 /* An IPCQ message that arrived before its receive was posted. */
 struct tl_ipcq_msg {
 	uint64_t arrive_ps;
-	uint64_t ready_ps; /* the sender sent it */
-	uint64_t link_start_ps, link_end_ps;
 	uint64_t nbytes;
 	uint8_t *bytes; /* owned; NULL in timing mode */
+	bool has_path;
+	struct rt_path path; /* critical path to arrive_ps */
 };
 
 /* The receive FIFOs of one direction, or of one (source rank, tag). */
@@ -107,6 +108,11 @@ struct tl_ipcq_dir {
 	uint32_t n_early, cap_early, head_early;
 	uint64_t *posted;          /* receive command ids waiting (FIFO) */
 	uint32_t n_posted, cap_posted, head_posted;
+	uint64_t link_free_ps;     /* outgoing link busy until */
+	/* The critical path to link_free_ps as a later message sees it: the
+	 * last message's start, then its bytes as link_queueing (one PE per
+	 * rank: the host is the link, src/ipcq.c). */
+	struct rt_path link_free_path;
 };
 
 /* Point-to-point FIFOs, one per (source rank, tag) seen. */
@@ -137,6 +143,8 @@ struct tl {
 	enum rt_err err;      /* the error that ended the kernel */
 	int kernel_rc;
 	uint64_t clock_ps;    /* kernel (PE_CPU) clock */
+	struct rt_path path;  /* critical path to clock_ps (rt/path.h) */
+	bool path_ok;         /* every completion waited on carried one */
 	uint64_t start_ps;
 	uint64_t now_ps;      /* event time of the current delivery */
 	uint64_t waiting_for; /* command id the kernel waits on */
@@ -170,6 +178,8 @@ struct tl {
 	uint32_t bar_arrived; /* PE 0: other PEs arrived at the current one */
 	uint64_t bar_cmd;     /* the barrier command this PE waits on (0: none) */
 	bool bar_waiting;     /* PE 0: it reached the barrier itself */
+	bool bar_has_path;    /* PE 0: bar_path is the last arrival's path */
+	struct rt_path bar_path;
 	struct tl_totals tot;
 	struct tl_coro coro;
 	void *wire_buf;       /* reused wire form of one composite */
@@ -191,8 +201,17 @@ void tl_cmd_touch_tcm(struct tl *tl, uint64_t id, uint64_t addr,
 		      uint64_t bytes);
 void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id);
 void tl_wait_tensor(struct tl *tl, struct tl_site at, tl_tensor t);
+/* An operand's producer, for a command about to go to the scheduler: waits
+ * only for what the host must see done first — a load's first use
+ * (lazy-load design D2) or an IPCQ receive (the host writes its bytes).
+ * A producer the scheduler runs (composite, fill, copy, ...) is ordered by
+ * its strict FIFO (flat-composite design D6.3): no wait, the command is
+ * dispatched at once. */
+void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id);
 void tl_wait_all(struct tl *tl, struct tl_site at);
 void tl_cmd_complete(struct tl *tl, uint64_t id, uint64_t at_ps);
+/* Records the critical path to command `id`'s completion (NULL: none). */
+void tl_cmd_set_path(struct tl *tl, uint64_t id, const struct rt_path *path);
 /* Host side: resumes the kernel if it waits for command `id`. */
 enum rt_err tl_resume_for(struct tl *tl, uint64_t id);
 /* Charges the dispatch of `cmd` and sends it to the scheduler. */

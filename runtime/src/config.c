@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "rt/buf.h"
 #include "rt/config_doc.h"
 #include "rt/infile.h"
@@ -44,6 +45,8 @@
 
 /* Grouped by section: the YAML schema needs each section's keys contiguous. */
 const struct rt_config_field rt_config_fields[] = {
+	STR("machine.preset", machine_preset, RT_DEFAULT_PRESET, "name",
+	    "the machine preset the configuration starts from (deploy/configs/machines/NAME.yaml; `--machine` names it, `machine: NAME` in YAML); keys a file or `--set` gives override it"),
 	U32("machine.ranks", ranks, "1", "chips", 1, 64,
 	    "number of ranks (chips); `--ranks` overrides"),
 	U32("machine.pes", pes, "8", "PEs", 1, 64,
@@ -53,26 +56,29 @@ const struct rt_config_field rt_config_fields[] = {
 
 	U64("memory.hbm_bytes", hbm_bytes, "17179869184", "bytes", 4 * KI, TI,
 	    "HBM capacity per rank"),
-	U64("memory.tcm_scratch_bytes", tcm_scratch_bytes, "1048576", "bytes", 1, 4 * GI,
+	U64("memory.tcm_scratch_bytes", tcm_scratch_bytes, "20971520", "bytes", 1, 4 * GI,
 	    "kernel scratch TCM per PE (host arenas)"),
-	U64("memory.tcm_staging_bytes", tcm_staging_bytes, "524288", "bytes", 0, 4 * GI,
+	U64("memory.tcm_staging_bytes", tcm_staging_bytes, "8388608", "bytes", 0, 4 * GI,
 	    "scheduler staging TCM per PE, placed after the scratch"),
 
 	STR("dma.model", dma_model, "linear", "name",
 	    "PE_DMA latency model: `linear` or a path to a plugin .so"),
 	STR("dma.params", dma_params, "none", "name=value,...",
 	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
-	U64("dma.setup_cycles", dma_setup_cycles, "64", "cycles", 0, GIGA,
+	U64("dma.setup_cycles", dma_setup_cycles, "91", "cycles", 0, GIGA,
 	    "fixed cost of one DMA transfer"),
-	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "64", "bytes/cycle", 1, MI,
-	    "bandwidth of each DMA channel (one read, one write)"),
-
+	U64("dma.bytes_per_cycle", dma_bytes_per_cycle, "27", "bytes/cycle", 1, MI,
+	    "bandwidth of each DMA queue (a read and a write channel per PE, each of dma.queues queues)"),
 	U64("dma.outstanding", dma_outstanding, "4", "transfers", 1, 64,
 	    "transfers each DMA channel keeps in flight (setup and HBM latency of the next overlap the current one's data)"),
+	U32("dma.queues", dma_queues, "16", "queues", 1, 64,
+	    "DMA queues (engines) per channel: a transfer's rows are spread over up to this many queues, which move them in parallel"),
+	U32("dma.rows_per_queue", dma_rows_per_queue, "8", "rows", 1, 65536,
+	    "fewest rows of one transfer a queue takes: a transfer of r rows uses min(dma.queues, ceil(r / rows_per_queue)) queues"),
 
 	STR("hbm.model", hbm_model, "shared", "name",
 	    "rank memory model: `shared` (the rank's DMA channels share hbm.bytes_per_cycle), `interleaved` (per-channel first come first served over interleaved addresses), `ideal` (no shared limit: every channel streams at dma.bytes_per_cycle, no HBM latency) or a path to a plugin .so"),
-	U64("hbm.bytes_per_cycle", hbm_bytes_per_cycle, "3276", "bytes/cycle", 1, MI,
+	U64("hbm.bytes_per_cycle", hbm_bytes_per_cycle, "2900", "bytes/cycle", 1, MI,
 	    "peak HBM bandwidth of one rank (all stacks) at the PE clock, reads and writes together"),
 	U32("hbm.channels", hbm_channels, "64", "channels", 1, 4096,
 	    "independent HBM channels of one rank; each serves bytes_per_cycle / channels"),
@@ -81,22 +87,32 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("hbm.latency_cycles", hbm_latency_cycles, "120", "cycles", 0, GIGA,
 	    "HBM access latency; pipelined: it delays a transfer's completion, it does not hold a channel (at least one cycle is charged when the rank's memory is modelled)"),
 
-	STR("gemm.model", gemm_model, "systolic", "name",
-	    "PE_GEMM latency model: `systolic`, `roofline` or a plugin .so"),
+	STR("gemm.model", gemm_model, "tensor_engine", "name",
+	    "PE_GEMM latency model: `systolic`, `roofline`, `tensor_engine` or a plugin .so"),
 	STR("gemm.params", gemm_params, "none", "name=value,...",
 	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
 	U32("gemm.array_rows", gemm_array_rows, "128", "MAC rows", 1, 65536,
 	    "systolic array rows (K consumed per pass)"),
 	U32("gemm.array_cols", gemm_array_cols, "128", "MAC cols", 1, 65536,
 	    "systolic array columns (N produced per pass)"),
-	U64("gemm.setup_cycles", gemm_setup_cycles, "16", "cycles", 0, GIGA,
+	U64("gemm.setup_cycles", gemm_setup_cycles, "0", "cycles", 0, GIGA,
 	    "fixed cost of one GEMM stage"),
 	U32("gemm.weight_double_buffer", gemm_weight_double_buffer, "0", "0 or 1", 0, 1,
 	    "systolic model: 1 loads the next fold's weights behind the current fold (docs/stages.md)"),
-	U64("gemm.macs_per_cycle", gemm_macs_per_cycle, "16384", "MACs/cycle", 1, 4 * GI,
-	    "roofline model: peak compute"),
-	U64("gemm.bytes_per_cycle", gemm_bytes_per_cycle, "256", "bytes/cycle", 1, MI,
-	    "roofline model: operand bandwidth"),
+	U64("gemm.macs_per_cycle", gemm_macs_per_cycle, "0", "MACs/cycle", 0, 4 * GI,
+	    "roofline model: peak compute; 0: the array's, gemm.array_rows x gemm.array_cols"),
+	U64("gemm.bytes_per_cycle", gemm_bytes_per_cycle, "0", "bytes/cycle", 0, MI,
+	    "roofline model: operand bandwidth; 0: what the array's edges move, array_rows elements of A + array_cols of B + array_cols results per cycle at the stage's dtypes (then roofline is a bound on systolic)"),
+	U32("gemm.moving_max", gemm_moving_max, "512", "rows", 1, 65536,
+	    "tensor_engine model: A rows one instruction streams (NKI nc_matmul: moving free size <= 512)"),
+	U64("gemm.min_cycles", gemm_min_cycles, "64", "engine cycles", 0, 1000000,
+	    "tensor_engine model: an instruction costs at least min(min_cycles, its B tile's columns) engine cycles"),
+	U32("gemm.f32_factor", gemm_f32_factor, "4", "times", 1, 64,
+	    "tensor_engine model: an instruction with a float32 input costs this many times more"),
+	U64("gemm.clock_mhz", gemm_clock_mhz, "2400", "MHz", 0, 1000000,
+	    "tensor_engine model: the engine's clock, its cycles converted to PE cycles (rounded up per stage); 0: machine.clock_mhz. The systolic and roofline models count PE cycles"),
+	U32("gemm.buffers", gemm_buffers, "16", "slots", 2, 32,
+	    "scheduler staging slots per streamed GEMM operand and per staged out (2: double buffering; more hide a longer DMA latency behind the GEMM)"),
 	U32("gemm.tile_m", gemm_tile_m, "128", "elements", 1, 65536,
 	    "scheduler GEMM tile size along M"),
 	U32("gemm.tile_n", gemm_tile_n, "128", "elements", 1, 65536,
@@ -108,13 +124,13 @@ const struct rt_config_field rt_config_fields[] = {
 	    "PE_MATH latency model: `simd` or a path to a plugin .so"),
 	STR("math.params", math_params, "none", "name=value,...",
 	    "parameters handed to a plug-in model, `name=value,...`; in YAML also a mapping `{name: value}` (`none`: no parameters)"),
-	U32("math.lanes", math_lanes, "64", "elements/cycle", 1, 65536,
+	U32("math.lanes", math_lanes, "122", "elements/cycle", 1, 65536,
 	    "SIMD lanes: elements processed per step"),
-	U64("math.setup_cycles", math_setup_cycles, "8", "cycles", 0, GIGA,
+	U64("math.setup_cycles", math_setup_cycles, "67", "cycles", 0, GIGA,
 	    "fixed cost of one MATH stage"),
 	U64("math.cycles_per_elem", math_cycles_per_elem, "1", "cycles", 0, 10000,
 	    "cost per step of simple ops (add, mul, max, copy)"),
-	U64("math.exp_cycles_per_elem", math_exp_cycles_per_elem, "4", "cycles", 0, 10000,
+	U64("math.exp_cycles_per_elem", math_exp_cycles_per_elem, "1", "cycles", 0, 10000,
 	    "cost per step of transcendental ops (exp and friends)"),
 	U64("math.reduce_cycles_per_elem", math_reduce_cycles_per_elem, "1", "cycles", 0, 10000,
 	    "cost per step of reductions (rmax, rsum)"),
@@ -142,6 +158,8 @@ const struct rt_config_field rt_config_fields[] = {
 
 	U64("run.watchdog_ms", watchdog_ms, "30000", "ms", 1, 86400000,
 	    "abort a run that makes no progress for this long (wall clock)"),
+	U32("run.critical_path", critical_path, "1", "0 or 1", 0, 1,
+	    "1: every message carries the critical path to it and summary.json splits the latency by resource class (`critical_path`, docs/metrics.md); 0: none (to measure what it costs)"),
 	STR("run.bind_host", bind_host, "127.0.0.1", "address",
 	    "TCP address the daemons bind to"),
 };
@@ -243,6 +261,15 @@ static const struct rt_config_field *field_find(const char *key, size_t len)
 	return NULL;
 }
 
+_Static_assert(FIELD_COUNT <= RT_CONFIG_FIELDS_MAX, "raise RT_CONFIG_FIELDS_MAX");
+
+size_t rt_config_field_index(const char *key)
+{
+	const struct rt_config_field *f = field_find(key, strlen(key));
+
+	return f ? (size_t)(f - rt_config_fields) : SIZE_MAX;
+}
+
 size_t rt_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), row[64], prev, tmp;
@@ -312,6 +339,22 @@ void rt_config_defaults(struct rt_config *cfg)
 
 enum rt_err rt_config_set(struct rt_config *cfg, const char *assignment)
 {
+	struct rt_config_layers *l = malloc(sizeof(*l));
+	enum rt_err err;
+
+	if (!l)
+		return rt_fail(RT_ENOMEM, "--set %s: out of memory", assignment);
+	rt_config_layers_init(l);
+	l->cfg = *cfg;
+	err = rt_config_layers_set(l, assignment);
+	if (!err)
+		err = rt_config_layers_finish(l, cfg);
+	free(l);
+	return err;
+}
+
+enum rt_err rt_config_set_layer(struct rt_config *cfg, const char *assignment, bool *given)
+{
 	const char *eq = strchr(assignment, '=');
 	const struct rt_config_field *f;
 	char key[128], why[160], tip[96];
@@ -330,6 +373,8 @@ enum rt_err rt_config_set(struct rt_config *cfg, const char *assignment)
 	if (!field_assign(cfg, f, eq + 1, why, sizeof(why)))
 		return rt_fail(RT_ECONFIG, "--set %s: key '%s' %s", assignment,
 			       f->key, why);
+	if (given)
+		given[f - rt_config_fields] = true;
 	return RT_EOK;
 }
 
@@ -586,6 +631,11 @@ struct key_lines {
 		size_t line;
 	} params[PARAMS_MAX];
 	size_t n_params;
+	/* `machine: NAME`, the short form of `machine: {preset: NAME}`: the
+	 * name, its line and the bytes of the scalar in the text */
+	bool has_machine;
+	char machine[TEXT_MAX];
+	size_t machine_line, machine_start, machine_end;
 };
 
 /* " (line N)" for the `nth` (0: first) occurrence of `key`, or "". */
@@ -646,7 +696,7 @@ static enum rt_err cyaml_failure(const struct cyaml_capture *c,
 /* Parses every present value of the loaded document into `cfg`. */
 static enum rt_err apply_document(struct rt_config *cfg,
 				  const struct cfg_schema *s, char ***doc,
-				  const char *origin, const struct key_lines *kl)
+				  const char *origin, const struct key_lines *kl, bool *given)
 {
 	char why[160], at[32];
 
@@ -654,6 +704,8 @@ static enum rt_err apply_document(struct rt_config *cfg,
 		for (size_t i = 0; doc[n] && i < s->count[n]; i++) {
 			const struct rt_config_field *f =
 				&rt_config_fields[s->first[n] + i];
+			if (doc[n][i] && given)
+				given[s->first[n] + i] = true;
 			if (!doc[n][i] ||
 			    field_assign(cfg, f, doc[n][i], why, sizeof(why)))
 				continue;
@@ -668,7 +720,7 @@ static enum rt_err apply_document(struct rt_config *cfg,
 /* The params values the pre-pass read, through the same parser as --set
  * (the last one given wins, as for any key). */
 static enum rt_err apply_params(struct rt_config *cfg, const struct key_lines *kl,
-				const char *origin)
+				const char *origin, bool *given)
 {
 	char why[160];
 
@@ -679,6 +731,17 @@ static enum rt_err apply_params(struct rt_config *cfg, const struct key_lines *k
 		if (f && !field_assign(cfg, f, kl->params[i].text, why, sizeof(why)))
 			return rt_fail(RT_ECONFIG, "config %s: key '%s' %s (line %zu)", origin,
 				       f->key, why, kl->params[i].line);
+		if (f && given)
+			given[f - rt_config_fields] = true;
+	}
+	if (kl->has_machine) {
+		const struct rt_config_field *f = field_find("machine.preset", 14);
+
+		if (!field_assign(cfg, f, kl->machine, why, sizeof(why)))
+			return rt_fail(RT_ECONFIG, "config %s: key 'machine' (line %zu): the preset "
+				       "name %s", origin, kl->machine_line, why);
+		if (given)
+			given[f - rt_config_fields] = true;
 	}
 	return RT_EOK;
 }
@@ -714,6 +777,7 @@ struct key_walk {
 	bool have_name;
 	char err[TEXT_MAX + 160];  /* what is wrong with a params value ("" ok) */
 	size_t err_line;           /* ... and where */
+	bool machine_value;        /* the next value is that of the top-level `machine` */
 };
 
 static void walk_value_done(struct key_walk *w)
@@ -792,9 +856,28 @@ static void params_key(struct key_walk *w, struct key_lines *kl, size_t line)
 	w->params = 1;
 }
 
+/* `machine: NAME` (a scalar where the section's mapping would be): keeps
+ * the name and where its bytes are, so the loader can hand libcyaml an
+ * empty mapping there instead. */
+static bool machine_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
+{
+	bool was = w->machine_value;
+
+	w->machine_value = false;
+	if (!was || w->depth != 1 || ev->type != YAML_SCALAR_EVENT)
+		return false;
+	kl->has_machine = true;
+	snprintf(kl->machine, sizeof(kl->machine), "%s", (const char *)ev->data.scalar.value);
+	kl->machine_line = ev->start_mark.line + 1;
+	kl->machine_start = ev->start_mark.index;
+	kl->machine_end = ev->end_mark.index;
+	walk_value_done(w);
+	return true;
+}
+
 static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_lines *kl)
 {
-	if (params_event(w, ev, kl))
+	if (params_event(w, ev, kl) || machine_event(w, ev, kl))
 		return;
 	if (ev->type == YAML_SEQUENCE_START_EVENT) {
 		w->seq++;
@@ -817,6 +900,7 @@ static void walk_event(struct key_walk *w, const yaml_event_t *ev, struct key_li
 		w->want_key[w->depth] = false;
 		if (w->depth == 1)
 			snprintf(w->section, sizeof(w->section), "%s", name);
+		w->machine_value = w->depth == 1 && !strcmp(name, "machine");
 		if ((w->depth == 1 || w->depth == 2) && kl->n < KEY_LINES_MAX) {
 			snprintf(kl->key[kl->n], sizeof(kl->key[0]), "%s%s%s",
 				 w->depth == 2 ? w->section : "", w->depth == 2 ? "." : "", name);
@@ -843,6 +927,7 @@ static enum rt_err yaml_precheck(const char *text, size_t len, const char *origi
 	bool done = false;
 
 	kl->n = kl->n_params = 0;
+	kl->has_machine = false;
 	if (!yaml_parser_initialize(&p))
 		return rt_fail(RT_ENOMEM, "config %s: cannot start the YAML parser", origin);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -891,8 +976,38 @@ static enum rt_err resolve_paths(struct rt_config *cfg, const struct rt_config *
 	return RT_EOK;
 }
 
+/* The text libcyaml reads: `machine: NAME` becomes `machine: {}` padded
+ * with spaces (same length and lines, so errors point where they did).
+ * NULL when the text has no such scalar (use it as is) or on no memory. */
+static char *blank_machine_scalar(const char *text, size_t len, const struct key_lines *kl,
+				  bool *no_memory)
+{
+	char *copy;
+
+	size_t start = kl->machine_start;
+
+	*no_memory = false;
+	/* a one-letter name: `{}` takes the space before it too */
+	if (kl->has_machine && start + 2 > kl->machine_end && start && text[start - 1] == ' ')
+		start--;
+	if (!kl->has_machine || kl->machine_end > len || start + 2 > kl->machine_end)
+		return NULL;
+	copy = malloc(len);
+	if (!copy) {
+		*no_memory = true;
+		return NULL;
+	}
+	memcpy(copy, text, len);
+	for (size_t i = start; i < kl->machine_end; i++)
+		if (copy[i] != '\n' && copy[i] != '\r')
+			copy[i] = ' ';
+	copy[start] = '{';
+	copy[start + 1] = '}';
+	return copy;
+}
+
 static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len,
-			     const char *origin, const char *base_dir)
+			     const char *origin, const char *base_dir, bool *given)
 {
 	struct cyaml_capture capture = { 0 };
 	const cyaml_config_t cc = {
@@ -906,7 +1021,8 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	struct cfg_schema schema;
 	struct key_lines *kl = malloc(sizeof(*kl));
 	struct rt_config next = *cfg;
-	char ***doc = NULL;
+	bool mark[RT_CONFIG_FIELDS_MAX] = { false }, no_memory;
+	char ***doc = NULL, *blanked;
 	cyaml_err_t cerr;
 	enum rt_err err;
 
@@ -919,32 +1035,67 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	err = yaml_precheck(text, len, origin, kl);
 	if (err)
 		goto out_free_lines;
+	blanked = blank_machine_scalar(text, len, kl, &no_memory);
+	if (no_memory) {
+		err = rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
+		goto out_free_lines;
+	}
 	schema_build(&schema);
-	cerr = cyaml_load_data((const uint8_t *)text, len, &cc, &schema.root,
-			       (cyaml_data_t **)&doc, NULL);
+	cerr = cyaml_load_data((const uint8_t *)(blanked ? blanked : text), len, &cc,
+			       &schema.root, (cyaml_data_t **)&doc, NULL);
+	free(blanked);
 	if (cerr != CYAML_OK) {
 		err = cyaml_failure(&capture, origin, cerr, kl);
 		goto out_free_lines;
 	}
 	if (!doc) /* empty document: nothing to overlay */
 		goto out_free_lines;
-	err = apply_document(&next, &schema, doc, origin, kl);
+	err = apply_document(&next, &schema, doc, origin, kl, mark);
 	cyaml_free(&cc, &schema.root, doc, 0);
 	if (!err)
-		err = apply_params(&next, kl, origin);
+		err = apply_params(&next, kl, origin, mark);
 	if (!err)
 		err = resolve_paths(&next, cfg, base_dir);
-	if (!err)
+	if (!err) {
 		*cfg = next; /* all or nothing */
+		for (size_t i = 0; given && i < FIELD_COUNT; i++)
+			given[i] = given[i] || mark[i];
+	}
 out_free_lines:
 	free(kl);
+	return err;
+}
+
+enum rt_err rt_config_load_layer(struct rt_config *cfg, const char *text, size_t len,
+				 const char *origin, bool *given)
+{
+	return load_text(cfg, text, len, origin, NULL, given);
+}
+
+/* One layer applied at once: a text or file that names a preset takes
+ * the preset's values for every key it does not give itself. */
+static enum rt_err load_one(struct rt_config *cfg, const char *text, size_t len,
+			    const char *origin, const char *path)
+{
+	struct rt_config_layers *l = malloc(sizeof(*l));
+	enum rt_err err;
+
+	if (!l)
+		return rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
+	rt_config_layers_init(l);
+	l->cfg = *cfg;
+	err = path ? rt_config_layers_file(l, path)
+		   : rt_config_layers_text(l, text, len, origin);
+	if (!err)
+		err = rt_config_layers_finish(l, cfg);
+	free(l);
 	return err;
 }
 
 enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
 				size_t len, const char *origin)
 {
-	return load_text(cfg, text, len, origin, NULL);
+	return load_one(cfg, text, len, origin, NULL);
 }
 
 /* The folder holding `path` ("." for a bare name). */
@@ -964,7 +1115,7 @@ static void dir_of(const char *path, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path)
+enum rt_err rt_config_read_layer(struct rt_config *cfg, const char *path, bool *given)
 {
 	struct rt_buf text;
 	char dir[1024];
@@ -978,10 +1129,16 @@ enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path)
 	dir_of(path, dir, sizeof(dir));
 	/* a pipe has no folder of its own: relative paths stay as given */
 	err = load_text(cfg, text.data, text.len, path,
-			strncmp(path, "/dev/", 5) && strncmp(path, "/proc/", 6) ? dir : NULL);
+			strncmp(path, "/dev/", 5) && strncmp(path, "/proc/", 6) ? dir : NULL,
+			given);
 out_release:
 	rt_buf_release(&text);
 	return err;
+}
+
+enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path)
+{
+	return load_one(cfg, NULL, 0, path, path);
 }
 
 /* ------------------------------------------------------------ docs */
@@ -1021,18 +1178,52 @@ static enum rt_err emit_value(const struct rt_config *cfg, const struct rt_confi
 	return rt_buf_printf(out, "%llu", (unsigned long long)field_u64(cfg, f));
 }
 
-static enum rt_err emit_yaml(const struct rt_config *cfg, struct rt_buf *out)
+/* The notes above key i: its source lines (indented) and, when its value
+ * is not the preset's, what the preset says. */
+static enum rt_err emit_note(const struct rt_config *cfg, const struct rt_config_notes *n,
+			     size_t i, struct rt_buf *out)
+{
+	const struct rt_config_field *f = &rt_config_fields[i];
+	const char *at = n->before[i];
+	enum rt_err err = RT_EOK;
+	struct rt_buf v;
+
+	while (!err && at && *at) {
+		const char *end = strchr(at, '\n');
+
+		err = rt_buf_printf(out, "  %.*s\n", (int)(end ? end - at : (long)strlen(at)), at);
+		at = end ? end + 1 : NULL;
+	}
+	if (err || !strcmp(f->key, "machine.preset") ||
+	    !memcmp((const uint8_t *)cfg + f->offset, (const uint8_t *)&n->preset + f->offset,
+		    f->size))
+		return err;
+	rt_buf_init(&v);
+	err = emit_value(&n->preset, f, &v);
+	if (!err)
+		err = rt_buf_printf(out, "  # overridden: the preset has %s\n", v.data ? v.data : "");
+	rt_buf_release(&v);
+	return err;
+}
+
+static enum rt_err emit_yaml(const struct rt_config *cfg, const struct rt_config_notes *n,
+			     struct rt_buf *out)
 {
 	enum rt_err err = rt_buf_printf(out, "# kernbench configuration (`kernbench config`); "
 					"loads back with --config\n");
 	char range[64];
 
+	if (!err && n)
+		err = rt_buf_printf(out, "# machine preset %s (%s), its sources as comments:\n%s",
+				    cfg->machine_preset, n->path, n->header ? n->header : "");
 	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		size_t plen = strcspn(f->key, "."), start = out->len;
 
 		if (!i || strncmp(rt_config_fields[i - 1].key, f->key, plen + 1))
 			err = rt_buf_printf(out, "%s%.*s:\n", i ? "\n" : "", (int)plen, f->key);
+		if (!err && n)
+			err = emit_note(cfg, n, i, out);
 		start = out->len;
 		if (!err)
 			err = rt_buf_printf(out, "  %s: ", f->key + plen + 1);
@@ -1084,5 +1275,11 @@ static enum rt_err emit_json(const struct rt_config *cfg, struct rt_buf *out)
 enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
 			   struct rt_buf *out)
 {
-	return format == RT_CONFIG_JSON ? emit_json(cfg, out) : emit_yaml(cfg, out);
+	return format == RT_CONFIG_JSON ? emit_json(cfg, out) : emit_yaml(cfg, NULL, out);
+}
+
+enum rt_err rt_config_emit_noted(const struct rt_config *cfg, const struct rt_config_notes *n,
+				 struct rt_buf *out)
+{
+	return emit_yaml(cfg, n, out);
 }

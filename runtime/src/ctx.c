@@ -23,7 +23,9 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 	c->desc = desc;
 	c->digest = RT_HASH_INIT;
 	rt_buf_init(&c->oplog);
+	rt_buf_init(&c->cpath);
 	rt_trace_writer_init(&c->trace);
+	c->segments = !d->job->trace_off && d->job->config.critical_path;
 	c->tracing = !d->job->trace_off && rt_trace_wanted(&d->job->trace, desc->rank, 0,
 							  UINT64_MAX);
 	c->state = calloc(1, desc->ops->state_size ? desc->ops->state_size : 1);
@@ -41,9 +43,12 @@ void rt_ctx_release(struct rt_ctx *c)
 	free(c->stats);
 	free(c->unfinished);
 	rt_buf_release(&c->oplog);
+	rt_buf_release(&c->cpath);
 	rt_trace_writer_release(&c->trace);
 	if (c->oplog_file)
 		fclose(c->oplog_file);
+	if (c->cpath_file)
+		fclose(c->cpath_file);
 }
 
 /* ---------------------------------------------------------------- identity */
@@ -287,12 +292,12 @@ void rt_ctx_free_outbound(struct rt_daemon *d)
 	d->n_out = 0;
 }
 
-enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
-			    uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg)
+/* The delivery key of a message from `ctx` to `dst`, checked. */
+static enum rt_err send_key(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			    uint64_t extra_ps, uint32_t priority, struct rt_key *key)
 {
 	struct rt_daemon *d = ctx->daemon;
 	uint64_t latency = rt_topology_latency(d->topo, ctx->id, dst);
-	struct rt_key key;
 
 	if (!latency)
 		return rt_fail(RT_EINVAL, "%s has no link to component %u", ctx->desc->name, dst);
@@ -300,22 +305,98 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 		return rt_fail(RT_EINVAL, "%s sends at %llu ps, before now (%llu ps)",
 			       ctx->desc->name, (unsigned long long)send_ps,
 			       (unsigned long long)d->now);
-	key.time_ps = send_ps + latency + extra_ps;
-	key.priority = priority;
-	key.src = ctx->id;
-	key.seq = ctx->seq++;
+	key->time_ps = send_ps + latency + extra_ps;
+	key->priority = priority;
+	key->src = ctx->id;
+	key->seq = 0; /* taken when the message goes */
+	return RT_EOK;
+}
+
+/* Sends `msg` under `key` (its seq taken here). */
+static enum rt_err send_keyed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			      struct rt_key *key, const Kb__Payload *msg)
+{
+	struct rt_daemon *d = ctx->daemon;
+
+	key->seq = ctx->seq++;
 	if (ctx->tracing)
-		trace_flow(ctx, true, msg, key.src, key.seq, send_ps);
+		trace_flow(ctx, true, msg, key->src, key->seq, send_ps);
 	if (d->by_id[dst])
-		return push_local(d, &key, dst, send_ps, msg);
+		return push_local(d, key, dst, send_ps, msg);
 	/* conservative lockstep: nothing crossing daemons may land inside the
 	 * window being run (lookahead guarantees it; check anyway) */
-	if (key.time_ps < d->window_end)
+	if (key->time_ps < d->window_end)
 		return rt_fail(RT_EPROTOCOL,
 			       "%s -> %s: message due at %llu ps falls inside the current window (ends %llu ps)",
 			       ctx->desc->name, d->topo->components[dst].name,
-			       (unsigned long long)key.time_ps, (unsigned long long)d->window_end);
-	return push_outbound(d, &key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
+			       (unsigned long long)key->time_ps, (unsigned long long)d->window_end);
+	return push_outbound(d, key, dst, send_ps, msg, kb__payload__get_packed_size(msg));
+}
+
+enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			    uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg)
+{
+	struct rt_key key;
+	enum rt_err err = send_key(ctx, dst, send_ps, extra_ps, priority, &key);
+
+	return err ? err : send_keyed(ctx, dst, send_ps, &key, msg);
+}
+
+/* Writes the segment `path` adds up to end_ps (trace on); 1 + its index,
+ * or 0 when none is written. A failed write shows at the next flush. */
+static uint64_t segment(struct rt_ctx *ctx, const struct rt_path *path, uint64_t end_ps)
+{
+	struct rt_path_seg seg;
+
+	if (!ctx->segments)
+		return 0;
+	_Static_assert(sizeof(seg) == RT_PATH_SEG_BYTES, "segment records are 32 bytes");
+	rt_path_segment(path, end_ps, &seg);
+	if (rt_buf_append(&ctx->cpath, &seg, sizeof(seg)))
+		return 0;
+	if (ctx->cpath.len > FLUSH_BYTES)
+		rt_ctx_flush(ctx, false);
+	return ++ctx->n_segments;
+}
+
+enum rt_err rt_send_path(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			 uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg,
+			 const struct rt_path *arrival)
+{
+	struct rt_key key;
+	Kb__Payload with = *msg; /* the same body, with the path beside it */
+	enum rt_err err = send_key(ctx, dst, send_ps, extra_ps, priority, &key);
+
+	if (err || !arrival || !rt_paths_on(ctx))
+		return err ? err : send_keyed(ctx, dst, send_ps, &key, msg);
+	if (rt_path_total(arrival) != key.time_ps)
+		return rt_fail(RT_EINVAL,
+			       "%s -> %s: the message's critical path sums to %llu ps, not to its "
+			       "delivery time %llu ps",
+			       ctx->desc->name, ctx->daemon->topo->components[dst].name,
+			       (unsigned long long)rt_path_total(arrival),
+			       (unsigned long long)key.time_ps);
+	with.n_path = RT_PATH_CLASSES;
+	with.path = (uint64_t *)arrival->ps; /* only read: packed or copied */
+	with.path_segment = segment(ctx, arrival, key.time_ps);
+	return send_keyed(ctx, dst, send_ps, &key, &with);
+}
+
+uint64_t rt_latency_to(const struct rt_ctx *ctx, uint32_t dst)
+{
+	return rt_topology_latency(ctx->daemon->topo, ctx->id, dst);
+}
+
+bool rt_paths_on(const struct rt_ctx *ctx)
+{
+	return ctx->daemon->job->config.critical_path != 0;
+}
+
+void rt_path_report(struct rt_ctx *ctx, const struct rt_path *path)
+{
+	ctx->end_path = *path;
+	ctx->has_end_path = true;
+	ctx->end_segment = segment(ctx, path, rt_path_total(path));
 }
 
 enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,
@@ -434,6 +515,7 @@ enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
 	rt_json_u64(&j, "elements", r->elements);
 	rt_json_u64(&j, "composite", r->command);
 	rt_json_u64(&j, "stage", r->stage);
+	rt_json_u64(&j, "issue_ps", r->issue_ps); /* last: readers of the older records still parse */
 	rt_json_close(&j);
 	err = rt_json_finish(&j);
 	if (!err)
@@ -592,6 +674,11 @@ void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *sta
 	r->n_stats = c->n_stats;
 	r->stats = stat_ptrs;
 	r->unfinished = c->unfinished ? c->unfinished : (char *)"";
+	if (c->has_end_path) {
+		r->n_path = RT_PATH_CLASSES;
+		r->path = (uint64_t *)c->end_path.ps;
+		r->path_segment = c->end_segment;
+	}
 }
 
 static enum rt_err append_part(struct rt_ctx *c, FILE **f, struct rt_buf *b, const char *ext)
@@ -619,6 +706,9 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 {
 	enum rt_err err = append_part(c, &c->oplog_file, &c->oplog, "oplog");
 
+	if (!err)
+		err = append_part(c, &c->cpath_file, &c->cpath, "cpath");
+
 	char dir[RT_PATH_MAX + 16], stem[16];
 
 	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
@@ -630,5 +720,8 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 	if (c->oplog_file && fclose(c->oplog_file))
 		err = rt_fail(RT_EIO, "%s: cannot close its op log part", c->desc->name);
 	c->oplog_file = NULL;
+	if (c->cpath_file && fclose(c->cpath_file) && !err)
+		err = rt_fail(RT_EIO, "%s: cannot close its critical path part", c->desc->name);
+	c->cpath_file = NULL;
 	return err;
 }

@@ -37,6 +37,13 @@ struct rt_ctx {
 	enum rt_err stat_err;    /* first bad rt_stat_* call (sticky) ... */
 	char stat_err_line[320]; /* ... and what was wrong */
 	char *unfinished;        /* what fini said is left undone (owned) */
+	struct rt_path end_path; /* critical path to its end (rt_path_report) */
+	bool has_end_path;
+	uint64_t end_segment;    /* 1 + its segment record (0: none) */
+	struct rt_buf cpath;     /* pending segment records (rt/path.h) */
+	uint64_t n_segments;     /* written so far */
+	bool segments;           /* the trace is on: write them */
+	FILE *cpath_file;
 	struct rt_buf oplog;     /* pending part text, flushed past 1 MiB */
 	struct rt_trace_writer trace; /* binary records, flushed past 1 MiB */
 	bool tracing;            /* trace on and this rank wanted */
@@ -70,6 +77,7 @@ struct rt_daemon {
 	struct rt_msg_pool pool; /* blocks of in-flight local messages */
 	struct rt_event *delivering; /* the event whose handler runs, or NULL */
 	bool kept;               /* its local message's block was rt_keep'd */
+	struct rt_path path;     /* the delivering message's path (rt_delivery) */
 	struct rt_buf frame;     /* sync frame encoding */
 	void *zctx;
 	void *sock;

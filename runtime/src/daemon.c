@@ -109,6 +109,27 @@ static enum rt_err event_message(struct rt_daemon *d, const struct rt_event *ev,
 	return err;
 }
 
+/* The critical path a message carries (rt/path.h): none, or one that
+ * sums to its delivery time (the wire check saw its length). */
+static enum rt_err event_path(struct rt_daemon *d, const struct rt_event *ev,
+			      const Kb__Payload *msg, struct rt_delivery *del)
+{
+	if (!msg->n_path)
+		return RT_EOK;
+	memcpy(d->path.ps, msg->path, sizeof(d->path.ps));
+	if (rt_path_total(&d->path) != ev->key.time_ps)
+		return rt_fail(RT_EDECODE,
+			       "its critical path sums to %llu ps, not to its delivery time %llu ps",
+			       (unsigned long long)rt_path_total(&d->path),
+			       (unsigned long long)ev->key.time_ps);
+	/* where the path last crossed a message: this one (for drawing it) */
+	d->path.tail = msg->path_segment ? RT_PATH_TAIL(ev->key.src, msg->path_segment - 1) : 0;
+	d->path.tail_ps = ev->key.time_ps;
+	memcpy(d->path.tail_vec, d->path.ps, sizeof(d->path.ps));
+	del->path = &d->path;
+	return RT_EOK;
+}
+
 /* Runs one event on its component; gives a local message's block back to
  * the pool once the handler is done with it. */
 static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
@@ -144,6 +165,10 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 				       d->topo->components[ev->key.src].name, rt_last_error());
 		del.msg = msg;
 		rt_ctx_note_delivery(c, ev, msg, content);
+		err = event_path(d, ev, msg, &del);
+		if (err)
+			return rt_fail(err, "%s: message from %s: %s", c->desc->name,
+				       d->topo->components[ev->key.src].name, rt_last_error());
 	}
 	c->last_ps = d->now;
 	c->clock_ps = 0;

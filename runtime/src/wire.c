@@ -7,6 +7,7 @@
 
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/path.h"
 
 /* ---------------------------------------------------------------- arena */
 
@@ -84,6 +85,10 @@ static enum rt_err check_bye(const Kb__Bye *bye)
 			if (why)
 				return rt_fail(RT_EDECODE, "BYE: component %u: %s", r->component, why);
 		}
+		if (r->n_path && r->n_path != RT_PATH_CLASSES)
+			return rt_fail(RT_EDECODE,
+				       "BYE: component %u reports a critical path of %zu classes (expected %d)",
+				       r->component, r->n_path, RT_PATH_CLASSES);
 		for (const char *p = r->unfinished; p && *p; p++)
 			if ((unsigned char)*p < 0x20)
 				return rt_fail(RT_EDECODE,
@@ -267,6 +272,9 @@ static enum rt_err check_stage(const Kb__Stage *s)
 
 enum rt_err rt_wire_check_payload(const Kb__Payload *p)
 {
+	if (p->n_path && p->n_path != RT_PATH_CLASSES)
+		return rt_fail(RT_EDECODE, "payload carries a critical path of %zu classes (expected %d)",
+			       p->n_path, RT_PATH_CLASSES);
 	switch (p->body_case) {
 	case KB__PAYLOAD__BODY_TRAFFIC:
 	case KB__PAYLOAD__BODY_COMMAND_DONE:

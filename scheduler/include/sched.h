@@ -55,6 +55,8 @@ struct sched_stage {
 	struct sched_view acc;
 	bool first;           /* GEMM: zero acc first */
 	bool last;            /* GEMM: store acc into out */
+	bool stationary_held; /* GEMM: the previous GEMM stage of the plan used
+			       * the same B tile (the array still holds it) */
 	const Kb__OpSpec *op; /* MATH: source op (its extras ride along) */
 	uint32_t n_deps;
 	uint32_t deps[SCHED_MAX_DEPS]; /* earlier stage indices, ascending */

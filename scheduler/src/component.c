@@ -48,6 +48,7 @@ void sched_stage_msg_fill(struct sched_stage_msg *m,
 	}
 	m->stage.first = st->first;
 	m->stage.last = st->last;
+	m->stage.stationary_held = st->stationary_held;
 	if (st->op) {
 		m->stage.n_extras = st->op->n_extras;
 		m->stage.extras = st->op->extras;
@@ -66,13 +67,18 @@ static enum pe_unit engine_unit(Kb__Engine engine)
 	}
 }
 
+/* The scheduler acts only at the time of the delivery it handles: what it
+ * sends was made ready by that delivery (every earlier one released what
+ * it could), so it carries that delivery's critical path plus the
+ * doorbell to its destination (rt/path.h). */
 static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
-			       const struct sched_action *a)
+			       const struct sched_action *a, const struct rt_path *path)
 {
 	uint32_t pes = rt_cfg(ctx)->pes;
 	Kb__Payload payload = KB__PAYLOAD__INIT;
 	Kb__CommandDone done = KB__COMMAND_DONE__INIT;
 	struct sched_stage_msg m;
+	struct rt_path arrival;
 	uint32_t dst;
 
 	if (a->kind == SCHED_COMMAND_DONE) {
@@ -89,15 +95,20 @@ static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
 				      engine_unit(m.stage.engine));
 		rt_stat_add(ctx, "stages", 1);
 	}
-	return rt_send(ctx, dst, rt_now(ctx), 0, &payload);
+	if (!path)
+		return rt_send(ctx, dst, rt_now(ctx), 0, &payload);
+	arrival = *path;
+	rt_path_add(&arrival, RT_PATH_DOORBELL, rt_latency_to(ctx, dst));
+	return rt_send_path(ctx, dst, rt_now(ctx), 0, 0, &payload, &arrival);
 }
 
-static enum rt_err flush(struct rt_ctx *ctx, struct sched_component *sc)
+static enum rt_err flush(struct rt_ctx *ctx, struct sched_component *sc,
+			 const struct rt_path *path)
 {
 	enum rt_err err = RT_EOK;
 
 	for (uint32_t i = 0; !err && i < sc->core.n_actions; i++)
-		err = send_action(ctx, sc, &sc->core.actions[i]);
+		err = send_action(ctx, sc, &sc->core.actions[i], path);
 	sc->core.n_actions = 0;
 	return err;
 }
@@ -139,7 +150,7 @@ static enum rt_err sched_handle(struct rt_ctx *ctx, void *state,
 			       "from component %u", sc->rank, sc->pe,
 			       (int)msg->body_case, d->src);
 	}
-	return err ? err : flush(ctx, sc);
+	return err ? err : flush(ctx, sc, d->path);
 }
 
 /* A scheduler still holding commands when the run ends left work undone

@@ -49,6 +49,8 @@ static enum rt_err dump_stage(struct rt_buf *out, uint32_t index,
 			err = rt_buf_printf(out, "%s%s", st->first ? " first" : "",
 					    st->last ? " last" : "");
 	}
+	if (!err && st->stationary_held)
+		err = rt_buf_printf(out, " held");
 	return err ? err : rt_buf_printf(out, "\n");
 }
 

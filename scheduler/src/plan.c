@@ -3,10 +3,15 @@
  *
  * A composite with a GEMM at position g becomes
  *   prologue   ops[0..g-1], a MATH chain, once;
- *   tile loop  for each output tile (i over M, j over N), for each K tile:
- *                DMA_READ of each unpinned operand tile (double-buffered),
- *                GEMM (f32 acc over K tiles), K_TILE ops;
- *              then OUTPUT_TILE ops and, for an HBM out, a DMA_WRITE;
+ *   tile loop  for each chunk of M tiles, for each N tile j, for each K
+ *              tile kk, for each M tile i of the chunk (M innermost, so
+ *              consecutive GEMMs use the same B tile and the array keeps
+ *              it: stationary_held, a whole GEMM at SCALE-Sim's count):
+ *                DMA_READ of each unpinned operand tile (double-buffered;
+ *                B's once per pass over the chunk), GEMM (f32 acc over K
+ *                tiles, one accumulator per output tile of the chunk),
+ *                K_TILE ops; after the last K tile of (i, j) its
+ *                OUTPUT_TILE ops and, for an HBM out, a DMA_WRITE;
  *   epilogue   KERNEL ops after g, once.
  * Every DMA_READ waits for the prologue's last stage, so no DMA of a
  * composite starts while its MATH prologue runs (K-before-V, D6.2).
@@ -21,6 +26,7 @@
 
 #define NONE (-1)
 #define STAGING_ALIGN 64u
+#define MAX_BUFFERS 32 /* gemm.buffers at most */
 
 /* Everything the tile loop needs about the composite's GEMM. */
 struct gemm_geom {
@@ -31,7 +37,13 @@ struct gemm_geom {
 	uint32_t m, k, n;
 	uint32_t tm, tk, tn;         /* tile sizes, clamped to the dims */
 	uint32_t nm, nk, nn;         /* tile counts */
-	uint64_t a_slot[2], b_slot[2], out_slot[2], acc;
+	uint32_t chunk;              /* M tiles whose accumulators live at once */
+	bool acc_is_out;             /* accumulate in the (TCM f32) out itself */
+	bool accumulate;             /* out += A·B: out is the accumulator's start */
+	uint32_t nbuf;               /* staging slots per streamed operand and out */
+	uint64_t a_slot[MAX_BUFFERS], b_slot[MAX_BUFFERS], out_slot[MAX_BUFFERS];
+	uint64_t acc;                /* the chunk's accumulators */
+	uint64_t acc_tile;           /* bytes of one tile's accumulator */
 };
 
 /* The output tile a per-tile op runs on. */
@@ -46,9 +58,15 @@ struct loop_state {
 	int64_t compute_last; /* last GEMM or K_TILE op: the next GEMM waits */
 	int64_t math_last;    /* last epilogue MATH stage */
 	int64_t write_last;   /* last DMA_WRITE */
-	int64_t a_user[2], b_user[2]; /* GEMM that last read each slot */
-	int64_t out_drain[2];         /* DMA_WRITE that last drained a slot */
+	int64_t a_user[MAX_BUFFERS], b_user[MAX_BUFFERS]; /* GEMM that last read each slot */
+	int64_t out_drain[MAX_BUFFERS]; /* DMA_WRITE that last drained a slot */
 	uint32_t a_uses, b_uses, out_uses;
+	/* the current pass (one B tile over the chunk's M tiles) */
+	bool b_loaded;                /* its B tile is in place */
+	struct sched_view b_in;       /* ... there */
+	int64_t b_read;               /* its DMA_READ (NONE when in place) */
+	int b_slot;
+	int tile_slot;                /* out slot of the tile being computed */
 };
 
 struct builder {
@@ -544,19 +562,50 @@ static uint64_t align_up(uint64_t x)
 	return (x + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
 }
 
-/* Places two slots of `bytes` each at *off (when `used`). */
-static void place_slots(bool used, uint64_t bytes, uint64_t *off,
-			uint64_t slot[2])
+/* Places `n` slots of `bytes` each at *off (when `used`). */
+static void place_slots(bool used, uint32_t n, uint64_t bytes, uint64_t *off,
+			uint64_t slot[MAX_BUFFERS])
 {
-	for (int s = 0; used && s < 2; s++) {
+	for (uint32_t s = 0; used && s < n; s++) {
 		slot[s] = *off;
 		*off = align_up(*off + bytes);
 	}
 }
 
+static bool has_k_tile_ops(const Kb__CompositeCmd *c)
+{
+	for (size_t i = 0; i < c->n_ops; i++)
+		if (c->ops[i]->scope == KB__SCOPE__SCOPE_K_TILE)
+			return true;
+	return false;
+}
+
+/* True when the GEMM may accumulate over K in its out tiles themselves:
+ * an f32 TCM out (not staged), no K_TILE op reading it between K steps,
+ * and no operand sharing its bytes. */
+static bool acc_in_out(const struct gemm_geom *gm, const Kb__CompositeCmd *c)
+{
+	uint64_t lo = gm->out.addr, hi = lo + (uint64_t)gm->out.rows * gm->out.row_stride;
+	const struct sched_view *in[2] = { &gm->a, &gm->b };
+
+	if (gm->out_dma || gm->out.dtype != KB__DTYPE__DTYPE_F32 || gm->out.trans ||
+	    gm->out.space != KB__SPACE__SPACE_TCM || has_k_tile_ops(c))
+		return false;
+	for (int i = 0; i < 2; i++) {
+		uint64_t a = in[i]->addr, b = a + (uint64_t)in[i]->rows * in[i]->row_stride;
+
+		if (in[i]->space == KB__SPACE__SPACE_TCM && a < hi && lo < b)
+			return false;
+	}
+	return true;
+}
+
 /* Tiles the GEMM and lays out its staging: 2 slots per streamed operand,
- * 2 out slots for an HBM out, one f32 acc when K spans several tiles. */
-static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm)
+ * 2 out slots for an HBM out, and when K spans several tiles an f32
+ * accumulator per output tile of a chunk of M tiles (as many as the
+ * region holds) unless the out itself can accumulate. */
+static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm,
+			       const Kb__CompositeCmd *c)
 {
 	const struct rt_config *cfg = bd->cfg;
 	uint64_t off = bd->staging_base, region = cfg->tcm_staging_bytes / 2;
@@ -566,9 +615,13 @@ static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm)
 		return rt_fail(RT_ECONFIG, "composite %llu: gemm tile sizes must "
 			       "be nonzero (gemm.tile_m/n/k)",
 			       (unsigned long long)bd->id);
+	/* a stage's B tile is at most one fold of the array (gemm.array_rows x
+	 * gemm.array_cols), so the M tiles can stream through each fold */
 	gm->tm = min_u32(cfg->gemm_tile_m, gm->m);
-	gm->tk = min_u32(cfg->gemm_tile_k, gm->k);
-	gm->tn = min_u32(cfg->gemm_tile_n, gm->n);
+	gm->tk = min_u32(min_u32(cfg->gemm_tile_k, cfg->gemm_array_rows ? cfg->gemm_array_rows
+								    : UINT32_MAX), gm->k);
+	gm->tn = min_u32(min_u32(cfg->gemm_tile_n, cfg->gemm_array_cols ? cfg->gemm_array_cols
+								    : UINT32_MAX), gm->n);
 	gm->nm = (gm->m + gm->tm - 1) / gm->tm;
 	gm->nk = (gm->k + gm->tk - 1) / gm->tk;
 	gm->nn = (gm->n + gm->tn - 1) / gm->tn;
@@ -580,11 +633,30 @@ static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm)
 	a_bytes = (uint64_t)gm->tm * gm->tk * rt_dtype_bytes(gm->a.dtype);
 	b_bytes = (uint64_t)gm->tk * gm->tn * rt_dtype_bytes(gm->b.dtype);
 	out_bytes = (uint64_t)gm->tm * gm->tn * rt_dtype_bytes(gm->out.dtype);
-	acc_bytes = gm->nk > 1 ? (uint64_t)gm->tm * gm->tn * 4u : 0;
-	place_slots(gm->a_dma, a_bytes, &off, gm->a_slot);
-	place_slots(gm->b_dma, b_bytes, &off, gm->b_slot);
-	place_slots(gm->out_dma, out_bytes, &off, gm->out_slot);
+	gm->accumulate = has_extra(gm->op, "accumulate") && gm->out.space == KB__SPACE__SPACE_TCM &&
+			 gm->out.dtype == KB__DTYPE__DTYPE_F32 && !gm->out.trans;
+	if (has_extra(gm->op, "accumulate") && !gm->accumulate)
+		return rt_fail(RT_EDECODE, "composite %llu: an accumulating gemm needs an f32 TCM out",
+			       (unsigned long long)bd->id);
+	gm->acc_is_out = gm->accumulate || (gm->nk > 1 && acc_in_out(gm, c));
+	gm->acc_tile = gm->nk > 1 && !gm->acc_is_out ? align_up((uint64_t)gm->tm * gm->tn * 4u) : 0;
+	gm->nbuf = cfg->gemm_buffers < 2 ? 2 : cfg->gemm_buffers > MAX_BUFFERS ? MAX_BUFFERS
+										: cfg->gemm_buffers;
+	place_slots(gm->a_dma, gm->nbuf, a_bytes, &off, gm->a_slot);
+	place_slots(gm->b_dma, gm->nbuf, b_bytes, &off, gm->b_slot);
+	place_slots(gm->out_dma, gm->nbuf, out_bytes, &off, gm->out_slot);
 	gm->acc = off;
+	/* as many M tiles' accumulators as the region holds (at least one);
+	 * ops inside the accumulation see one output tile's K steps in a row,
+	 * as they always did */
+	gm->chunk = has_k_tile_ops(c) ? 1 : gm->nm;
+	if (gm->acc_tile) {
+		uint64_t used = off - bd->staging_base, room = used < region ? region - used : 0;
+
+		if (room / gm->acc_tile < gm->chunk)
+			gm->chunk = room / gm->acc_tile ? (uint32_t)(room / gm->acc_tile) : 1;
+	}
+	acc_bytes = gm->acc_tile * gm->chunk;
 	off += acc_bytes;
 	need = off - bd->staging_base;
 	if (need > region)
@@ -607,11 +679,12 @@ static enum rt_err gemm_layout(struct builder *bd, struct gemm_geom *gm)
 /* ------------------------------------------------------------ tile loop */
 
 /* The GEMM input for a logical tile: a DMA_READ into the next staging slot
- * (after the prologue and after the GEMM two uses back freed the slot), or
- * the tensor's own tile in place. */
-static enum rt_err gemm_input(struct builder *bd, const struct sched_view *whole,
-			      bool dma, const uint64_t slot_addr[2],
-			      int64_t user[2], uint32_t *uses,
+ * (after the prologue and after the GEMM gemm.buffers uses back freed the
+ * slot), or the tensor's own tile in place. */
+static enum rt_err gemm_input(struct builder *bd, const struct gemm_geom *gm,
+			      const struct sched_view *whole,
+			      bool dma, const uint64_t slot_addr[MAX_BUFFERS],
+			      int64_t user[MAX_BUFFERS], uint32_t *uses,
 			      const struct loop_state *ls, uint32_t r0,
 			      uint32_t nr, uint32_t c0, uint32_t nc,
 			      struct sched_view *in, int64_t *read, int *slot)
@@ -624,7 +697,7 @@ static enum rt_err gemm_input(struct builder *bd, const struct sched_view *whole
 	*in = tile;
 	if (!dma)
 		return RT_EOK;
-	*slot = (int)(*uses % 2);
+	*slot = (int)(*uses % gm->nbuf);
 	(*uses)++;
 	*in = staging_view(&tile, slot_addr[*slot], tile.dtype);
 	st = (struct sched_stage){
@@ -670,47 +743,69 @@ static enum rt_err tile_ops(struct builder *bd, const Kb__CompositeCmd *c,
 	return RT_EOK;
 }
 
-/* One K step of output tile `tile`: operand DMAs, the GEMM, K_TILE ops. */
+/* B's tile for the current pass: a DMA_READ into the next B slot at the
+ * pass's first stage, the same slot (or the tensor's own tile) after. */
+static enum rt_err pass_b(struct builder *bd, const struct gemm_geom *gm,
+			  struct loop_state *ls, uint32_t k0, uint32_t nk,
+			  const struct tile_pos *tile)
+{
+	if (ls->b_loaded)
+		return RT_EOK;
+	ls->b_loaded = true;
+	return gemm_input(bd, gm, &gm->b, gm->b_dma, gm->b_slot, ls->b_user, &ls->b_uses, ls,
+			  k0, nk, tile->j0, tile->cols, &ls->b_in, &ls->b_read, &ls->b_slot);
+}
+
+/* One K step of output tile `tile` (the `at`-th M tile of its chunk):
+ * operand DMAs, the GEMM, K_TILE ops. */
 static enum rt_err k_step(struct builder *bd, const Kb__CompositeCmd *c,
 			  size_t g, const struct gemm_geom *gm,
-			  const struct tile_pos *tile, uint32_t kk,
+			  const struct tile_pos *tile, uint32_t kk, uint32_t at,
 			  struct loop_state *ls)
 {
 	uint32_t k0 = kk * gm->tk, nk = min_u32(gm->tk, gm->k - k0);
+	bool held = ls->b_loaded; /* an earlier stage of this pass used this B */
 	struct sched_stage st = {
 		.engine = KB__ENGINE__ENGINE_GEMM,
 		.op_kind = "gemm",
 		.op_name = "gemm",
 		.n_in = 2,
-		.has_acc = gm->nk > 1,
-		.first = kk == 0,
+		.has_acc = gm->nk > 1 || gm->accumulate,
+		.first = kk == 0 && !gm->accumulate, /* accumulating: start from out */
 		.last = kk == gm->nk - 1,
+		.stationary_held = held,
 	};
-	int64_t a_read, b_read, idx;
-	int a_slot, b_slot;
+	int64_t a_read, idx;
+	int a_slot;
 	enum rt_err err;
 	struct sched_view out_tile = tile_of(&gm->out, tile->i0, tile->rows,
 					     tile->j0, tile->cols);
 
-	err = gemm_input(bd, &gm->a, gm->a_dma, gm->a_slot, ls->a_user,
+	err = gemm_input(bd, gm, &gm->a, gm->a_dma, gm->a_slot, ls->a_user,
 			 &ls->a_uses, ls, tile->i0, tile->rows, k0, nk,
 			 &st.in[0], &a_read, &a_slot);
 	if (!err)
-		err = gemm_input(bd, &gm->b, gm->b_dma, gm->b_slot, ls->b_user,
-				 &ls->b_uses, ls, k0, nk, tile->j0, tile->cols,
-				 &st.in[1], &b_read, &b_slot);
+		err = pass_b(bd, gm, ls, k0, nk, tile);
 	if (err)
 		return err;
+	st.in[1] = ls->b_in;
 	st.out = gm->out_dma ? staging_view(&out_tile, gm->out_slot[tile->slot],
 					    gm->out.dtype)
 			     : out_tile;
-	if (st.has_acc) {
-		st.acc = staging_view(&out_tile, gm->acc, KB__DTYPE__DTYPE_F32);
+	if (st.has_acc && gm->acc_is_out) {
+		st.acc = out_tile;
+	} else if (st.has_acc) {
+		st.acc = staging_view(&out_tile, gm->acc + at * gm->acc_tile, KB__DTYPE__DTYPE_F32);
 		st.acc.trans = false;
 	}
 	add_dep(&st, a_read);
-	add_dep(&st, b_read);
-	add_dep(&st, ls->compute_last);
+	add_dep(&st, held ? NONE : ls->b_read);
+	/* after the previous GEMM by the engine's own order (in-order issue,
+	 * docs/stages.md), so it can queue behind it; after a MATH stage
+	 * (K_TILE op, prologue) by a dependency */
+	if (ls->compute_last != NONE &&
+	    bd->plan->stages[ls->compute_last].engine != KB__ENGINE__ENGINE_GEMM)
+		add_dep(&st, ls->compute_last);
 	if (st.last && gm->out_dma)
 		add_dep(&st, ls->out_drain[tile->slot]);
 	if ((err = push_stage(bd, &st, &idx)))
@@ -718,7 +813,7 @@ static enum rt_err k_step(struct builder *bd, const Kb__CompositeCmd *c,
 	if (gm->a_dma)
 		ls->a_user[a_slot] = idx;
 	if (gm->b_dma)
-		ls->b_user[b_slot] = idx;
+		ls->b_user[ls->b_slot] = idx;
 	ls->compute_last = idx;
 	return tile_ops(bd, c, g, KB__SCOPE__SCOPE_K_TILE, gm, tile, ls);
 }
@@ -743,7 +838,9 @@ static enum rt_err drain_tile(struct builder *bd, const struct gemm_geom *gm,
 				gm->out.dtype);
 	add_dep(&st, ls->compute_last);
 	add_dep(&st, ls->math_last);
-	add_dep(&st, ls->write_last);
+	/* not on the previous drain: each writes its own tile, and the write
+	 * channel keeps dma.outstanding of them in flight, retiring them in
+	 * order (the last one ends the command) */
 	if ((err = push_stage(bd, &st, &idx)))
 		return err;
 	ls->out_drain[tile->slot] = idx;
@@ -751,31 +848,55 @@ static enum rt_err drain_tile(struct builder *bd, const struct gemm_geom *gm,
 	return RT_EOK;
 }
 
+/* The output tile (i, j). Its out slot is taken at its last K step, so
+ * slots alternate between drains; with one M tile per chunk (the tile's K
+ * steps in a row) at its first, so ops between them see it too. */
+static struct tile_pos tile_at(const struct gemm_geom *gm, uint32_t i, uint32_t j,
+			       uint32_t kk, struct loop_state *ls)
+{
+	struct tile_pos t = {
+		.i0 = i * gm->tm,
+		.rows = min_u32(gm->tm, gm->m - i * gm->tm),
+		.j0 = j * gm->tn,
+		.cols = min_u32(gm->tn, gm->n - j * gm->tn),
+		.slot = ls->tile_slot,
+	};
+
+	if (gm->chunk == 1 ? kk == 0 : kk == gm->nk - 1)
+		t.slot = ls->tile_slot = (int)(ls->out_uses++ % gm->nbuf);
+	return t;
+}
+
+/* Chunks of M tiles; within one, per N tile and K tile a pass over the
+ * chunk's M tiles with one B tile (M innermost). */
 static enum rt_err tile_loop(struct builder *bd, const Kb__CompositeCmd *c,
 			     size_t g, const struct gemm_geom *gm,
 			     struct loop_state *ls)
 {
 	enum rt_err err;
 
-	for (uint32_t i = 0; i < gm->nm; i++) {
-		for (uint32_t j = 0; j < gm->nn; j++) {
-			struct tile_pos tile = {
-				.i0 = i * gm->tm,
-				.rows = min_u32(gm->tm, gm->m - i * gm->tm),
-				.j0 = j * gm->tn,
-				.cols = min_u32(gm->tn, gm->n - j * gm->tn),
-				.slot = (int)(ls->out_uses++ % 2),
-			};
+	for (uint32_t c0 = 0; c0 < gm->nm; c0 += gm->chunk) {
+		uint32_t c1 = c0 + gm->chunk < gm->nm ? c0 + gm->chunk : gm->nm;
 
-			for (uint32_t kk = 0; kk < gm->nk; kk++)
-				if ((err = k_step(bd, c, g, gm, &tile, kk, ls)))
-					return err;
-			err = tile_ops(bd, c, g, KB__SCOPE__SCOPE_OUTPUT_TILE,
-				       gm, &tile, ls);
-			if (!err && gm->out_dma)
-				err = drain_tile(bd, gm, &tile, ls);
-			if (err)
-				return err;
+		for (uint32_t j = 0; j < gm->nn; j++) {
+			for (uint32_t kk = 0; kk < gm->nk; kk++) {
+				bool last = kk == gm->nk - 1;
+
+				ls->b_loaded = false;
+				ls->b_read = NONE;
+				for (uint32_t i = c0; i < c1; i++) {
+					struct tile_pos tile = tile_at(gm, i, j, kk, ls);
+
+					err = k_step(bd, c, g, gm, &tile, kk, i - c0, ls);
+					if (!err && last)
+						err = tile_ops(bd, c, g, KB__SCOPE__SCOPE_OUTPUT_TILE,
+							       gm, &tile, ls);
+					if (!err && last && gm->out_dma)
+						err = drain_tile(bd, gm, &tile, ls);
+					if (err)
+						return err;
+				}
+			}
 		}
 	}
 	return RT_EOK;
@@ -789,13 +910,13 @@ static enum rt_err build_gemm_composite(struct builder *bd,
 	struct gemm_geom gm = {.op = c->ops[g]};
 	struct loop_state ls = {
 		.prologue_last = NONE, .math_last = NONE, .write_last = NONE,
-		.a_user = {NONE, NONE}, .b_user = {NONE, NONE},
-		.out_drain = {NONE, NONE},
 	};
 	int64_t tail[2], last;
 	enum rt_err err;
 
-	if ((err = gemm_shapes(bd, &gm)) || (err = gemm_layout(bd, &gm)))
+	for (int i = 0; i < MAX_BUFFERS; i++)
+		ls.a_user[i] = ls.b_user[i] = ls.out_drain[i] = NONE;
+	if ((err = gemm_shapes(bd, &gm)) || (err = gemm_layout(bd, &gm, c)))
 		return err;
 	err = math_chain(bd, c, 0, g, NONE, NULL, 0, &ls.prologue_last);
 	if (err)

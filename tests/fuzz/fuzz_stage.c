@@ -29,7 +29,7 @@ static void time_stage(const Kb__Stage *s, enum eng_class cls,
 			continue;
 		if (eng_model_init(&m, cls, ops->name, cfg) != RT_EOK)
 			abort(); /* defaults are valid */
-		(void)eng_model_latency(&m, s, &cycles);
+		(void)eng_model_latency(&m, s, NULL, &cycles);
 		eng_model_release(&m);
 	}
 }

@@ -13,8 +13,12 @@
  *            add 40
  *   γ(m)     the add of m f32 elements: d(40) + 4 doorbells + math.setup +
  *            ceil(m / lanes) * cycles_per_elem
- *   dma(b)   a DMA of b bytes: 4 doorbells + dma.setup + ceil(b / dma rate)
- *            + hbm.latency
+ *   dma(m)   a DMA of m elements: 4 doorbells + dma.setup + ceil(p · b /
+ *            dma rate) + hbm.latency, where the chunk is q rows of b bytes
+ *            (q the largest divisor of m up to dma.queues ·
+ *            dma.rows_per_queue, as kernel_host/src/coll.c shapes it) and a
+ *            queue moves p = ceil(q / min(queues, ceil(q / rows_per_queue)))
+ *            of them
  * Static inline: a header for one test and one bench. */
 #ifndef KB_COLL_MODEL_H
 #define KB_COLL_MODEL_H
@@ -29,7 +33,7 @@
 struct cm_cfg {
 	double alpha, beta;          /* cycles; bytes / cycle */
 	uint64_t dfix, dkib;         /* dispatch */
-	uint64_t dma_setup, dma_bpc, hbm_lat;
+	uint64_t dma_setup, dma_bpc, hbm_lat, dma_queues, dma_rpq;
 	uint64_t lanes, msetup, cpe; /* MATH */
 	uint64_t db;                 /* doorbell cycles */
 	bool sw;                     /* links.topology = switch */
@@ -55,6 +59,8 @@ static inline struct cm_cfg cm_from_config(const struct rt_config *r, bool sw,
 						 r->link_host_sched_cycles);
 	c.dma_bpc = r->dma_bytes_per_cycle;
 	c.hbm_lat = r->hbm_latency_cycles;
+	c.dma_queues = r->dma_queues;
+	c.dma_rpq = r->dma_rows_per_queue;
 	c.lanes = r->math_lanes;
 	c.msetup = r->math_setup_cycles + 2 * (r->link_sched_engine_cycles -
 					       r->link_host_sched_cycles);
@@ -103,9 +109,36 @@ static inline double cm_gamma(const struct cm_cfg *c, uint64_t m)
 	return cm_d(c, 40) + 4.0 * c->db + cm_madd(c, m);
 }
 
-static inline double cm_dma(const struct cm_cfg *c, uint64_t bytes)
+/* The rows of a chunk of m elements (kernel_host/src/coll.c coll_shape). */
+static inline uint64_t cm_dma_rows(const struct cm_cfg *c, uint64_t m)
 {
-	return 4.0 * c->db + c->dma_setup + (double)cm_cdiv(bytes, c->dma_bpc) + c->hbm_lat;
+	uint64_t most = c->dma_queues * c->dma_rpq, q;
+
+	for (q = most < m ? most : m; q > 1 && m % q; q--)
+		;
+	return q ? q : 1;
+}
+
+/* The DMA queues a chunk of m elements spreads over. */
+static inline uint64_t cm_dma_lanes(const struct cm_cfg *c, uint64_t m)
+{
+	uint64_t lanes = cm_cdiv(cm_dma_rows(c, m), c->dma_rpq);
+
+	return lanes > c->dma_queues ? c->dma_queues : lanes;
+}
+
+/* The cycles a DMA of m elements of esz bytes moves its bytes in (the
+ * busiest queue's share). */
+static inline double cm_dma_data(const struct cm_cfg *c, uint64_t m, uint64_t esz)
+{
+	uint64_t q = cm_dma_rows(c, m), lanes = cm_dma_lanes(c, m);
+
+	return (double)cm_cdiv(cm_cdiv(q, lanes) * (m / q) * esz, c->dma_bpc);
+}
+
+static inline double cm_dma(const struct cm_cfg *c, uint64_t m, uint64_t esz)
+{
+	return 4.0 * c->db + c->dma_setup + cm_dma_data(c, m, esz) + c->hbm_lat;
 }
 
 /* The largest of `members` blocks of n. */
@@ -127,8 +160,9 @@ enum cm_algo { CM_RING = 1, CM_BIDIR = 2, CM_TREE = 3 };
  * d(28) + dma(m) (the last stored), o = γ(m) + d(28) where the receiver
  * adds, d(28) where it forwards; a broadcast's hops use a link each:
  * T = entry + (L - 1)(ser(m) + α + d(28)) + W + α + exit. Both ways round:
- * the second direction lags one hop's processing, and its last store
- * queues behind the first's. */
+ * the second direction ends one dispatch later when the two last stores
+ * have DMA queues of their own; otherwise it lags one hop's processing and
+ * its last store queues behind the first's. */
 static inline double cm_ring(const struct cm_cfg *c, enum cm_op op, bool bidir, uint32_t R,
 			     uint64_t n, uint32_t esz, uint32_t P)
 {
@@ -154,10 +188,10 @@ static inline double cm_ring(const struct cm_cfg *c, enum cm_op op, bool bidir, 
 	last = part - (nchunks - 1) * c->chunk;
 	W_r = P * ((nchunks - 1) * cm_ser(c, m * 4) + cm_ser(c, last * 4));
 	W_s = P * ((nchunks - 1) * cm_ser(c, m * esz) + cm_ser(c, last * esz));
-	T = cm_d(c, 28) + cm_dma(c, m * esz) + cm_d(c, 28);
+	T = cm_d(c, 28) + cm_dma(c, m, esz) + cm_d(c, 28);
 	if (op == CM_BC)
 		return T + (L - 1) * (cm_ser(c, m * esz) + a + cm_d(c, 28)) + W_s + a +
-		       cm_d(c, 28) + cm_dma(c, last * esz) + (h - 1) * cm_d(c, 28);
+		       cm_d(c, 28) + cm_dma(c, last, esz) + (h - 1) * cm_d(c, 28);
 	{
 		uint32_t nh = (op == CM_AR ? 2 : 1) * L, k;
 		double o_r = cm_gamma(c, m) + cm_d(c, 28), lag;
@@ -176,11 +210,15 @@ static inline double cm_ring(const struct cm_cfg *c, enum cm_op op, bool bidir, 
 
 			T += (reduce ? (nh == 1 ? W_s : W_r) : W_s) + a +
 			     (reduce ? cm_gamma(c, last) : 0) + cm_d(c, 28) +
-			     cm_dma(c, last * esz);
+			     cm_dma(c, last, esz);
 			lag = op == CM_AG ? cm_d(c, 28) : o_r;
 		}
-		if (h > 1)
-			T += lag + (double)cm_cdiv(last * esz, c->dma_bpc);
+		/* the second direction's last store queues behind the first's
+		 * only when the two cannot have DMA queues of their own */
+		if (h > 1 && 2 * cm_dma_lanes(c, last) > c->dma_queues)
+			T += lag + cm_dma_data(c, last, esz);
+		else if (h > 1)
+			T += cm_d(c, 28);
 	}
 	return T;
 }
@@ -201,8 +239,8 @@ static inline double cm_tree_ar(const struct cm_cfg *c, uint32_t R, uint64_t n, 
 
 	while ((1u << K) < R)
 		K++;
-	return cm_d(c, 28) + cm_dma(c, V * esz) + cm_d(c, 28) + (K - 1) * (W > hop ? W : hop) + W +
-	       a + cm_gamma(c, V) + cm_d(c, 28) + cm_dma(c, V * esz);
+	return cm_d(c, 28) + cm_dma(c, V, esz) + cm_d(c, 28) + (K - 1) * (W > hop ? W : hop) + W +
+	       a + cm_gamma(c, V) + cm_d(c, 28) + cm_dma(c, V, esz);
 }
 
 /* The textbook α–β (Hockney) times, α = links.ipcq_cycles and β the link

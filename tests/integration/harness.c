@@ -348,7 +348,8 @@ uint64_t kb_summary_u64(const char *dir, const char *key)
 
 void kb_expect_same_run(const char *one, const char *many, bool tensors)
 {
-	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json" };
+	static const char *const files[] = { "o.npy", "op_log.jsonl", "trace.json",
+					     "critical_path.jsonl" };
 	static const char *const keys[] = { "delivery_digest", "latency_ps", "messages" };
 	char a[1100], b[1100];
 

@@ -52,8 +52,8 @@ uint64_t kb_summary_u64(const char *dir, const char *path);
 /* A top-level field of DIR/summary.json as text (caller frees); asserts. */
 char *kb_summary_field(const char *dir, const char *key);
 /* Two runs of one job gave the same result: op_log.jsonl, trace.json,
- * o.npy (with `tensors`; else neither has one) byte for byte, and the same
- * delivery digest, latency and message count. */
+ * critical_path.jsonl, o.npy (with `tensors`; else neither has one) byte
+ * for byte, and the same delivery digest, latency and message count. */
 void kb_expect_same_run(const char *one, const char *many, bool tensors);
 /* True if the two files exist and are byte-identical. */
 bool kb_same_file(const char *a, const char *b);

@@ -328,7 +328,8 @@ Test(attention, decode_at_8k_plus_1_keeps_bound_util_within_2_percent, .timeout 
 	       "heads_q=8", "seq_kv=8193");
 	double u0 = summary_double(a, "bound_util"), u1 = summary_double(b, "bound_util");
 
-	cr_assert_eq(kb_summary_u64(b, "tiles"), 65);
+	/* one more (1-key) tile of the decode default of 1024 keys */
+	cr_assert_eq(kb_summary_u64(b, "tiles"), (8193 + 1023) / 1024);
 	cr_assert_leq(fabs(u1 - u0), 0.02 * u0, "bound_util 8K %.4f, 8K+1 %.4f", u0, u1);
 }
 
@@ -546,17 +547,24 @@ Test(attention, paged_decode_reads_pages_through_the_block_table, .timeout = 120
 }
 
 /* The issue's timing target: 8 sequences of 8K, Llama-3-70B heads, 8 PEs,
- * pages of 128 (timing mode); and unequal lengths spread over the PEs. */
-Test(attention, paged_decode_8x8k_runs_at_bound_util_0_8_and_balances, .timeout = 120)
+ * pages of 128 (timing mode), keep the resource that bounds them busy 80 %
+ * of the time (the target was set when bound_util was the busiest busy
+ * time; it is now the throughput closest to a peak, docs/metrics.md); and
+ * unequal lengths spread over the PEs. */
+Test(attention, paged_decode_8x8k_keeps_its_bound_busy_0_8_and_balances, .timeout = 120)
 {
-	char dir[256];
+	static const char *const resources[] = { "dma_read", "dma_write", "gemm", "math", "hbm" };
+	char dir[256], key[64];
+	double u = 0;
 
 	kb_tmpdir(dir, sizeof(dir), "attn-pg-t");
 	RUN_OK(dir, "gqa_decode_paged", "--pes", "8", "--colocate", "all", "batch=8",
 	       "lens=8192", "page=128");
-	double u = summary_double(dir, "bound_util");
-
-	cr_assert_geq(u, 0.8, "bound_util %.4f", u);
+	for (size_t i = 0; i < sizeof(resources) / sizeof(resources[0]); i++) {
+		snprintf(key, sizeof(key), "busy_util.%s", resources[i]);
+		u = fmax(u, summary_double(dir, key));
+	}
+	cr_assert_geq(u, 0.8, "busiest resource busy %.4f", u);
 	cr_assert_eq(kb_summary_u64(dir, "tiles"), 8 * 8 * 64);
 	/* one long and seven short sequences, one KV head: items balance over
 	 * 2 PEs (the long one alone on one PE) */
@@ -703,9 +711,9 @@ Test(attention, adr0065_t7_opt3_dispatch_per_tile_over_twice_opt2, .timeout = 60
 	kb_tmpdir(d2, sizeof(d2), "attn-t7a");
 	kb_tmpdir(d3, sizeof(d3), "attn-t7b");
 	RUN_OK(d2, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
+	       "heads_kv=1", "heads_q=8", "seq_kv=8192", "tile=128");
 	RUN_OK(d3, "gqa_decode_opt3", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=8192");
+	       "heads_kv=1", "heads_q=8", "seq_kv=8192", "tile=128");
 	uint64_t t2 = kb_summary_u64(d2, "tiles"), t3 = kb_summary_u64(d3, "tiles");
 	double c2 = (double)kb_summary_u64(d2, "totals.dispatch_cycles") / (double)t2;
 	double c3 = (double)kb_summary_u64(d3, "totals.dispatch_cycles") / (double)t3;
@@ -723,16 +731,20 @@ Test(attention, adr0063_t3_long_decode_needs_scopes_and_peak_is_bounded, .timeou
 	char dir[256], dir2[256];
 	struct kb_result r;
 
+	/* the design's 1 MiB of scratch and 128-key tiles */
 	kb_tmpdir(dir, sizeof(dir), "attn-t3a");
 	run_kernel(&r, dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-		   "heads_kv=1", "heads_q=8", "seq_kv=32768", "scopes=0", NULL);
+		   "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+		   "seq_kv=32768", "tile=128", "scopes=0", NULL);
 	cr_assert_neq(r.status, 0, "the unscoped sweep should overflow");
 	cr_assert(strstr(r.err, "scratch overflow"), "stderr: %s", r.err);
 	RUN_OK(dir, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=32768");
+	       "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+	       "seq_kv=32768", "tile=128");
 	kb_tmpdir(dir2, sizeof(dir2), "attn-t3b");
 	RUN_OK(dir2, "gqa_decode_opt2", "--pes", "1", "--colocate", "all",
-	       "heads_kv=1", "heads_q=8", "seq_kv=4096");
+	       "--set=memory.tcm_scratch_bytes=1048576", "heads_kv=1", "heads_q=8",
+	       "seq_kv=4096", "tile=128");
 	cr_assert_eq(kb_summary_u64(dir, "peak_scratch_bytes"),
 		     kb_summary_u64(dir2, "peak_scratch_bytes"));
 	cr_assert_lt(kb_summary_u64(dir, "peak_scratch_bytes"), 1u << 20);

@@ -332,7 +332,7 @@ Test(coll_timing, ring_is_its_alpha_beta_formula, .timeout = 900)
 		for (size_t o = 0; o < 4; o++)
 			for (size_t g = 0; g < 4; g++)
 				for (size_t s = 0; s < 3; s++) {
-					struct cm_cfg c = cm_defaults(t == 1, 1u << 20);
+					struct cm_cfg c = cm_defaults(t == 1, 0);
 					uint64_t n = kib[s] * 256;
 					double sim = timed(base, topos[t], groups[g], 8, ops[o], "ring", n);
 					double f = cm_ring(&c, op_of(ops[o]), false, groups[g], n, 4, 8);
@@ -351,7 +351,7 @@ Test(coll_timing, ring_is_its_alpha_beta_formula, .timeout = 900)
  * within 5 % (the latencies vanish in the bandwidth term). */
 Test(coll_timing, a_256_mib_all_reduce_is_hockneys, .timeout = 900)
 {
-	struct cm_cfg c = cm_defaults(false, 1u << 20);
+	struct cm_cfg c = cm_defaults(false, 0);
 	uint64_t n = 64ull << 20;
 	char base[256];
 	double sim, f, h;
@@ -379,7 +379,7 @@ Test(coll_timing, bidir_is_its_formula_and_beats_the_ring, .timeout = 900)
 	for (size_t o = 0; o < 3; o++)
 		for (size_t g = 0; g < 3; g++)
 			for (size_t s = 0; s < 3; s++) {
-				struct cm_cfg c = cm_defaults(false, 1u << 20);
+				struct cm_cfg c = cm_defaults(false, 0);
 				uint64_t n = kib[s] * 256;
 				double sim = timed(base, "ring", groups[g], 8, ops[o], "bidir", n);
 				double ring = timed(base, "ring", groups[g], 8, ops[o], "ring", n);
@@ -406,7 +406,7 @@ Test(coll_timing, recursive_doubling_is_log2_r_rounds, .timeout = 600)
 	kb_tmpdir(base, sizeof(base), "coll-t-tree");
 	for (size_t g = 0; g < 4; g++)
 		for (size_t s = 0; s < 2; s++) {
-			struct cm_cfg c = cm_defaults(true, 1u << 20);
+			struct cm_cfg c = cm_defaults(true, 0);
 			uint64_t n = kib[s] * 256;
 			double sim = timed(base, "switch", groups[g], 8, "all_reduce", "tree", n);
 			double f = cm_tree_ar(&c, groups[g], n, 4, 8);
@@ -433,7 +433,7 @@ Test(coll_timing, nothing_beats_the_bound_and_auto_picks_the_faster, .timeout = 
 		for (size_t a = 0; a < 3; a++)
 			for (size_t g = 0; g < 2; g++)
 				for (uint64_t n = 256; n <= 65536 * 16; n *= 64) {
-					struct cm_cfg c = cm_defaults(true, 1u << 20);
+					struct cm_cfg c = cm_defaults(true, 0);
 					double sim = timed(base, "switch", groups[g], 2, ops[o], algos[a],
 							   n);
 

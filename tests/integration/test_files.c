@@ -676,7 +676,9 @@ Test(files_cli, summary_records_provenance, .timeout = 60)
 	cr_expect(strstr(s, "\"command\": [\"kernbench\", \"run\", \"gemm\""), "no command");
 	cr_expect(strstr(s, "\"m\": \"128\"") && strstr(s, "\"n\": \"64\""), "args: %s", s);
 	cr_expect(strstr(s, "\"setup_cycles\": 70"), "no resolved config");
-	cr_expect(strstr(s, "\"models\": {\"dma\": \"linear\", \"gemm\": \"systolic\""),
+	/* the default machine's (trn2) models */
+	cr_expect(strstr(s, "\"models\": {\"dma\": \"linear\", \"gemm\": \"tensor_engine\""),
 		  "no models");
+	cr_expect(strstr(s, "\"preset\": \"trn2\""), "no machine preset");
 	free(s);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kb_engine_plugin.h"
 
 static const char *stage(void)
 {
@@ -150,6 +151,41 @@ Test(install, plugin_of_another_abi_is_one_clear_line, .timeout = 120)
 	snprintf(model, sizeof(model), "gemm.model=%s", so);
 	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set", model, NULL);
 	cr_expect_eq(r.status, 1);
-	cr_expect(strstr(r.err, "plug-in ABI 3, this kernbench expects 2"), "%s", r.err);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want), "plug-in ABI %u, this kernbench expects %u",
+			 KB_ENGINE_PLUGIN_ABI + 1, KB_ENGINE_PLUGIN_ABI);
+		cr_expect(strstr(r.err, want), "%s", r.err);
+	}
 	cr_expect_eq(strchr(r.err, '\n'), strrchr(r.err, '\n'), "more than one line: %s", r.err);
+}
+
+/* Issue 18 item 1: the installed binary finds the chip presets `make
+ * install` copied to share/kernbench/machines, wherever the install tree
+ * is (here: a copy of the stage away from the source tree, so the build
+ * tree's deploy/configs/machines cannot answer instead). */
+Test(install, an_installed_binary_finds_the_machine_presets, .timeout = 60)
+{
+	char dir[256], cmd[1200], bin[400], want[600];
+	struct kb_result r;
+	char *test_bin = strdup(kb_bin());
+
+	kb_tmpdir(dir, sizeof(dir), "presets");
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/inst && cp -r %s/bin %s/share %s/inst/", dir,
+		 stage(), stage(), dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(bin, sizeof(bin), "%s/inst/bin/kernbench", dir);
+	setenv("KB_BIN", bin, 1);
+	kb_run(&r, "config", "--machine", "tpu_v5e", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	snprintf(want, sizeof(want), "%s/inst/bin/../share/kernbench/machines/tpu_v5e.yaml", dir);
+	cr_expect(strstr(r.out, want), "the preset read from the install tree: %.400s", r.out);
+	cr_expect(strstr(r.out, "preset: \"tpu_v5e\""), "%.400s", r.out);
+	/* every preset the source tree has is installed */
+	kb_run(&r, "config", "--machine", "no_such_chip", NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "ascend910b, tpu_v5e, trn2"), "%s", r.err);
+	setenv("KB_BIN", test_bin, 1);
+	free(test_bin);
 }

@@ -531,7 +531,7 @@ Test(llama, decode_layer_respects_the_memory_and_link_bounds, .timeout = 900)
 	rt_config_defaults(&cfg);
 	kb_tmpdir(base, sizeof(base), "llama-bound");
 	for (int i = 0; i < 2; i++) {
-		struct cm_cfg c = cm_defaults(false, 1u << 20);
+		struct cm_cfg c = cm_defaults(false, 0);
 		uint64_t lat, bytes, bound, ar, B = 8, H = 8192, S = 2048;
 		uint32_t R = (uint32_t)atoi(tps[i]);
 		char *json;

@@ -199,8 +199,9 @@ Test(trace, pipelined_gemm_nests_pairs_and_sorts, .timeout = 120)
 	struct facts f;
 
 	kb_tmpdir(dir, sizeof(dir), "trace-gemm");
+	/* the blocked form: scratch blocks and stores, waits at each scope */
 	kb_run_ok(dir, (const char *const[]){ "gemm", "--arg", "m=512", "--arg", "k=512", "--arg", "n=512",
-				NULL });
+				"--arg", "blocked=1", NULL });
 	check_json(dir, &f);
 	expect_well_formed(&f, "gemm");
 	cr_expect_gt(f.starts, 100);

@@ -80,20 +80,26 @@ Test(config_table, defaults_match_the_table_text, .timeout = 10)
 			cr_assert_eq(value_of(&cfg, f),
 				     strtoull(f->def, NULL, 10), "%s", f->key);
 	}
+	/* the default machine is the trn2 preset (its sources are in
+	 * deploy/configs/machines/trn2.yaml): a few of its figures */
+	cr_assert_str_eq(cfg.machine_preset, "trn2");
 	cr_assert_eq(cfg.ranks, 1);
-	cr_assert_eq(cfg.pes, 8);
+	cr_assert_eq(cfg.pes, 8);                     /* 8 NeuronCore-v3 per chip */
 	cr_assert_eq(cfg.hbm_bytes, 17179869184ULL);
-	cr_assert_eq(cfg.dma_bytes_per_cycle, 64);
-	cr_assert_eq(cfg.gemm_macs_per_cycle, 16384);
+	cr_assert_eq(cfg.dma_bytes_per_cycle, 27);    /* 27.2 GB/s per DMA engine */
+	cr_assert_eq(cfg.dma_queues, 16);             /* 16 DMA engines per core */
+	cr_assert_eq(cfg.dma_rows_per_queue, 8);      /* 128 partitions / 16 */
+	cr_assert_eq(cfg.gemm_macs_per_cycle, 0);     /* roofline: from the array */
+	cr_assert_eq(cfg.gemm_clock_mhz, 2400);       /* Tensor engine 2.4 GHz */
 	cr_assert_eq(cfg.link_ipcq_cycles, 500);
-	cr_assert_eq(cfg.ipcq_bytes_per_cycle, 160); /* Trainium2 link, default.yaml */
-	cr_assert_eq(cfg.hbm_bytes_per_cycle, 3276);  /* 4 HBM3 stacks x 819 GB/s at 1 GHz */
+	cr_assert_eq(cfg.ipcq_bytes_per_cycle, 160);  /* 1.28 TB/s over 4 links, per way */
+	cr_assert_eq(cfg.hbm_bytes_per_cycle, 2900);  /* 2.9 TB/s at 1 GHz */
 	cr_assert_eq(cfg.hbm_channels, 64);
 	cr_assert_eq(cfg.dma_outstanding, 4);
 	cr_assert_str_eq(cfg.hbm_model, "shared");
 	cr_assert_eq(cfg.dispatch_cycles_per_kib, 64);
 	cr_assert_eq(cfg.watchdog_ms, 30000);
-	cr_assert_str_eq(cfg.gemm_model, "systolic");
+	cr_assert_str_eq(cfg.gemm_model, "tensor_engine");
 	cr_assert_str_eq(cfg.math_model, "simd");
 	cr_assert_str_eq(cfg.dma_model, "linear");
 	cr_assert_str_eq(cfg.bind_host, "127.0.0.1");
@@ -104,7 +110,7 @@ Test(config_table, defaults_match_the_table_text, .timeout = 10)
 Test(config_table, fields_are_unique_typed_documented_and_grouped,
      .timeout = 10)
 {
-	cr_assert_eq(rt_config_field_count, 45);
+	cr_assert_eq(rt_config_field_count, 54);
 	for (size_t i = 0; i < rt_config_field_count; i++) {
 		const struct rt_config_field *f = &rt_config_fields[i];
 		const char *dot = strchr(f->key, '.');
@@ -348,7 +354,7 @@ Test(config_set, bad_value_and_missing_equals_are_rejected, .timeout = 10)
 	longname[sizeof(longname) - 1] = '\0';
 	cr_assert_eq(rt_config_set(&cfg, longname), RT_ECONFIG);
 	assert_error_has("too long");
-	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_eq(cfg.dma_setup_cycles, 91); /* the default, unchanged */
 	cr_assert_str_eq(cfg.bind_host, "127.0.0.1");
 }
 
@@ -462,7 +468,7 @@ Test(config_range, out_of_range_values_name_key_and_range, .timeout = 10)
 	assert_error_has("1 to 86400000");
 	cr_assert_eq(rt_config_set(&cfg, "machine.pes=010"), RT_ECONFIG);
 	cr_assert_eq(rt_config_set(&cfg, "machine.pes=0x10"), RT_ECONFIG);
-	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_eq(cfg.dma_setup_cycles, 91); /* the default, unchanged */
 	cr_assert_eq(cfg.watchdog_ms, 30000);
 }
 
@@ -491,7 +497,7 @@ Test(config_yaml, second_document_and_syntax_errors_give_the_line, .timeout = 10
 	rt_config_defaults(&cfg);
 	cr_assert_eq(rt_config_load_text(&cfg, two, strlen(two), "t.yaml"), RT_ECONFIG);
 	assert_error_has("second YAML document starts at line 2");
-	cr_assert_eq(cfg.dma_setup_cycles, 64);
+	cr_assert_eq(cfg.dma_setup_cycles, 91); /* the default, unchanged */
 	cr_assert_eq(rt_config_load_text(&cfg, bad, strlen(bad), "b.yaml"), RT_ECONFIG);
 	assert_error_has("config b.yaml: YAML error: did not find expected ',' or ']'");
 	assert_error_has("line 4");
@@ -668,4 +674,94 @@ Test(config_params, bad_yaml_params_are_one_line, .timeout = 10)
 	cr_expect_eq(load_over_defaults(&cfg, "gemm:\n  array_rows: 8\n  params: [1]\n"), RT_ECONFIG);
 	cr_expect(strstr(rt_last_error(), "(line 3)"), "%s", rt_last_error());
 	cr_expect_eq(cfg.gemm_array_rows, 128, "nothing applied from a refused file");
+}
+
+/* ---------------------------------------------------------------- presets */
+
+/* deploy/configs/machines/NAME.yaml */
+static void preset_file(const char *name, char *path, size_t cap)
+{
+	const char *root = getenv("KB_ROOT") ? getenv("KB_ROOT") : ".";
+
+	snprintf(path, cap, "%s/deploy/configs/machines/%s.yaml", root, name);
+}
+
+/* The built-in defaults are the default preset's file, key for key. */
+Test(config_preset, the_defaults_are_the_trn2_preset, .timeout = 10)
+{
+	struct rt_config defaults, file;
+	char path[4096];
+
+	rt_config_defaults(&defaults);
+	rt_config_defaults(&file);
+	preset_file(RT_DEFAULT_PRESET, path, sizeof(path));
+	cr_assert_eq(rt_config_load_file(&file, path), RT_EOK, "%s", rt_last_error());
+	assert_same_fields(&file, &defaults);
+}
+
+/* True when the key line at `line` (in `text`) carries a comment, or the
+ * lines above it up to a comment are keys too (a comment may head a group
+ * of keys): its source or modelling choice is written next to it. */
+static bool sourced(const char *text, const char *line)
+{
+	const char *eol = strchr(line, '\n');
+
+	if (memchr(line, '#', eol ? (size_t)(eol - line) : strlen(line)))
+		return true;
+	while (line > text + 1) {
+		const char *prev = line - 1, *p;
+
+		while (prev > text && prev[-1] != '\n')
+			prev--;
+		p = prev + strspn(prev, " ");
+		if (*p == '#')
+			return true;
+		if (p == prev || *p == '\n') /* a section or a blank line */
+			return false;
+		line = prev;
+	}
+	return false;
+}
+
+/* Every preset loads, validates, names every machine key (all but run.*)
+ * and gives each a source or a modelling choice in a comment next to it
+ * (above it or after it), and none names another preset. */
+Test(config_preset, every_preset_is_whole_and_sourced, .timeout = 10)
+{
+	static const char *const presets[] = { "trn2", "ascend910b", "tpu_v5e" };
+
+	for (size_t p = 0; p < sizeof(presets) / sizeof(presets[0]); p++) {
+		struct rt_config cfg;
+		struct rt_buf text;
+		char path[4096];
+
+		preset_file(presets[p], path, sizeof(path));
+		rt_config_defaults(&cfg);
+		cr_assert_eq(rt_config_load_file(&cfg, path), RT_EOK, "%s", rt_last_error());
+		cr_expect_eq(rt_config_validate(&cfg), RT_EOK, "%s: %s", presets[p], rt_last_error());
+		rt_buf_init(&text);
+		cr_assert_eq(rt_buf_read_file(&text, path), RT_EOK);
+		cr_expect_null(strstr(text.data, "\n  preset:"), "%s names a preset", presets[p]);
+		for (size_t i = 0; i < rt_config_field_count; i++) {
+			const char *key = rt_config_fields[i].key, *dot = strchr(key, '.');
+			char section[40], line[80];
+			const char *at, *sec;
+
+			if (!strncmp(key, "run.", 4) || !strcmp(key, "machine.preset"))
+				continue;
+			snprintf(section, sizeof(section), "\n%.*s:\n", (int)(dot - key), key);
+			snprintf(line, sizeof(line), "\n  %s:", dot + 1);
+			sec = strstr(text.data, section);
+			cr_assert_not_null(sec, "%s lacks section %.*s", presets[p], (int)(dot - key),
+					   key);
+			at = strstr(sec, line);
+			cr_expect_not_null(at, "%s does not name %s", presets[p], key);
+			if (!at)
+				continue;
+			cr_expect(sourced(text.data, at + 1), "%s: %s has no source comment (on "
+				  "its line, or above it and the keys it groups with)", presets[p],
+				  key);
+		}
+		rt_buf_release(&text);
+	}
 }

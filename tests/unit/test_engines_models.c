@@ -1,6 +1,7 @@
 /* test_engines_models.c — engine timing models reproduce their documented
  * formulas exactly, and the model loader finds built-ins and plug-ins. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static uint64_t latency(enum eng_class cls, const char *name,
 		     rt_last_error());
 	cr_assert_eq(eng_model_init(&m, cls, name, cfg), RT_EOK, "%s",
 		     rt_last_error());
-	cr_assert_eq(eng_model_latency(&m, s, &cycles), RT_EOK);
+	cr_assert_eq(eng_model_latency(&m, s, NULL, &cycles), RT_EOK);
 	eng_model_release(&m);
 	return cycles;
 }
@@ -361,8 +362,8 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	g.a.addr = 0;
 	g.b.addr = 1024;
 	g.out.addr = 2048;
-	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
-	cr_assert_eq(eng_model_latency(&sys, &g.s, &c_sys), RT_EOK);
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, NULL, &c_fixed), RT_EOK);
+	cr_assert_eq(eng_model_latency(&sys, &g.s, NULL, &c_sys), RT_EOK);
 	cr_assert_eq(c_fixed, 1000);
 	cr_assert_eq(c_sys, 5 + 1 * (2 * 32 + 32 + 16 - 2)); /* one fold */
 	/* same data effect, byte for byte */
@@ -371,7 +372,7 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	cr_assert_eq(memcmp(mem_a, mem_b, 1 << 16), 0);
 	/* constant whatever the shape */
 	gemm_case_init(&g, 3, 5, 7, false);
-	cr_assert_eq(eng_model_latency(&fixed, &g.s, &c_fixed), RT_EOK);
+	cr_assert_eq(eng_model_latency(&fixed, &g.s, NULL, &c_fixed), RT_EOK);
 	cr_assert_eq(c_fixed, 1000);
 	/* it is a GEMM model: other engines refuse it */
 	cr_assert_eq(eng_model_find(ENG_MATH, path, &ops, &dl), RT_ECONFIG);
@@ -382,4 +383,141 @@ Test(engine_plugin, gemm_fixed_changes_gemm_latency_only, .timeout = 10)
 	cr_assert_null(fixed.ops);
 	free(mem_a);
 	free(mem_b);
+}
+
+/* ---------------------------------------------------------------- DMA queues */
+
+/* A transfer's rows go to min(queues, ceil(rows / rows_per_queue)) queues
+ * in pieces as even as the rows allow: the largest has ceil(rows / lanes). */
+Test(dma_queues, rows_are_spread_over_the_queues_as_evenly_as_they_allow, .timeout = 10)
+{
+	static const struct { uint32_t queues, per; uint64_t rows, lanes, piece; } c[] = {
+		{ 1, 1, 128, 1, 128 },  { 16, 8, 128, 16, 8 }, { 16, 8, 8, 1, 8 },
+		{ 16, 8, 9, 2, 5 },     { 16, 8, 1024, 16, 64 }, { 16, 8, 1, 1, 1 },
+		{ 3, 8, 40, 3, 14 },    { 64, 1, 100, 64, 2 },  { 5, 3, 14, 5, 3 },
+	};
+	struct rt_config cfg = test_config();
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint64_t piece = 0;
+
+		cfg.dma_queues = c[i].queues;
+		cfg.dma_rows_per_queue = c[i].per;
+		cr_expect_eq(eng_dma_lanes(&cfg, c[i].rows, &piece), c[i].lanes,
+			     "%llu rows, %u queues of >= %u", (unsigned long long)c[i].rows,
+			     c[i].queues, c[i].per);
+		cr_expect_eq(piece, c[i].piece, "%llu rows: largest piece",
+			     (unsigned long long)c[i].rows);
+	}
+}
+
+/* Finished transfers of the shared model, in order. */
+struct done_log {
+	uint64_t token[4], end_ps[4];
+	unsigned n;
+};
+
+static void log_done(void *arg, uint64_t token, uint64_t end_ps)
+{
+	struct done_log *l = arg;
+
+	if (l->n < 4) {
+		l->token[l->n] = token;
+		l->end_ps[l->n] = end_ps;
+	}
+	l->n++;
+}
+
+/* The shared model shares the HBM per lane: transfer A on 4 lanes (100
+ * bytes each) and B on 1 lane (50 bytes), b = 10, B = 25 B/cycle, 1 ns
+ * cycles. Five busy lanes get 5 B/cycle each: B is through at 10 cycles;
+ * then A's four lanes get min(10, 25 / 4) = 6.25 and A's last 50 bytes per
+ * lane take 8 cycles more: 18 cycles. */
+Test(dma_queues, shared_hbm_gives_each_busy_lane_its_fair_share, .timeout = 10)
+{
+	struct rt_config cfg = test_config();
+	const struct eng_hbm_ops *ops = &eng_hbm_shared_model;
+	struct eng_hbm_access a = { .token = 1, .stream = 0, .bytes = 400, .lanes = 4,
+				    .lane_bytes = 100 };
+	struct eng_hbm_access b = { .token = 2, .stream = 3, .bytes = 50, .lanes = 1,
+				    .lane_bytes = 50 };
+	struct done_log log = { .n = 0 };
+	void *state;
+
+	cfg.pes = 2;
+	cfg.clock_mhz = 1000;
+	cfg.dma_bytes_per_cycle = 10;
+	cfg.hbm_bytes_per_cycle = 25;
+	state = calloc(1, ops->state_size);
+	cr_assert_eq(ops->init(state, &cfg), RT_EOK);
+	cr_assert_eq(ops->retire(state, 0, log_done, &log), RT_EOK);
+	cr_assert_eq(ops->submit(state, 0, &a), RT_EOK);
+	cr_assert_eq(ops->submit(state, 0, &b), RT_EOK);
+	cr_expect_eq(ops->next_done(state), 10000);
+	cr_assert_eq(ops->retire(state, 10000, log_done, &log), RT_EOK);
+	cr_expect_eq(ops->next_done(state), 18000);
+	cr_assert_eq(ops->retire(state, 18000, log_done, &log), RT_EOK);
+	cr_assert_eq(log.n, 2);
+	cr_expect_eq(log.token[0], 2);
+	cr_expect_eq(log.end_ps[0], 10000);
+	cr_expect_eq(log.token[1], 1);
+	cr_expect_eq(log.end_ps[1], 18000);
+	cr_expect_eq(ops->next_done(state), UINT64_MAX);
+	ops->fini(state);
+	free(state);
+}
+
+/* NKI's DMA guide ("Introduction to Direct Memory Access (DMA) with NKI",
+ * Example 1) documents one DMA engine moving 32 KiB in 1416 ns, 1205 ns of
+ * them at its 27.2 GB/s: 211 ns fixed. The default machine (trn2) takes
+ * that fixed part as dma.setup_cycles + hbm.latency_cycles at 1 GHz and
+ * 27 B/cycle per queue, so its linear model reproduces the documented
+ * transfer within 1 % (27 against 27.2 B/ns); a transfer of 8 rows or
+ * fewer is one engine's ("eight SBUF partitions per engine"), and one of
+ * 128 rows is spread over the 16 engines, each moving 8 of them. */
+static uint64_t default_dma_latency(uint32_t rows, uint32_t cols)
+{
+	struct rt_config cfg;
+	Kb__View in = view(rows, cols, KB__DTYPE__DTYPE_F16, false), out = in;
+	Kb__View *ins[] = { &in };
+	Kb__Stage s = KB__STAGE__INIT;
+
+	rt_config_defaults(&cfg);
+	in.space = KB__SPACE__SPACE_HBM;
+	s.engine = KB__ENGINE__ENGINE_DMA_READ;
+	s.op_kind = k_memory;
+	s.op_name = k_dma_read;
+	s.n_in = 1;
+	s.in = ins;
+	s.out = &out;
+	return latency(ENG_DMA, "linear", &cfg, &s);
+}
+
+Test(dma_model, the_default_machine_reproduces_nki_dma_example_1, .timeout = 10)
+{
+	struct rt_config cfg;
+	const double documented_ns = 1416.0, fixed_ns = 1416.0 - 32768.0 / 27.2;
+	uint64_t one, spread, piece = 0;
+	double total;
+
+	rt_config_defaults(&cfg);
+	cr_assert_eq(cfg.clock_mhz, 1000); /* cycles are ns */
+	cr_expect_eq((double)(cfg.dma_setup_cycles + cfg.hbm_latency_cycles), round(fixed_ns),
+		     "fixed cost %llu + %llu ns, documented %.1f",
+		     (unsigned long long)cfg.dma_setup_cycles,
+		     (unsigned long long)cfg.hbm_latency_cycles, fixed_ns);
+	/* 32 KiB in 8 rows of 4 KiB: one engine */
+	cr_assert_eq(eng_dma_lanes(&cfg, 8, &piece), 1);
+	one = default_dma_latency(8, 2048);
+	cr_expect_eq(one, cfg.dma_setup_cycles + (32768 + 26) / 27);
+	total = (double)(one + cfg.hbm_latency_cycles);
+	cr_expect(fabs(total - documented_ns) <= 0.01 * documented_ns,
+		  "one engine: %.0f ns for 32 KiB, documented %.0f", total, documented_ns);
+	/* the same 32 KiB in 128 rows: 16 engines of 8 rows (2 KiB) each; the
+	 * channel times the piece one queue moves (engines/src/component.c) */
+	cr_assert_eq(eng_dma_lanes(&cfg, 128, &piece), 16);
+	cr_assert_eq(piece, 8);
+	spread = default_dma_latency((uint32_t)piece, 128);
+	cr_expect_eq(spread, cfg.dma_setup_cycles + (2048 + 26) / 27);
+	cr_expect_lt(spread, one / 4, "16 engines move it over 4x faster");
 }

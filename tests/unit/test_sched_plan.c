@@ -285,11 +285,16 @@ Test(sched_plan, math_only_composite_is_one_chain_in_op_order, .timeout = 10)
 	free(b);
 }
 
-Test(sched_plan, gemm_256_cubed_in_128_tiles_is_8_gemms_and_16_reads, .timeout = 10)
+/* 256^3 in 128-tiles, M innermost (j, then K, then i): 8 GEMMs; A read per
+ * GEMM (8), B once per (j, K) pass over both M tiles (4); the second GEMM
+ * of a pass holds the first's B tile; each of the 2 M tiles of a pass
+ * accumulates in its own f32 accumulator. */
+Test(sched_plan, gemm_256_cubed_in_128_tiles_is_8_gemms_and_12_reads, .timeout = 10)
 {
 	struct rt_config c = test_cfg();
 	struct tb *b = tb_new();
 	struct sched_plan p;
+	uint64_t acc_of[2] = { 0, 0 };
 	uint32_t g = 0;
 
 	gemm(b, hbm(b, HBM_A, 256, 256), hbm(b, HBM_B, 256, 256),
@@ -298,20 +303,28 @@ Test(sched_plan, gemm_256_cubed_in_128_tiles_is_8_gemms_and_16_reads, .timeout =
 	cr_assert_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EOK, "%s",
 		     rt_last_error());
 	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_GEMM), 8);
-	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_DMA_READ), 16);
+	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_DMA_READ), 8 + 4);
 	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_DMA_WRITE), 0);
-	/* first/last alternate over the 2 K tiles of each output tile */
 	for (uint32_t s = 0; s < p.n_stages; s++) {
 		const struct sched_stage *st = &p.stages[s];
+		uint32_t i = g % 2, kk = g / 2 % 2, j = g / 4;
 
 		if (st->engine != KB__ENGINE__ENGINE_GEMM)
 			continue;
 		cr_expect(st->has_acc);
 		cr_expect_eq(st->acc.dtype, KB__DTYPE__DTYPE_F32);
-		cr_expect_eq(st->first, g % 2 == 0);
-		cr_expect_eq(st->last, g % 2 == 1);
+		cr_expect_eq(st->first, kk == 0, "gemm %u", g);
+		cr_expect_eq(st->last, kk == 1, "gemm %u", g);
+		cr_expect_eq(st->stationary_held, i == 1, "gemm %u", g);
+		/* the output tile (i, j) of out [256 x 256] */
+		cr_expect_eq(st->out.addr, (uint64_t)i * 128 * st->out.row_stride + j * 128 * 2);
+		if (kk == 0 && j == 0)
+			acc_of[i] = st->acc.addr;
+		else
+			cr_expect_eq(st->acc.addr, acc_of[i], "gemm %u: accumulator", g);
 		g++;
 	}
+	cr_expect_neq(acc_of[0], acc_of[1]);
 	sched_plan_release(&p);
 	free(b);
 }
@@ -345,9 +358,13 @@ Test(sched_plan, dma_of_next_tile_overlaps_gemm_with_two_slots_per_operand, .tim
 			cr_expect(depends_on(&p, reads_a[t], gemms[t - 2]));
 		cr_expect_eq(p.stages[reads_a[t]].out.addr,
 			     p.stages[reads_a[t % 2]].out.addr);
-		/* GEMMs chain in order */
-		if (t > 0)
-			cr_expect(depends_on(&p, gemms[t], gemms[t - 1]));
+		/* GEMMs follow one another in plan order on their one engine,
+		 * which runs them in that order (in-order issue): no dependency,
+		 * so each can queue behind the last (docs/stages.md) */
+		if (t > 0) {
+			cr_expect_gt(gemms[t], gemms[t - 1]);
+			cr_expect_not(depends_on(&p, gemms[t], gemms[t - 1]));
+		}
 	}
 	cr_expect_neq(p.stages[reads_a[0]].out.addr,
 		      p.stages[reads_a[1]].out.addr);
@@ -366,7 +383,8 @@ Test(sched_plan, adr0065_t5_dma_read_only_for_unpinned_operands, .timeout = 10)
 	gemm(b, a, bb, tcm(b, 0x40000, 256, 256));
 	sched_plan_init(&p);
 	cr_assert_eq(sched_plan_build(&b->cmd, &c, MIB, &p), RT_EOK);
-	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_DMA_READ), 8);
+	/* b's 4 tiles, each read once for the pass over both M tiles */
+	cr_expect_eq(count_engine(&p, KB__ENGINE__ENGINE_DMA_READ), 4);
 	for (uint32_t s = 0; s < p.n_stages; s++) {
 		const struct sched_stage *st = &p.stages[s];
 

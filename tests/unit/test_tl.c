@@ -67,7 +67,8 @@ static void exec_command(const struct fake *f, const Kb__Command *cmd)
 }
 
 static enum rt_err fake_send(void *ctx, uint32_t dst, uint64_t send_ps,
-			     uint64_t extra_ps, const Kb__Payload *msg)
+			     uint64_t extra_ps, const Kb__Payload *msg,
+			     const struct rt_path *at_send)
 {
 	struct fake *f = ctx;
 	uint8_t buf[65536];
@@ -75,7 +76,7 @@ static enum rt_err fake_send(void *ctx, uint32_t dst, uint64_t send_ps,
 	Kb__Payload *copy = kb__payload__unpack(NULL, len, buf);
 	uint64_t end = send_ps + f->cmd_latency_ps;
 
-	(void)dst, (void)extra_ps;
+	(void)dst, (void)extra_ps, (void)at_send;
 	cr_assert(copy && f->n < MAX_CMDS);
 	if (f->mem)
 		exec_command(f, copy->command);
@@ -158,7 +159,7 @@ static void run_kernel(struct run *r, tl_kernel_fn k, const struct tl_arg *args,
 		cr_assert(best != MAX_CMDS, "kernel waits but nothing is in flight");
 		delivered[best] = true;
 		r->rc = tl_on_command_done(tl, cmd_id(r->fake.sent[best]),
-					   r->fake.done_ps[best]);
+					   r->fake.done_ps[best], NULL);
 	}
 	snprintf(r->error, sizeof(r->error), "%s", rt_last_error());
 	tl_totals(tl, &r->tot);
@@ -523,8 +524,13 @@ Test(tl_scratch, adr0063_t1_peak_bounded_by_one_tile_whatever_the_count, .timeou
 Test(tl_scratch, adr0063_overflow_names_kernel_bytes_and_fix, .timeout = 10)
 {
 	struct run *r = run_new();
-	struct tl_arg args[] = { { "tiles", "200" }, { "scoped", "0" } };
+	char tiles[24];
+	struct tl_arg args[] = { { "tiles", tiles }, { "scoped", "0" } };
 
+	/* one tile more than the scratch holds unscoped (a tile's footprint
+	 * above: 8192 + 16384 + 256 bytes) */
+	snprintf(tiles, sizeof(tiles), "%llu",
+		 (unsigned long long)(r->cfg.tcm_scratch_bytes / (8192 + 16384 + 256) + 1));
 	run_kernel(r, k_sweep, args, 2);
 	cr_expect_eq(r->rc, RT_ESCRATCH);
 	cr_expect(strstr(r->error, "kernel test") && strstr(r->error, "bytes requested") &&
@@ -742,7 +748,7 @@ Test(tl_ipcq, receive_queues_stay_small_over_many_messages, .timeout = 10)
 	m.nbytes = 128;
 	for (int i = 0; rc == RT_EOK && !tl_finished(tl) && i < IPCQ_ROUNDS; i++) {
 		now += 1000000;
-		rc = tl_on_ipcq(tl, &m, now);
+		rc = tl_on_ipcq(tl, &m, now, NULL);
 	}
 	cr_assert_eq(rc, RT_EOK, "%s", rt_last_error());
 	cr_assert(tl_finished(tl));
@@ -949,6 +955,51 @@ Test(tl_fill, full_is_a_math_command_charged_like_one, .timeout = 10)
 	free(mem.tcm);
 }
 
+/* tl_empty allocates scratch and issues nothing: a load into it is the
+ * first command, the tensor's bytes are the load's, it takes its place in
+ * the arena like any allocation, and tl_scratch_size is the arena. */
+static uint64_t g_empty_used, g_empty_size;
+
+static int k_empty(struct tl *tl, const struct tl_args *a)
+{
+	uint64_t before = tl_scratch_used(tl);
+	tl_tensor e = tl_empty(tl, 4, 8, TL_F16);
+
+	(void)a;
+	g_empty_used = tl_scratch_used(tl) - before;
+	g_empty_size = tl_scratch_size(tl);
+	tl_load_async_into(tl, e, 0x1000);
+	tl_store(tl, 0x60000, e);
+	return 0;
+}
+
+Test(tl_fill, empty_issues_no_command_and_holds_what_is_loaded, .timeout = 10)
+{
+	struct run *r = run_new();
+	struct eng_memory mem = { 0 };
+
+	mem.hbm_size = 1u << 20;
+	mem.tcm_size = r->cfg.tcm_scratch_bytes + r->cfg.tcm_staging_bytes;
+	mem.hbm = calloc(1, mem.hbm_size);
+	mem.tcm = calloc(1, mem.tcm_size);
+	for (int i = 0; i < 64; i++)
+		mem.hbm[0x1000 + i] = (uint8_t)(i * 7 + 1);
+	r->fake.mem = &mem;
+	run_kernel(r, k_empty, NULL, 0);
+	cr_assert_eq(r->rc, RT_EOK, "%s", r->error);
+	/* the load and the store only */
+	cr_assert_eq(r->fake.n, 2);
+	cr_assert_not_null(r->fake.sent[0]->command->dma);
+	cr_assert(!r->fake.sent[0]->command->dma->write);
+	cr_assert_eq(g_empty_used, 64);
+	cr_assert_eq(g_empty_size, r->cfg.tcm_scratch_bytes);
+	cr_assert_eq(memcmp(mem.hbm + 0x60000, mem.hbm + 0x1000, 64), 0);
+	run_release(r);
+	free(r);
+	free(mem.hbm);
+	free(mem.tcm);
+}
+
 /* ---------------------------------------------------------- epilogues */
 
 /* A row (1 x N) or column (M x 1) epilogue operand broadcasts over a GEMM
@@ -1021,4 +1072,104 @@ Test(tl_epilogue, row_and_column_operands_are_sliced_to_each_gemm_tile,
 {
 	check_gemm_bias(false);
 	check_gemm_bias(true);
+}
+
+/* ---------------------------------------------------------- critical path */
+
+/* The kernel's path (rt/path.h, ADR 0030): dispatch on its own clock, the
+ * path of a completion that came after the clock, and a receive whose
+ * message carried no path counted as sender_not_ready. */
+struct path_fake {
+	struct rt_path sent;   /* the last command's path at its send */
+	bool sent_has;
+	struct rt_path reported;
+	bool has_report;
+};
+
+static enum rt_err path_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+			     uint64_t extra_ps, const Kb__Payload *msg, const struct rt_path *at)
+{
+	struct path_fake *f = ctx;
+
+	(void)dst, (void)send_ps, (void)extra_ps, (void)msg;
+	f->sent_has = at != NULL;
+	if (at)
+		f->sent = *at;
+	return RT_EOK;
+}
+
+static void path_report(void *ctx, const struct rt_path *p)
+{
+	struct path_fake *f = ctx;
+
+	f->reported = *p;
+	f->has_report = true;
+}
+
+static const struct tl_port_ops path_ops = { .send = path_send, .path_report = path_report };
+
+static int k_two_recvs(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_wait(tl, tl_recv_async(tl, TL_LEFT, 1, 64, TL_F16));
+	tl_wait(tl, tl_recv_async(tl, TL_LEFT, 1, 64, TL_F16));
+	return 0;
+}
+
+static int k_fill_then_wait(struct tl *tl, const struct tl_args *a)
+{
+	(void)a;
+	tl_wait(tl, (tl_future){ tl_zeros(tl, 8, 8, TL_F16) });
+	return 0;
+}
+
+Test(tl_path, the_kernel_clock_explains_every_picosecond, .timeout = 10)
+{
+	struct rt_config cfg = test_cfg();
+	struct path_fake f = { 0 };
+	struct tl_setup s = { 0 };
+	Kb__IpcqData m = KB__IPCQ_DATA__INIT;
+	struct rt_path arrived = { 0 };
+	struct tl *tl;
+
+	s.cfg = &cfg;
+	s.kernel_name = "two_recvs";
+	s.kernel = k_two_recvs;
+	s.ranks = 2;
+	s.pes = 1;
+	s.port = &path_ops;
+	s.port_ctx = &f;
+	cr_assert_eq(tl_new(&s, &tl), RT_EOK);
+	cr_assert_eq(tl_start(tl, 0), RT_EOK);
+	m.dir = TL_RIGHT;
+	m.nbytes = 128;
+	/* the first message carries a path (its sender's): the kernel takes it */
+	arrived.ps[RT_PATH_GEMM] = 3000;
+	arrived.ps[RT_PATH_LINK_LATENCY] = 2000;
+	cr_assert_eq(tl_on_ipcq(tl, &m, 5000, &arrived), RT_EOK, "%s", rt_last_error());
+	/* the second carries none: its wait is unexplained */
+	cr_assert_eq(tl_on_ipcq(tl, &m, 9000, NULL), RT_EOK, "%s", rt_last_error());
+	cr_assert(tl_finished(tl));
+	cr_assert(f.has_report);
+	cr_expect_eq(f.reported.ps[RT_PATH_GEMM], 3000);
+	cr_expect_eq(f.reported.ps[RT_PATH_LINK_LATENCY], 2000);
+	cr_expect_eq(f.reported.ps[RT_PATH_SENDER_NOT_READY], 4000);
+	cr_expect_eq(rt_path_total(&f.reported), 9000);
+	tl_destroy(&tl);
+
+	/* a command: its dispatch is on the path it is sent with; a completion
+	 * without a path loses the kernel's path (nothing is reported) */
+	memset(&f, 0, sizeof(f));
+	s.kernel_name = "fill_then_wait";
+	s.kernel = k_fill_then_wait;
+	s.ranks = 1;
+	cr_assert_eq(tl_new(&s, &tl), RT_EOK);
+	cr_assert_eq(tl_start(tl, 0), RT_EOK);
+	cr_assert(f.sent_has);
+	cr_expect_gt(f.sent.ps[RT_PATH_DISPATCH], 0);
+	cr_expect_eq(rt_path_total(&f.sent), f.sent.ps[RT_PATH_DISPATCH]);
+	cr_assert_eq(tl_on_command_done(tl, 1, 1000000, NULL), RT_EOK, "%s", rt_last_error());
+	cr_assert(tl_finished(tl));
+	cr_expect_not(f.has_report, "a path was reported though a completion carried none");
+	tl_destroy(&tl);
 }

@@ -27,7 +27,7 @@ static enum rt_err linear_init(void *state, const struct rt_config *cfg)
 }
 
 static enum rt_err linear_latency(const void *state, const Kb__Stage *stage,
-				  uint64_t *cycles)
+				  const struct eng_stage_ctx *ctx, uint64_t *cycles)
 {
 	const struct linear_state *st = state;
 

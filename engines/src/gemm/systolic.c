@@ -14,7 +14,20 @@
  *   cycles = setup + R + folds * (R + C + T - 2)
  *
  * Partial folds (K or N not a multiple of the array) cost a whole fold:
- * the skew and drain run through the whole array either way. */
+ * the skew and drain run through the whole array either way.
+ *
+ * Back to back (docs/stages.md, "A whole GEMM"): the formula above is a
+ * stage on an idle array. A stage that arrived while the previous one ran
+ * (ctx->queued) pays no setup (its issue overlapped), and one whose B tile
+ * the array still holds (ctx->stationary_held: one fold, the previous
+ * stage's) loads no weights, and its rows follow the previous rows into the
+ * array: its skew and drain overlap the previous stage's drain by as much
+ * as it arrived ahead (ctx->lead_cycles, at most R + C - 2); with
+ * double-buffered weights a queued stage's first load hides behind the
+ * previous stage the same way (at most R). A stage that
+ * continues a fold back to back therefore costs T, and a whole GEMM whose
+ * stages run back to back fold by fold costs SCALE-Sim's
+ * folds x (2R + C + M - 2) plus one setup. */
 #include "eng.h"
 
 struct systolic_state {
@@ -40,22 +53,31 @@ static enum rt_err systolic_init(void *state, const struct rt_config *cfg)
 }
 
 static enum rt_err systolic_latency(const void *state, const Kb__Stage *stage,
-				    uint64_t *cycles)
+				    const struct eng_stage_ctx *ctx, uint64_t *cycles)
 {
 	const struct systolic_state *st = state;
-	uint64_t m, k, n, folds, compute;
+	uint64_t m, k, n, folds, fill = st->rows + st->cols - 2, loads, overlap = 0, total;
+	bool held;
 
 	eng_gemm_dims(stage, &m, &k, &n);
-	folds = eng_mul_sat(eng_ceil_div(k, st->rows),
-			    eng_ceil_div(n, st->cols));
-	/* skew + stream + drain of one fold; the weight load comes on top */
-	compute = st->rows + st->cols + m - 2;
+	folds = eng_mul_sat(eng_ceil_div(k, st->rows), eng_ceil_div(n, st->cols));
+	/* only a one-fold stage can find all its weights in the array */
+	held = ctx->stationary_held && folds == 1;
 	if (st->double_buffer)
-		*cycles = st->setup_cycles + st->rows +
-			  eng_mul_sat(folds, compute);
+		loads = held ? 0 : 1; /* later loads hide behind the previous fold */
 	else
-		*cycles = st->setup_cycles +
-			  eng_mul_sat(folds, st->rows + compute);
+		loads = held ? folds - 1 : folds;
+	if (held && ctx->queued) /* the rows follow the previous rows in */
+		overlap = ctx->lead_cycles < fill ? ctx->lead_cycles : fill;
+	else if (st->double_buffer && ctx->queued && loads) /* loads behind it */
+		overlap = ctx->lead_cycles < st->rows ? ctx->lead_cycles : st->rows;
+	/* skew + stream + drain of each fold, the weight loads on top */
+	total = eng_mul_sat(folds, fill + m);
+	total = total > UINT64_MAX - loads * st->rows ? UINT64_MAX : total + loads * st->rows;
+	total -= overlap;
+	if (!ctx->queued)
+		total = total > UINT64_MAX - st->setup_cycles ? UINT64_MAX : total + st->setup_cycles;
+	*cycles = total;
 	return RT_EOK;
 }
 

@@ -9,7 +9,13 @@
  * transfer with HbmDone, sent when its last byte is through and delivered
  * after the link's latency, which is the HBM access latency (pipelined: it
  * holds no bandwidth). A newer timer supersedes older ones (tag =
- * generation). */
+ * generation).
+ *
+ * Critical path (rt/path.h): a transfer's bytes start moving when it
+ * arrives, or when its channel's previous transfer is through, whichever
+ * is later (that one's path then); until its last byte they take its
+ * channel's own time (hbm_data) and whatever the sharing added
+ * (hbm_queueing); the answer's latency is hbm_latency. */
 #include "eng.h"
 
 #include <dlfcn.h>
@@ -21,6 +27,24 @@
 /* token = DMA component << 41 | channel << 40 | per-channel transfer id */
 #define TOKEN_ID_BITS 40
 
+/* A transfer the model holds: what its critical path needs. */
+struct inflight {
+	uint64_t token;
+	uint64_t arrive_ps;  /* its request arrived (first byte may move) */
+	uint64_t wire_ps;    /* its channel's own time for its bytes */
+	bool has_path;
+	struct rt_path path; /* critical path to arrive_ps */
+};
+
+/* One DMA channel of the rank, as the memory sees it. */
+struct hbm_stream {
+	struct inflight *q;  /* its transfers in flight (unordered) */
+	size_t n, cap;
+	uint64_t last_end_ps;/* its previous transfer's last byte */
+	bool last_has_path;
+	struct rt_path last_path; /* ... and the path to then */
+};
+
 struct hbm {
 	const struct eng_hbm_ops *ops;
 	void *state;         /* ops->state_size bytes (owned) */
@@ -30,6 +54,8 @@ struct hbm {
 	uint64_t timer_ps;   /* its time, UINT64_MAX when none */
 	struct rt_ctx *ctx;  /* of the current call (for done callbacks) */
 	enum rt_err err;     /* first failure inside a done callback */
+	struct hbm_stream *streams; /* 2 per PE: read, write (owned) */
+	uint32_t n_streams;
 };
 
 bool eng_hbm_ideal(const struct rt_config *cfg)
@@ -39,11 +65,12 @@ bool eng_hbm_ideal(const struct rt_config *cfg)
 
 bool eng_hbm_local(const struct rt_config *cfg)
 {
-	/* a read and a write channel per PE, each at most b bytes per cycle */
+	/* a read and a write channel per PE, each of dma.queues queues of at
+	 * most b bytes per cycle */
 	return eng_hbm_ideal(cfg) ||
 	       (strcmp(cfg->hbm_model, "shared") == 0 &&
-		eng_mul_sat(eng_mul_sat(2, cfg->pes), cfg->dma_bytes_per_cycle) <=
-			cfg->hbm_bytes_per_cycle);
+		eng_mul_sat(eng_mul_sat(eng_hbm_streams(cfg), cfg->dma_queues ? cfg->dma_queues : 1),
+			    cfg->dma_bytes_per_cycle) <= cfg->hbm_bytes_per_cycle);
 }
 
 static enum rt_err hbm_load_plugin(const char *path, struct hbm *h)
@@ -93,10 +120,58 @@ static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
 		return err; /* the daemon names this component */
 	h->pes = cfg->pes;
 	h->timer_ps = UINT64_MAX;
+	h->n_streams = 2 * cfg->pes;
+	h->streams = calloc(h->n_streams, sizeof(*h->streams));
+	if (!h->streams)
+		return rt_fail(RT_ENOMEM, "rank memory: no memory for %u channels", h->n_streams);
 	h->state = calloc(1, h->ops->state_size ? h->ops->state_size : 1);
 	if (!h->state)
 		return rt_fail(RT_ENOMEM, "hbm model '%s': no memory for state", h->ops->name);
 	return h->ops->init ? h->ops->init(h->state, cfg) : RT_EOK;
+}
+
+/* The stream (DMA channel of the rank) a token's transfer moves on. */
+static struct hbm_stream *token_stream(const struct hbm *h, uint64_t token)
+{
+	uint32_t src = (uint32_t)(token >> (TOKEN_ID_BITS + 1));
+	uint32_t idx = 2 * ((src / PE_UNITS) % h->pes) + ((uint32_t)(token >> TOKEN_ID_BITS) & 1u);
+
+	return idx < h->n_streams ? &h->streams[idx] : NULL;
+}
+
+/* Takes the transfer `token` out of its stream and makes the critical
+ * path to its last byte at end_ps (false: no path known). */
+static bool transfer_path(struct hbm *h, uint64_t token, uint64_t end_ps, struct rt_path *out)
+{
+	struct hbm_stream *st = token_stream(h, token);
+	struct inflight x;
+	uint64_t from, own;
+	size_t i = 0;
+
+	while (st && i < st->n && st->q[i].token != token)
+		i++;
+	if (!st || i == st->n)
+		return false;
+	x = st->q[i];
+	st->q[i] = st->q[--st->n];
+	from = x.arrive_ps;
+	*out = x.path;
+	/* behind the channel's previous bytes (a model that lets a transfer
+	 * overtake the one ahead of it keeps its own start) */
+	if (st->last_end_ps > from && st->last_end_ps <= end_ps) {
+		from = st->last_end_ps;
+		*out = st->last_path;
+		x.has_path = x.has_path && st->last_has_path;
+	}
+	own = end_ps - from < x.wire_ps ? end_ps - from : x.wire_ps;
+	rt_path_add(out, RT_PATH_HBM_DATA, own);
+	rt_path_add(out, RT_PATH_HBM_QUEUEING, end_ps - from - own);
+	if (end_ps >= st->last_end_ps) {
+		st->last_end_ps = end_ps;
+		st->last_path = *out;
+		st->last_has_path = x.has_path;
+	}
+	return x.has_path;
 }
 
 /* A finished transfer: HbmDone leaves at end_ps (>= now), lands after the
@@ -107,17 +182,23 @@ static void hbm_answer(void *arg, uint64_t token, uint64_t end_ps)
 	Kb__HbmDone done = KB__HBM_DONE__INIT;
 	Kb__Payload msg = KB__PAYLOAD__INIT;
 	uint32_t dst = (uint32_t)(token >> (TOKEN_ID_BITS + 1));
-	uint64_t now = rt_now(h->ctx);
+	uint64_t now = rt_now(h->ctx), lat;
+	struct rt_path path;
+	bool has_path;
 	enum rt_err err;
 
 	if (end_ps < now)
 		end_ps = now;
+	lat = rt_topology_latency(rt_topo(h->ctx), rt_self(h->ctx), dst);
+	has_path = transfer_path(h, token, end_ps, &path);
 	done.id = token & ((1ull << TOKEN_ID_BITS) - 1);
 	done.channel = (uint32_t)(token >> TOKEN_ID_BITS) & 1u;
-	done.done_ps = end_ps + rt_topology_latency(rt_topo(h->ctx), rt_self(h->ctx), dst);
+	done.done_ps = end_ps + lat;
 	msg.body_case = KB__PAYLOAD__BODY_HBM_DONE;
 	msg.hbm_done = &done;
-	err = rt_send(h->ctx, dst, end_ps, 0, &msg);
+	rt_path_add(&path, RT_PATH_HBM_LATENCY, lat);
+	err = has_path ? rt_send_path(h->ctx, dst, end_ps, 0, 0, &msg, &path)
+		       : rt_send(h->ctx, dst, end_ps, 0, &msg);
 	if (err && !h->err)
 		h->err = err;
 }
@@ -133,10 +214,40 @@ static enum rt_err hbm_rearm(struct rt_ctx *ctx, struct hbm *h)
 	return rt_timer(ctx, h->timer_ps, ++h->gen);
 }
 
+/* Keeps what the critical path of transfer `a` will need. */
+static enum rt_err remember(struct hbm *h, const struct eng_hbm_access *a,
+			    const Kb__HbmRequest *r, const struct rt_path *path)
+{
+	struct hbm_stream *st = token_stream(h, a->token);
+	struct inflight *x;
+
+	if (!st)
+		return rt_fail(RT_EPROTOCOL, "HbmRequest for stream %u of %u", a->stream,
+			       h->n_streams);
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 8;
+		struct inflight *q = realloc(st->q, cap * sizeof(*q));
+
+		if (!q)
+			return rt_fail(RT_ENOMEM, "rank memory: out of memory");
+		st->q = q;
+		st->cap = cap;
+	}
+	x = &st->q[st->n++];
+	x->token = a->token;
+	x->arrive_ps = a->issue_ps;
+	x->wire_ps = r->wire_end_ps > r->issue_ps ? r->wire_end_ps - r->issue_ps : 0;
+	x->has_path = path != NULL;
+	if (path)
+		x->path = *path;
+	return RT_EOK;
+}
+
 static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt_delivery *d)
 {
 	const Kb__HbmRequest *r = d->msg->hbm_request;
 	struct eng_hbm_access a;
+	enum rt_err err;
 
 	if (r->channel > 1 || r->id >> TOKEN_ID_BITS)
 		return rt_fail(RT_EPROTOCOL, "HbmRequest from component %u: channel %u, id %llu",
@@ -146,11 +257,15 @@ static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt
 	a.stream = 2 * ((d->src / PE_UNITS) % h->pes) + r->channel;
 	a.addr = r->addr;
 	a.bytes = r->bytes;
+	/* a request without lanes (one queue) moves all its bytes on one */
+	a.lanes = r->lanes ? r->lanes : 1;
+	a.lane_bytes = r->lane_bytes && r->lane_bytes <= r->bytes ? r->lane_bytes : r->bytes;
 	a.issue_ps = d->time_ps;
 	a.wire_end_ps = r->wire_end_ps;
 	rt_stat_add(ctx, "hbm_bytes", r->bytes);
 	rt_stat_add(ctx, "hbm_transfers", 1);
-	return h->ops->submit(h->state, d->time_ps, &a);
+	err = remember(h, &a, r, d->path);
+	return err ? err : h->ops->submit(h->state, d->time_ps, &a);
 }
 
 static enum rt_err hbm_handle(struct rt_ctx *ctx, void *state, const struct rt_delivery *d)
@@ -188,6 +303,9 @@ static enum rt_err hbm_fini(struct rt_ctx *ctx, void *state)
 	if (h->ops && h->ops->fini && h->state)
 		h->ops->fini(h->state);
 	free(h->state);
+	for (uint32_t i = 0; h->streams && i < h->n_streams; i++)
+		free(h->streams[i].q);
+	free(h->streams);
 	if (h->dl)
 		dlclose(h->dl);
 	memset(h, 0, sizeof(*h));

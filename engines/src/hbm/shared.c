@@ -1,12 +1,14 @@
 /* hbm/shared.c — the "shared" HBM model: fluid fair share of the rank's
- * bandwidth between the DMA channels that have bytes to move, each capped
- * at its own rate (formula in eng.h).
+ * bandwidth between the DMA queues (lanes) that have bytes to move, each
+ * capped at its own rate (formula in eng.h).
  *
- * Virtual time V counts bytes moved by every busy channel since the start,
- * in 1/65536 byte (integer, so no floating point decides an order). With n
- * busy channels V rises by min(b n, B) / n bytes per cycle; a transfer ends
- * when V reaches its finish tag F. Every change of n happens at an arrival
- * (submit) or a finish (retire), so between them the rate is constant. */
+ * Virtual time V counts bytes moved by every busy lane since the start, in
+ * 1/65536 byte (integer, so no floating point decides an order). A channel
+ * moves its transfers in order, each on its lanes; with n busy lanes (the
+ * lanes of every channel's current transfer) V rises by min(b n, B) / n
+ * bytes per cycle; a transfer ends when V reaches its finish tag F (its
+ * largest piece through). Every change of n happens at an arrival (submit)
+ * or a finish (retire), so between them the rate is constant. */
 #include "eng.h"
 
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 struct xfer {
 	uint64_t token;
+	uint32_t lanes;       /* queues it moves on */
 	uint64_t finish_v;    /* F */
 	uint64_t wire_end_ps; /* never end before the channel's own wire */
 };
@@ -30,7 +33,8 @@ struct shared_state {
 	uint64_t b, B, cycle_ps;
 	uint64_t v;        /* virtual time */
 	uint64_t last_ps;  /* time v was accounted to */
-	uint32_t busy;     /* streams with transfers (n) */
+	uint32_t busy;     /* streams with transfers */
+	uint64_t units;    /* lanes of their current transfers (n) */
 	uint32_t n_streams;
 	struct stream *s;
 };
@@ -45,20 +49,20 @@ static enum rt_err shared_init(void *state, const struct rt_config *cfg)
 	st->b = cfg->dma_bytes_per_cycle;
 	st->B = cfg->hbm_bytes_per_cycle;
 	st->cycle_ps = rt_config_cycle_ps(cfg);
-	st->n_streams = 2 * cfg->pes; /* read and write channel per PE */
+	st->n_streams = eng_hbm_streams(cfg); /* read and write channel per PE */
 	st->s = calloc(st->n_streams, sizeof(*st->s));
 	if (!st->s)
 		return rt_fail(RT_ENOMEM, "hbm model 'shared': out of memory");
 	return RT_EOK;
 }
 
-/* Rate of V with n busy streams: num / den V-units per ps. */
+/* Rate of V with n busy lanes: num / den V-units per ps. */
 static void rate(const struct shared_state *st, unsigned __int128 *num, unsigned __int128 *den)
 {
-	uint64_t all = st->b * st->busy < st->B ? st->b * st->busy : st->B;
+	uint64_t all = eng_mul_sat(st->b, st->units) < st->B ? st->b * st->units : st->B;
 
 	*num = (unsigned __int128)all * VSCALE;
-	*den = (unsigned __int128)st->busy * st->cycle_ps;
+	*den = (unsigned __int128)st->units * st->cycle_ps;
 }
 
 /* The busy stream whose head finishes first (ties: lowest stream). */
@@ -108,8 +112,11 @@ static enum rt_err shared_retire(void *state, uint64_t now_ps, eng_hbm_done_fn d
 				struct xfer x = s->q[s->head];
 
 				s->head = (s->head + 1) % s->cap;
+				st->units -= x.lanes;
 				if (--s->len == 0)
 					st->busy--;
+				else
+					st->units += s->q[s->head].lanes;
 				done(arg, x.token,
 				     x.wire_end_ps > st->last_ps ? x.wire_end_ps : st->last_ps);
 			}
@@ -150,14 +157,18 @@ static enum rt_err shared_submit(void *state, uint64_t now_ps, const struct eng_
 			       st->n_streams);
 	s = &st->s[a->stream];
 	x.token = a->token;
+	x.lanes = a->lanes ? a->lanes : 1;
 	x.wire_end_ps = a->wire_end_ps;
-	x.finish_v = (s->last_v > st->v ? s->last_v : st->v) + eng_mul_sat(a->bytes, VSCALE);
+	x.finish_v = (s->last_v > st->v ? s->last_v : st->v) +
+		     eng_mul_sat(a->lane_bytes ? a->lane_bytes : a->bytes, VSCALE);
 	err = stream_push(s, x);
 	if (err)
 		return err;
 	s->last_v = x.finish_v;
-	if (s->len == 1)
+	if (s->len == 1) {
 		st->busy++;
+		st->units += x.lanes;
+	}
 	(void)now_ps; /* retire(now_ps) accounted V up to now */
 	return RT_EOK;
 }

@@ -45,7 +45,7 @@ static uint64_t pass_cycles(const struct simd_state *st, uint64_t steps,
 }
 
 static enum rt_err simd_latency(const void *state, const Kb__Stage *stage,
-				uint64_t *cycles)
+				const struct eng_stage_ctx *ctx, uint64_t *cycles)
 {
 	static const enum rt_isa_id parts[] = RT_ISA_SOFTMAX_PARTS;
 	const struct simd_state *st = state;

@@ -20,6 +20,7 @@
 #include "kernbench.pb-c.h"
 #include "rt/err.h"
 #include "rt/job.h"
+#include "rt/path.h"
 #include "rt/topology.h"
 
 struct rt_ctx;
@@ -33,6 +34,10 @@ struct rt_delivery {
 	uint32_t src;           /* message source component */
 	uint64_t send_ps;       /* message send time */
 	const Kb__Payload *msg; /* decoded message, NULL for timers */
+	/* The critical path to this delivery (rt/path.h; it sums to time_ps),
+	 * or NULL: a timer (the component keeps its timers' paths), or a
+	 * message whose sender tracked none (run.critical_path = 0). */
+	const struct rt_path *path;
 };
 
 typedef enum rt_err (*rt_init_fn)(struct rt_ctx *ctx, void *state);
@@ -88,6 +93,20 @@ enum rt_err rt_send_delayed(struct rt_ctx *ctx, uint32_t dst,
  * it is copied (rt_msg_dup, no protobuf round trip). NULL when out of
  * memory. */
 void *rt_keep(struct rt_ctx *ctx, const ProtobufCMessage *msg);
+/* Like rt_send_delayed, carrying `arrival`: the critical path to the
+ * message's delivery (rt/path.h), which must sum to send_ps + the link's
+ * latency + extra_ps (RT_EINVAL otherwise: the sender left time
+ * unexplained). NULL, or run.critical_path = 0, sends no path. */
+enum rt_err rt_send_path(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
+			 uint64_t extra_ps, uint32_t priority, const Kb__Payload *msg,
+			 const struct rt_path *arrival);
+/* Latency of the link from this component to `dst` (0: no link). */
+uint64_t rt_latency_to(const struct rt_ctx *ctx, uint32_t dst);
+/* Whether this run tracks critical paths (run.critical_path). */
+bool rt_paths_on(const struct rt_ctx *ctx);
+/* Sets the critical path to this component's end, reported in its
+ * end-of-run report (a kernel host: the path to its kernel's end). */
+void rt_path_report(struct rt_ctx *ctx, const struct rt_path *path);
 /* Sets a timer for this component at `at_ps` (>= now). */
 enum rt_err rt_timer(struct rt_ctx *ctx, uint64_t at_ps, uint64_t tag);
 
@@ -103,8 +122,9 @@ uint8_t *rt_tcm(struct rt_ctx *ctx, uint32_t rank, uint32_t pe,
 
 /* One executed stage. */
 struct rt_oplog_rec {
-	uint64_t start_ps;
-	uint64_t end_ps;
+	uint64_t start_ps;    /* the engine works on it (DMA: moves its bytes) */
+	uint64_t end_ps;      /*   ... until here */
+	uint64_t issue_ps;    /* it reached the engine */
 	const char *engine;   /* "dma_read", "dma_write", "gemm", "math" */
 	const char *op_kind;  /* "memory", "gemm", "math" */
 	const char *op_name;  /* "dma_read", "copy", "rmax", ... */

@@ -19,8 +19,11 @@
 
 #define RT_MODEL_NAME_MAX 256
 
+#define RT_PRESET_NAME_MAX 64
+
 struct rt_config {
 	/* machine */
+	char machine_preset[RT_PRESET_NAME_MAX]; /* the preset it starts from */
 	uint32_t ranks;            /* chips; --ranks overrides */
 	uint32_t pes;              /* PEs per rank; --pes overrides */
 	uint64_t clock_mhz;        /* PE clock, MHz; cycle_ps = 1e6 / clock_mhz */
@@ -30,10 +33,14 @@ struct rt_config {
 	uint64_t tcm_scratch_bytes;/* kernel scratch per PE (host arenas) */
 	uint64_t tcm_staging_bytes;/* scheduler staging per PE, after scratch */
 
-	/* PE_DMA: one read and one write channel, capacity 1 each */
+	/* PE_DMA: one read and one write channel, each spread over
+	 * dma_queues queues (engines) that move one transfer's rows in
+	 * parallel (engines/README.md, "DMA queues") */
 	uint64_t dma_setup_cycles;     /* fixed cost per transfer */
-	uint64_t dma_bytes_per_cycle;  /* per channel */
+	uint64_t dma_bytes_per_cycle;  /* per queue */
 	uint64_t dma_outstanding;      /* transfers in flight per channel */
+	uint32_t dma_queues;           /* queues per channel */
+	uint32_t dma_rows_per_queue;   /* fewest rows a queue takes of one transfer */
 
 	/* HBM of one rank, shared by its DMA channels (engines/src/hbm) */
 	char hbm_model[RT_MODEL_NAME_MAX]; /* "shared", "ideal" or path.so */
@@ -49,8 +56,13 @@ struct rt_config {
 	uint32_t gemm_array_cols;      /* systolic array cols (N per pass) */
 	uint64_t gemm_setup_cycles;
 	uint32_t gemm_weight_double_buffer; /* systolic: 1 hides weight loads */
-	uint64_t gemm_macs_per_cycle;  /* roofline peak */
-	uint64_t gemm_bytes_per_cycle; /* roofline operand bandwidth */
+	uint64_t gemm_macs_per_cycle;  /* roofline peak (0: array_rows x array_cols) */
+	uint64_t gemm_bytes_per_cycle; /* roofline operand bandwidth (0: the array's edges) */
+	uint32_t gemm_moving_max;      /* tensor_engine: moving rows per instruction */
+	uint64_t gemm_min_cycles;      /* tensor_engine: instruction floor min(this, N) */
+	uint32_t gemm_f32_factor;      /* tensor_engine: float32 inputs cost this many times */
+	uint64_t gemm_clock_mhz;       /* tensor_engine: engine clock (0: the PE clock) */
+	uint32_t gemm_buffers;         /* scheduler staging slots per streamed operand */
 	uint32_t gemm_tile_m;          /* scheduler tile sizes */
 	uint32_t gemm_tile_n;
 	uint32_t gemm_tile_k;
@@ -82,6 +94,7 @@ struct rt_config {
 
 	/* run */
 	uint64_t watchdog_ms;      /* wall ms without progress before abort */
+	uint32_t critical_path;    /* 1: messages carry critical paths (ADR 0030) */
 	char bind_host[64];        /* tcp bind address (loopback default) */
 };
 
@@ -124,6 +137,53 @@ enum rt_err rt_config_load_text(struct rt_config *cfg, const char *text,
 enum rt_err rt_config_set(struct rt_config *cfg, const char *assignment);
 /* Check cross-field rules (nonzero clock, links >= 1 cycle, ...). */
 enum rt_err rt_config_validate(const struct rt_config *cfg);
+
+/* ---- layers and machine presets (runtime/src/config_layers.c)
+ *
+ * A configuration is built in layers:
+ *
+ *   defaults < the preset's values < each --config file in order
+ *            < each --set < --ranks / --pes (the caller's flags)
+ *
+ * The preset is named by `--machine NAME`, else by the last `machine.preset`
+ * a file or a --set gives (`machine: NAME` in YAML is the short form of
+ * `machine: {preset: NAME}`). Its values sit under every key a file or a
+ * --set gives, whatever their order: a preset changes only the keys nobody
+ * named. Presets are the YAML files of deploy/configs/machines/ (installed
+ * to PREFIX/share/kernbench/machines/); a NAME with a '/' or ending in
+ * .yaml is a file of that form. Unnamed, the machine is the built-in
+ * defaults, which are the default preset's values (RT_DEFAULT_PRESET). */
+#define RT_DEFAULT_PRESET "trn2"
+#define RT_CONFIG_FIELDS_MAX 96
+
+struct rt_config_layers {
+	struct rt_config cfg;              /* the values so far */
+	bool given[RT_CONFIG_FIELDS_MAX];  /* set by a file or a --set */
+	char preset[RT_PRESET_NAME_MAX];   /* named by --machine */
+	bool forced;                       /* named by --machine: files cannot rename it */
+	char preset_path[1024];            /* the file it resolved to (after finish) */
+};
+
+void rt_config_layers_init(struct rt_config_layers *l);
+/* One --config file / one --set over what is there (RT_ECONFIG naming it). */
+enum rt_err rt_config_layers_file(struct rt_config_layers *l, const char *path);
+enum rt_err rt_config_layers_text(struct rt_config_layers *l, const char *text, size_t len,
+				  const char *origin);
+enum rt_err rt_config_layers_set(struct rt_config_layers *l, const char *assignment);
+/* `--machine NAME`: names the preset whatever the files and --set name. */
+enum rt_err rt_config_layers_machine(struct rt_config_layers *l, const char *name);
+/* Applies the preset under the given keys (an unknown name is RT_ECONFIG
+ * with a did-you-mean and the list of presets) and writes the result, not
+ * yet validated, to *out. */
+enum rt_err rt_config_layers_finish(struct rt_config_layers *l, struct rt_config *out);
+
+/* The file of preset `name` (a path, or NAME.yaml in the first presets
+ * folder that has it) into `path`; RT_ECONFIG with a did-you-mean and the
+ * list when there is none. */
+enum rt_err rt_config_preset_path(const char *name, char *path, size_t cap);
+/* The preset names found, sorted, comma-separated, into `out` ("" if none),
+ * and the folders searched. */
+void rt_config_preset_list(char *out, size_t cap);
 
 /* Levenshtein distance of two short strings (63 bytes or more: SIZE_MAX),
  * for "did you mean" hints. */

@@ -20,6 +20,25 @@ enum rt_config_format { RT_CONFIG_YAML, RT_CONFIG_JSON };
 enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
 			   struct rt_buf *out);
 
+/* A preset file's comments, printed with the configuration (`kernbench
+ * config --machine NAME`): the block above its first section, and per key
+ * the comment lines above it and its trailing comment (its source). */
+struct rt_config_notes {
+	char path[1024];                        /* the preset file */
+	struct rt_config preset;                /* its values (overrides are marked) */
+	char *header;                           /* "# ..." lines, or NULL */
+	char *before[RT_CONFIG_FIELDS_MAX];     /* per field: "# ..." lines, or NULL */
+};
+
+/* Reads the preset file at `path` (caller releases). */
+enum rt_err rt_config_notes_read(const char *path, struct rt_config_notes *n);
+void rt_config_notes_release(struct rt_config_notes *n);
+/* rt_config_emit's YAML with the notes: the header after the first line,
+ * each key's source lines above it, and a line for a key whose value is not
+ * the preset's. Loads back exactly like rt_config_emit's. */
+enum rt_err rt_config_emit_noted(const struct rt_config *cfg, const struct rt_config_notes *n,
+				 struct rt_buf *out);
+
 struct rt_json;
 /* Writes `cfg` as member `key` (NULL: a value) of `j`: one object per
  * section, as rt_config_emit's JSON. */
