@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run the whole suite
 #   make bench      benchmarks that print measured ratios (not in test)
 #   make model-step the Llama-3-70B tables of docs/model-step.md (long)
+#   make python-test the Python package's tests (part of test)
 #   make fuzz       libFuzzer harnesses (clang); `make test` replays corpora
 #   make golden     regenerate golden files after an intended model change
 #   make SAN=address,undefined test   the suite under sanitizers
@@ -32,7 +33,7 @@ PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
 	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
-	python3-matplotlib libsystemc-dev g++ openmpi-bin
+	python3-matplotlib libsystemc-dev g++ openmpi-bin python3-numpy python3-pandas
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
@@ -111,7 +112,7 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
 .PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench model-step fuzz \
-	golden clean help
+	golden clean help python-test
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
 # deleting it would rebuild everything that depends on it next time
@@ -120,7 +121,7 @@ PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 all: $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS)
 
 help:
-	@sed -n '2,14p' Makefile
+	@sed -n '2,13p' Makefile
 
 # ---------------------------------------------------------------- set-up
 # Installs missing Debian packages by name (apt-get update first, since a
@@ -225,7 +226,7 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 
 # ---------------------------------------------------------------- tests
 # launcher files with unit tests of their own (the rest needs a whole run)
-UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c)
+UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c)
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -274,7 +275,15 @@ test: deps
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory python-test
 
+# The Python package (python/kernbench) against the binary under test, with
+# Debian's python3 (numpy and pandas from DEB_PKGS; their absence is
+# simulated by the tests). KB_STAGE: the installed copy `make install` made.
+PYTHON ?= /usr/bin/python3
+python-test: $(KERNBENCH) $(KERNBENCH_TEST) $(BUILD)/stage/lib/pkgconfig/kernbench.pc
+	KERNBENCH=$(abspath $(KERNBENCH_TEST)) KB_STAGE=$(abspath $(BUILD)/stage) \
+	  $(PYTHON) -m unittest discover -s python/tests -v
 run: deps
 	$(MAKE) --no-print-directory -j$(JOBS) all
 	$(KERNBENCH) run $(RUN_WORKLOAD) --out $(RUN_OUT) $(RUN_FLAGS)
@@ -327,23 +336,33 @@ PREFIX ?= /usr/local
 PUBLIC_HEADERS := kernel_host/include/tl.h kernel_host/include/tl_io.h \
 	engines/include/kb_engine_plugin.h
 
+# Debian's python3 looks in PREFIX/lib/python3.X/dist-packages for both
+# /usr and /usr/local
+PY_SITE ?= $(PREFIX)/lib/$(shell /usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3)/dist-packages
 # machine presets (`--machine NAME`): the binary finds them in
 # ../share/kernbench/machines beside itself
 MACHINE_PRESETS := $(wildcard deploy/configs/machines/*.yaml)
 
 install: $(KERNBENCH)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/kernbench \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench/machines
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/kernbench/machines \
+	  $(DESTDIR)$(PY_SITE)/kernbench
 	install -m 755 $(KERNBENCH) $(DESTDIR)$(PREFIX)/bin/kernbench
 	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/kernbench/
-	install -m 644 deploy/plot/kernbench_plot.py deploy/configs/default.yaml \
+	install -m 644 deploy/plot/kernbench_plot.py deploy/plot/kernbench_sweep_plot.py \
+	  deploy/configs/default.yaml \
 	  $(DESTDIR)$(PREFIX)/share/kernbench/
 	install -m 644 $(MACHINE_PRESETS) $(DESTDIR)$(PREFIX)/share/kernbench/machines/
 	sed -e 's|@PREFIX@|$(PREFIX)|' deploy/kernbench.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kernbench.pc
+	install -m 644 python/kernbench/__init__.py python/kernbench/_npy.py \
+	  $(DESTDIR)$(PY_SITE)/kernbench/
+	printf '# written by make install: the binary this package runs\nBINARY = "%s"\n' \
+	  '$(PREFIX)/bin/kernbench' > $(DESTDIR)$(PY_SITE)/kernbench/_installed.py
 
 # what the install test builds against
 $(BUILD)/stage/lib/pkgconfig/kernbench.pc: $(KERNBENCH) $(PUBLIC_HEADERS) deploy/kernbench.pc.in \
+	python/kernbench/__init__.py python/kernbench/_npy.py deploy/plot/kernbench_sweep_plot.py \
 	$(MACHINE_PRESETS)
 	$(MAKE) --no-print-directory install PREFIX=$(abspath $(BUILD)/stage)
 

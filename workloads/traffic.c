@@ -26,7 +26,11 @@ struct traffic_state {
 	uint32_t n;          /* components */
 	uint32_t hops;       /* hops per token */
 	uint32_t tokens;     /* tokens started here */
+	uint32_t sent_stat;  /* sent_decl, by handle */
 };
+
+static const struct rt_stat_decl sent_decl = RT_STAT_DECL("sent", "messages",
+		"messages this component sent");
 
 struct traffic_shape {
 	uint64_t components;
@@ -70,7 +74,7 @@ static enum rt_err send_hop(struct rt_ctx *ctx, struct traffic_state *st, uint32
 	t.value = value;
 	p.body_case = KB__PAYLOAD__BODY_TRAFFIC;
 	p.traffic = &t;
-	rt_stat_add(ctx, "sent", 1);
+	rt_stat_add_h(ctx, st->sent_stat, 1);
 	return rt_send(ctx, dst, rt_now(ctx) + delay, 0, &p);
 }
 
@@ -84,6 +88,7 @@ static enum rt_err traffic_init(struct rt_ctx *ctx, void *state)
 
 	if (err)
 		return err;
+	st->sent_stat = rt_stat_declare(ctx, &sent_decl);
 	st->rng = job->seed ^ (0x5851f42d4c957f2dULL * (rt_self(ctx) + 1));
 	st->n = (uint32_t)shape.components;
 	st->tokens = (uint32_t)shape.tokens;

@@ -37,6 +37,12 @@ enum rt_err kb_program_load(const char *path, char *out, size_t cap);
  * harness's entry). */
 enum rt_err kb_program_load_text(const char *name, const char *text, size_t len, char *out,
 				 size_t cap);
+/* Checks, before any daemon starts, every model plug-in `cfg` names:
+ * the path as written (a bare `my.so` says to write ./my.so), then, in a
+ * short-lived child process, its ABI, class and parameters as the
+ * engines will load it (preflight.c). RT_EUSAGE with the one line for a
+ * refusal; RT_EPEER when the plug-in crashes, exits or hangs loading. */
+enum rt_err kb_models_preflight(const struct rt_config *cfg);
 
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);

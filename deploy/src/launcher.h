@@ -30,6 +30,13 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
  * of the preset it starts from ("" when none was read). */
 enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format,
 				char *preset_path, size_t cap);
+/* The `run` options (getopt_long's table, NULL-terminated): the sweep and
+ * --from read it rather than keep a copy. */
+struct option;
+const struct option *kb_cli_run_option_table(void);
+/* Finds the installed or source-tree copy of script `name` (plot
+ * scripts) beside this binary; false if there is none. */
+bool kb_find_script(const char *name, char *path, size_t cap);
 /* "kernbench RELEASE (COMMIT)". */
 const char *kb_version(void);
 void kb_cli_usage(FILE *out);

@@ -7,8 +7,11 @@
 
 #include <stdbool.h>
 
+#include "diff.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "rerun.h"
+#include "sweep.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
@@ -29,8 +32,10 @@ static int cmd_run(int argc, char **argv)
 	static struct rt_job job; /* large (memfd tables); one per process */
 	static char *given[256];  /* argv as typed: getopt permutes argv */
 	static struct kb_hosts hosts;
+	static struct kb_rerun rerun;
 	bool have_hosts = false;
 	enum rt_err err;
+	int rc;
 
 	if (argc >= (int)(sizeof(given) / sizeof(given[0]))) {
 		fprintf(stderr, "kernbench: error: more than %zu arguments\n",
@@ -38,17 +43,28 @@ static int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	memcpy(given, argv, (size_t)argc * sizeof(*argv));
-	err = kb_cli_parse_run(argc, argv, &job, &hosts, &have_hosts);
+	/* --from DIR becomes the options it stands for (rerun.h) */
+	err = kb_rerun_prepare(argc, argv, &rerun);
+	if (!err)
+		err = kb_cli_parse_run(rerun.argc, rerun.argv, &job, &hosts, &have_hosts);
 
 	if (err == RT_EINTERRUPTED) {
 		kb_cli_run_usage(stdout);
+		kb_rerun_release(&rerun);
 		return 0;
 	}
 	if (err) {
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
-		return 2;
+		kb_rerun_release(&rerun);
+		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
 	}
-	return kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
+	rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
+	if (rc == 0 && kb_rerun_check(&rerun, job.result_dir)) {
+		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
+		rc = 1;
+	}
+	kb_rerun_release(&rerun);
+	return rc;
 }
 
 static int cmd_config(int argc, char **argv)
@@ -87,14 +103,14 @@ static int cmd_config(int argc, char **argv)
 	return err ? 1 : 0;
 }
 
-/* The plot script: installed beside the binary's share/ folder, or in the
+/* A plot script: installed beside the binary's share/ folder, or in the
  * source tree the binary was built in (build/bin, build/san/bin). */
-static bool find_plot_script(char *path, size_t cap)
+bool kb_find_script(const char *name, char *path, size_t cap)
 {
 	static const char *const rel[] = {
-		"../share/kernbench/kernbench_plot.py",
-		"../../deploy/plot/kernbench_plot.py",
-		"../../../deploy/plot/kernbench_plot.py",
+		"../share/kernbench",
+		"../../deploy/plot",
+		"../../../deploy/plot",
 	};
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -108,7 +124,7 @@ static bool find_plot_script(char *path, size_t cap)
 		return false;
 	*slash = '\0';
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, cap, "%s/%s", exe, rel[i]);
+		snprintf(path, cap, "%s/%s/%s", exe, rel[i], name);
 		if (!access(path, R_OK))
 			return true;
 	}
@@ -123,7 +139,7 @@ static int cmd_plot(int argc, char **argv)
 	char *args[64];
 	int n = 0;
 
-	if (!find_plot_script(script, sizeof(script))) {
+	if (!kb_find_script("kernbench_plot.py", script, sizeof(script))) {
 		fprintf(stderr, "kernbench: error: plot: kernbench_plot.py not found beside this binary (make install, or run from the build tree)\n");
 		return 1;
 	}
@@ -188,6 +204,10 @@ int main(int argc, char **argv)
 		return cmd_config(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "plot"))
 		return cmd_plot(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sweep"))
+		return kb_sweep_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return kb_diff_main(argc - 1, argv + 1);
 	fprintf(stderr, "kernbench: error: unknown command '%s' (see `kernbench --help`)\n", argv[1]);
 	return 2;
 }

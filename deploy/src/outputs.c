@@ -19,10 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "energy.h"
 #include "launcher.h"
 #include "merge.h"
 #include "steps.h"
 #include "report.h"
+#include "stats_out.h"
 #include "trace_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
@@ -496,9 +498,11 @@ static enum rt_err absorb_report(struct kb_agg *agg, const struct rt_component_d
 		err = absorb_stat(agg, kind, kind_max, "delivered", false, r->delivered);
 	if (!err)
 		err = absorb_stat(agg, kind, kind_max, "last_ps", true, r->last_ps);
+	/* per-instance ones (per call site) are listed per component only */
 	for (size_t i = 0; !err && i < r->n_stats; i++)
-		err = absorb_stat(agg, kind, kind_max, r->stats[i]->name, r->stats[i]->is_max,
-				  r->stats[i]->value);
+		if (!r->stats[i]->per_instance)
+			err = absorb_stat(agg, kind, kind_max, r->stats[i]->name,
+					  r->stats[i]->is_max, r->stats[i]->value);
 	if (!err && !strcmp(c->ops->name, "host") && r->n_path == RT_PATH_CLASSES) {
 		struct rt_path p;
 		uint64_t total;
@@ -972,9 +976,13 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	struct kb_run_facts f = *facts;
 	struct kb_steps steps = { 0 };
 	struct kb_agg agg;
+	struct kb_energy energy = { 0 };
 	struct rt_buf args;
 	enum rt_err err = kb_agg_build(&agg, topo, &facts->reports);
 
+	if (!err)
+		err = kb_energy_compute(&job->config, topo, &facts->reports,
+					kb_stat_get(&agg.totals, "last_ps"), &energy);
 	rt_buf_init(&args);
 	if (!err)
 		err = gather_args(job, topo, &args);
@@ -995,11 +1003,14 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	if (!err)
 		err = kb_cpath_write(job, topo, &agg);
 	if (!err)
-		err = kb_report_write(job, topo, &f, &agg);
+		err = kb_stats_csv_write(job, topo, &facts->reports, &energy);
+	if (!err)
+		err = kb_report_write(job, topo, &f, &agg, &energy);
 	kb_outputs_discard(job);
 	report_peak_rss();
 	rt_buf_release(&args);
 	kb_steps_release(&steps);
+	kb_energy_release(&energy);
 	kb_agg_release(&agg);
 	return err;
 }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "energy.h"
 #include "report.h"
+#include "stats_out.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/config_doc.h"
@@ -275,6 +277,17 @@ static void summary_provenance(struct rt_json *j, const struct rt_job *job,
 		snprintf(value, sizeof(value), "%.*s", (int)strcspn(v, "\n"), v);
 		rt_json_str(j, name, value);
 	}
+	/* a workload without kernel hosts (traffic) reads its --arg itself:
+	 * record them as given (once per name, the value it reads), so
+	 * `run --from` can run it again */
+	for (uint32_t i = 0; (!f->args || !*f->args) && i < job->n_args; i++) {
+		bool seen = false;
+
+		for (uint32_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(job->args[k].name, job->args[i].name);
+		if (!seen)
+			rt_json_str(j, job->args[i].name, rt_job_arg_str(job, job->args[i].name, ""));
+	}
 	rt_json_close(j);
 	rt_json_object(j, "models", RT_JSON_INLINE);
 	rt_json_str(j, "dma", job->config.dma_model);
@@ -295,8 +308,9 @@ static void summary_invocation(struct rt_json *j, const struct kb_run_facts *f)
 	rt_json_close(j);
 }
 
-static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_facts *f,
-				const struct kb_agg *agg, const struct pe_metrics *m,
+static enum rt_err summary_json(const struct rt_job *job, const struct rt_topology *topo,
+				const struct kb_run_facts *f, const struct kb_agg *agg,
+				const struct pe_metrics *m, const struct kb_energy *energy,
 				struct rt_buf *b)
 {
 	const struct rt_config *cfg = &job->config;
@@ -309,18 +323,22 @@ static enum rt_err summary_json(const struct rt_job *job, const struct kb_run_fa
 	rt_json_u64(&j, "ranks", cfg->ranks);
 	rt_json_u64(&j, "pes", cfg->pes);
 	rt_json_u64(&j, "seed", job->seed);
+	if (job->inputs_dir[0]) /* what `run --from` needs to run it again */
+		rt_json_str(&j, "inputs", job->inputs_dir);
 	rt_json_u64(&j, "sim_time_ps", kb_stat_get(&agg->totals, "last_ps"));
 	rt_json_u64(&j, "messages", kb_stat_get(&agg->totals, "delivered"));
 	rt_json_hex64(&j, "delivery_digest", agg->digest);
 	if (m->present)
 		summary_pe(&j, m);
 	kb_steps_json(f->steps, &j);
+	kb_energy_json(&j, energy);
 	summary_provenance(&j, job, f, agg);
 	json_set(&j, "totals", &agg->totals);
 	rt_json_object(&j, "by_kind", RT_JSON_LINES);
 	for (size_t i = 0; i < agg->n_kinds; i++)
 		json_set(&j, agg->kinds[i].kind, &agg->kinds[i]);
 	rt_json_close(&j);
+	kb_stats_json(&j, topo, &f->reports, energy);
 	/* from here on: how this particular run went */
 	rt_json_str(&j, "transport", rt_transport_name(job->transport));
 	summary_invocation(&j, f);
@@ -370,8 +388,43 @@ static void print_util(const char *what, const double *v)
 	printf("\n");
 }
 
+/* "12.345 uJ" (fJ scaled to the largest unit that keeps it >= 1). */
+static void energy_text(uint64_t fj, char *out, size_t cap)
+{
+	static const char *const units[] = { "fJ", "pJ", "nJ", "uJ", "mJ", "J" };
+	double v = (double)fj;
+	unsigned u = 0;
+
+	while (v >= 1000.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1000.0;
+		u++;
+	}
+	snprintf(out, cap, "%.3f %s", v, units[u]);
+}
+
+static void print_energy(const struct kb_energy *e)
+{
+	char total[32], per[32];
+
+	if (!e->total_fj)
+		return;
+	energy_text(e->total_fj, total, sizeof(total));
+	printf("  %-22s %s (", "energy", total);
+	for (unsigned i = 0, shown = 0; i < KB_EN_COUNT; i++)
+		if (e->by_action[i])
+			printf("%s%s %.1f%%", shown++ ? ", " : "", kb_energy_action_names[i],
+			       100.0 * (double)e->by_action[i] / (double)e->total_fj);
+	if (e->tokens) {
+		energy_text(e->total_fj / e->tokens, per, sizeof(per));
+		printf("), %s/token\n", per);
+	} else {
+		printf(")\n");
+	}
+}
+
 static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
-			 const struct kb_agg *agg, const struct pe_metrics *m)
+			 const struct kb_agg *agg, const struct pe_metrics *m,
+			 const struct kb_energy *energy)
 {
 	uint64_t sim = kb_stat_get(&agg->totals, "last_ps");
 
@@ -412,6 +465,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			       (unsigned long long)m->model_layers);
 	}
 	kb_steps_print(f->steps);
+	print_energy(energy);
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
 	       (unsigned long long)(sim % 1000000));
 	printf("  %-22s %llu (routed between daemons: %llu)\n", "messages",
@@ -420,7 +474,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 	printf("  %-22s %llu\n  %-22s %.3f s\n  %-22s %016llx\n", "windows",
 	       (unsigned long long)f->coord.windows, "wall time", f->wall_s, "delivery digest",
 	       (unsigned long long)agg->digest);
-	printf("  %-22s %s/summary.json, op_log.jsonl%s%s\n", "outputs", job->result_dir,
+	printf("  %-22s %s/summary.json, stats.csv, op_log.jsonl%s%s\n", "outputs", job->result_dir,
 	       job->trace_off ? "" : ", trace.json",
 	       job->trace_off || !agg->has_path || !agg->path_segment ? "" : ", critical_path.jsonl");
 }
@@ -439,14 +493,14 @@ static void warn_nonfinite(const struct kb_agg *agg)
 }
 
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
-			    const struct kb_run_facts *facts, const struct kb_agg *agg)
+			    const struct kb_run_facts *facts, const struct kb_agg *agg,
+			    const struct kb_energy *energy)
 {
 	struct rt_buf b;
 	struct pe_metrics m;
 	char path[RT_PATH_MAX + 32];
 	enum rt_err err;
 
-	(void)topo;
 	pe_metrics(job, agg, &m);
 	/* every PE component tracks paths: one that does not reach the latency
 	 * is a bug in a component, not a result */
@@ -458,12 +512,12 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 			       (unsigned long long)agg->path_ps, (unsigned long long)m.latency_ps);
 	warn_nonfinite(agg);
 	rt_buf_init(&b);
-	err = summary_json(job, facts, agg, &m, &b);
+	err = summary_json(job, topo, facts, agg, &m, energy, &b);
 	snprintf(path, sizeof(path), "%s/summary.json", job->out_dir);
 	if (!err)
 		err = rt_buf_write_file(&b, path);
 	rt_buf_release(&b);
 	if (!err && !job->quiet)
-		print_report(job, facts, agg, &m);
+		print_report(job, facts, agg, &m, energy);
 	return err;
 }

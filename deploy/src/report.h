@@ -54,8 +54,10 @@ const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *
 enum rt_err kb_cpath_write(const struct rt_job *job, const struct rt_topology *topo,
 			   const struct kb_agg *agg);
 
+struct kb_energy;
 /* Writes summary.json and prints the report (unless --quiet). */
 enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *topo,
-			    const struct kb_run_facts *facts, const struct kb_agg *agg);
+			    const struct kb_run_facts *facts, const struct kb_agg *agg,
+			    const struct kb_energy *energy);
 
 #endif

@@ -229,6 +229,13 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 			   const struct rt_config *cfg);
 /* Finalises and frees; safe on an empty or released model. */
 void eng_model_release(struct eng_model *m);
+/* Loads, checks and releases every plug-in `cfg` names (dma.model,
+ * gemm.model, math.model, hbm.model), exactly as the engines and the
+ * rank memory will: its ABI, the class it models and its parameters
+ * (through its create). The first refusal's line is rt_fail'd. Runs user
+ * code (constructors, create): the launcher calls it in a short-lived
+ * child process (workloads/preflight.c), never in itself. */
+enum rt_err eng_plugins_check(const struct rt_config *cfg);
 /* Shorthands through m->ops (ctx NULL: an isolated stage, nothing held). */
 enum rt_err eng_model_latency(const struct eng_model *m, const Kb__Stage *stage,
 			      const struct eng_stage_ctx *ctx, uint64_t *cycles);
@@ -316,6 +323,10 @@ static inline uint32_t eng_hbm_streams(const struct rt_config *cfg)
 bool eng_hbm_local(const struct rt_config *cfg);
 /* True when hbm.model is "ideal" (no HBM latency either). */
 bool eng_hbm_ideal(const struct rt_config *cfg);
+
+/* Loads and checks the rank memory model `name` (a built-in or a plug-in
+ * path) and unloads it: what eng_plugins_check does for hbm.model. */
+enum rt_err eng_hbm_check(const char *name);
 
 /* The rank's memory component ("hbm", one per rank). */
 extern const struct rt_component_ops eng_hbm_ops;

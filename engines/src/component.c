@@ -63,8 +63,78 @@ struct channel {
 	struct rt_path free_path; /* critical path to free_ps */
 	bool free_has_path;
 	uint64_t data_end_ps;/* DMA: end of the last recorded transfer's data */
-	/* its statistics' names, made once: a stage must not format them */
-	char stat_count[32], stat_busy[32], stat_bytes[32], stat_elements[32];
+	uint32_t stat[4];    /* its statistics (channel_stats), by handle */
+};
+
+/* The statistics of an engine, declared at init and added to by handle
+ * (a stage costs array indexing, not name lookups). The op counts are
+ * what energy.* prices (docs/config.md, "energy"). */
+enum engine_stat {
+	ST_BUSY, ST_STAGES, ST_BYTES, ST_TCM_READ, ST_TCM_WRITE,
+	ST_HBM_READ, ST_HBM_WRITE,                 /* DMA */
+	ST_MACS_F16, ST_MACS_BF16, ST_MACS_F32,    /* GEMM, by operand dtype */
+	ST_SIMPLE_OPS, ST_EXP_OPS,                 /* MATH */
+	ST_COUNT
+};
+
+static const struct rt_stat_decl engine_stats[ST_COUNT] = {
+	[ST_BUSY] = RT_STAT_DECL("busy_ps", "ps",
+			"time the engine had a stage running (union of its stage intervals)"),
+	[ST_STAGES] = RT_STAT_DECL("stages", "count", "stages the engine ran"),
+	[ST_BYTES] = RT_STAT_DECL("bytes", "bytes",
+			"bytes its stages moved or read (docs/stages.md)"),
+	[ST_TCM_READ] = RT_STAT_DECL("tcm_read_bytes", "bytes",
+			"bytes its stages read from TCM (inputs, the GEMM accumulator after the first K step)"),
+	[ST_TCM_WRITE] = RT_STAT_DECL("tcm_write_bytes", "bytes",
+			"bytes its stages wrote to TCM (outputs, the GEMM accumulator before the last K step)"),
+	[ST_HBM_READ] = RT_STAT_DECL("hbm_read_bytes", "bytes",
+			"bytes its transfers read from HBM"),
+	[ST_HBM_WRITE] = RT_STAT_DECL("hbm_write_bytes", "bytes",
+			"bytes its transfers wrote to HBM"),
+	[ST_MACS_F16] = RT_STAT_DECL("macs_f16", "MACs",
+			"multiply-accumulates with f16 operands (f32 accumulation)"),
+	[ST_MACS_BF16] = RT_STAT_DECL("macs_bf16", "MACs",
+			"multiply-accumulates with bf16 operands (f32 accumulation)"),
+	[ST_MACS_F32] = RT_STAT_DECL("macs_f32", "MACs", "multiply-accumulates with f32 operands"),
+	[ST_SIMPLE_OPS] = RT_STAT_DECL("simple_ops", "element ops",
+			"element operations of simple and reduction ops (add, mul, max, copy, rsum, ...)"),
+	[ST_EXP_OPS] = RT_STAT_DECL("exp_ops", "element ops",
+			"element operations of transcendental ops (exp and friends)"),
+};
+
+/* Which of engine_stats a class declares: the common ones (up to
+ * ST_TCM_WRITE), then its own block. */
+static bool engine_has_stat(enum eng_class cls, unsigned i)
+{
+	if (i <= ST_TCM_WRITE)
+		return true;
+	if (i <= ST_HBM_WRITE)
+		return cls == ENG_DMA;
+	if (i <= ST_MACS_F32)
+		return cls == ENG_GEMM;
+	return cls == ENG_MATH;
+}
+
+/* Per channel: stages, busy time, bytes, elements. */
+static const struct rt_stat_decl channel_stats[4][4] = {
+	{ RT_STAT_DECL("dma_read_count", "count", "DMA read transfers (HBM to TCM)"),
+	  RT_STAT_DECL("dma_read_busy_ps", "ps",
+		  "time the read channel had a transfer in flight (union)"),
+	  RT_STAT_DECL("dma_read_bytes", "bytes", "bytes the read channel moved"),
+	  RT_STAT_DECL("dma_read_elements", "elements", "elements the read channel moved") },
+	{ RT_STAT_DECL("dma_write_count", "count", "DMA write transfers (TCM to HBM)"),
+	  RT_STAT_DECL("dma_write_busy_ps", "ps",
+		  "time the write channel had a transfer in flight (union)"),
+	  RT_STAT_DECL("dma_write_bytes", "bytes", "bytes the write channel moved"),
+	  RT_STAT_DECL("dma_write_elements", "elements", "elements the write channel moved") },
+	{ RT_STAT_DECL("gemm_count", "count", "GEMM stages"),
+	  RT_STAT_DECL("gemm_busy_ps", "ps", "time the GEMM array had a stage running"),
+	  RT_STAT_DECL("gemm_bytes", "bytes", "operand and result bytes of the GEMM stages"),
+	  RT_STAT_DECL("gemm_elements", "elements", "multiply-accumulates of the GEMM stages (M x N x K)") },
+	{ RT_STAT_DECL("math_count", "count", "MATH stages"),
+	  RT_STAT_DECL("math_busy_ps", "ps", "time the vector engine had a stage running"),
+	  RT_STAT_DECL("math_bytes", "bytes", "operand and result bytes of the MATH stages"),
+	  RT_STAT_DECL("math_elements", "elements", "elements the MATH stages computed") },
 };
 
 struct engine {
@@ -78,6 +148,7 @@ struct engine {
 	uint64_t hbm_lat_ps; /* DMA, timing HBM itself: the HBM latency */
 	unsigned n_channels;
 	struct channel ch[MAX_CHANNELS];
+	uint32_t stat[ST_COUNT]; /* handles (RT_STAT_NONE: not this class's) */
 };
 
 /* ---------------------------------------------------------------- queue */
@@ -156,6 +227,16 @@ static const char *model_name(const struct rt_config *cfg, enum eng_class cls)
 	return name[0] ? name : def;
 }
 
+static void engine_declare_stats(struct rt_ctx *ctx, struct engine *e)
+{
+	for (unsigned i = 0; i < ST_COUNT; i++)
+		e->stat[i] = engine_has_stat(e->cls, i) ? rt_stat_declare(ctx, &engine_stats[i])
+							 : RT_STAT_NONE;
+	for (unsigned c = 0; c < e->n_channels; c++)
+		rt_stat_declare_all(ctx, channel_stats[e->cls == ENG_DMA ? c : 1 + e->cls], 4,
+				    e->ch[c].stat);
+}
+
 static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 			       enum eng_class cls)
 {
@@ -170,14 +251,7 @@ static enum rt_err engine_init(struct rt_ctx *ctx, struct engine *e,
 	e->n_channels = cls == ENG_DMA ? 2 : 1;
 	e->ch[0].name = cls == ENG_DMA ? "dma_read" : eng_class_name(cls);
 	e->ch[1].name = "dma_write";
-	for (unsigned i = 0; i < MAX_CHANNELS; i++) {
-		struct channel *ch = &e->ch[i];
-
-		snprintf(ch->stat_count, sizeof(ch->stat_count), "%s_count", ch->name);
-		snprintf(ch->stat_busy, sizeof(ch->stat_busy), "%s_busy_ps", ch->name);
-		snprintf(ch->stat_bytes, sizeof(ch->stat_bytes), "%s_bytes", ch->name);
-		snprintf(ch->stat_elements, sizeof(ch->stat_elements), "%s_elements", ch->name);
-	}
+	engine_declare_stats(ctx, e);
 	for (unsigned i = 0; i < MAX_CHANNELS; i++)
 		e->ch[i].limit = cls == ENG_DMA && cfg->dma_outstanding ? cfg->dma_outstanding : 1;
 	if (cls == ENG_DMA) {
@@ -448,6 +522,61 @@ static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
 	return channel_arm(ctx, ch, d->channel, path);
 }
 
+static uint64_t view_bytes(const Kb__View *v)
+{
+	return v ? (uint64_t)v->rows * v->cols * rt_dtype_bytes(v->dtype) : 0;
+}
+
+/* Adds the view's bytes to the TCM or HBM counter of its space. */
+static void count_view(struct rt_ctx *ctx, const struct engine *e, const Kb__View *v,
+		       bool write)
+{
+	if (!v)
+		return;
+	if (v->space == KB__SPACE__SPACE_TCM)
+		rt_stat_add_h(ctx, e->stat[write ? ST_TCM_WRITE : ST_TCM_READ], view_bytes(v));
+	else
+		rt_stat_add_h(ctx, e->stat[write ? ST_HBM_WRITE : ST_HBM_READ], view_bytes(v));
+}
+
+/* The operations a stage did, for energy.*: memory bytes by space and
+ * direction (a GEMM reads its f32 accumulator after the first K step and
+ * writes it before the last), MACs by dtype, MATH element operations by
+ * latency class (softmax: rmax, exp_diff, rsum, div). */
+static void count_ops(struct rt_ctx *ctx, const struct engine *e, const Kb__Stage *s,
+		      uint64_t elements)
+{
+	static const unsigned macs[] = { [KB__DTYPE__DTYPE_F16] = ST_MACS_F16,
+					 [KB__DTYPE__DTYPE_BF16] = ST_MACS_BF16,
+					 [KB__DTYPE__DTYPE_F32] = ST_MACS_F32 };
+	const struct rt_isa_op *op;
+
+	for (size_t i = 0; i < s->n_in; i++)
+		count_view(ctx, e, s->in[i], false);
+	if (e->cls == ENG_GEMM) {
+		if (s->acc && !s->first)
+			count_view(ctx, e, s->acc, false);
+		if (s->acc && !s->last)
+			count_view(ctx, e, s->acc, true);
+		if (!s->acc || s->last)
+			count_view(ctx, e, s->out, true);
+		if (s->n_in && s->in[0] && (unsigned)s->in[0]->dtype <= KB__DTYPE__DTYPE_F32)
+			rt_stat_add_h(ctx, e->stat[macs[s->in[0]->dtype]], elements);
+		return;
+	}
+	count_view(ctx, e, s->out, true);
+	if (e->cls != ENG_MATH || !(op = rt_isa_find(s->op_name)))
+		return;
+	if (op->lat == RT_ISA_LAT_TRANSCENDENTAL) {
+		rt_stat_add_h(ctx, e->stat[ST_EXP_OPS], elements);
+	} else if (op->lat == RT_ISA_LAT_SOFTMAX) {
+		rt_stat_add_h(ctx, e->stat[ST_EXP_OPS], elements);
+		rt_stat_add_h(ctx, e->stat[ST_SIMPLE_OPS], eng_mul_sat(3, elements));
+	} else {
+		rt_stat_add_h(ctx, e->stat[ST_SIMPLE_OPS], elements);
+	}
+}
+
 /* Op log, trace slice and stats of a finished stage. Its interval is
  * when the engine worked on it: GEMM and MATH [start, end]; a DMA channel
  * the time it moved the transfer's bytes — from its wire start (or the end
@@ -455,7 +584,7 @@ static enum rt_err engine_hbm_done(struct rt_ctx *ctx, struct engine *e,
  * to its last byte (its end without the HBM latency), so no two records of
  * a channel overlap and busy time is their sum. issue_ps is when the stage
  * reached the engine (docs/metrics.md). */
-static enum rt_err record(struct rt_ctx *ctx, const struct engine *e, struct channel *ch,
+static enum rt_err record(struct rt_ctx *ctx, struct engine *e, struct channel *ch,
 			  unsigned channel, const struct queued *q)
 {
 	const Kb__Stage *s = q->s;
@@ -498,13 +627,14 @@ static enum rt_err record(struct rt_ctx *ctx, const struct engine *e, struct cha
 	err = rt_oplog(ctx, &rec);
 	if (!err)
 		err = rt_trace_slice(ctx, &span);
-	rt_stat_add(ctx, "busy_ps", to - from);
-	rt_stat_add(ctx, "stages", 1);
-	rt_stat_add(ctx, "bytes", rec.bytes);
-	rt_stat_add(ctx, ch->stat_count, 1);
-	rt_stat_add(ctx, ch->stat_busy, to - from);
-	rt_stat_add(ctx, ch->stat_bytes, rec.bytes);
-	rt_stat_add(ctx, ch->stat_elements, rec.elements);
+	rt_stat_add_h(ctx, e->stat[ST_BUSY], to - from);
+	rt_stat_add_h(ctx, e->stat[ST_STAGES], 1);
+	rt_stat_add_h(ctx, e->stat[ST_BYTES], rec.bytes);
+	rt_stat_add_h(ctx, ch->stat[0], 1);
+	rt_stat_add_h(ctx, ch->stat[1], to - from);
+	rt_stat_add_h(ctx, ch->stat[2], rec.bytes);
+	rt_stat_add_h(ctx, ch->stat[3], rec.elements);
+	count_ops(ctx, e, s, rec.elements);
 	return err;
 }
 

@@ -225,6 +225,25 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 	return err;
 }
 
+enum rt_err eng_plugins_check(const struct rt_config *cfg)
+{
+	static const enum eng_class classes[] = { ENG_DMA, ENG_GEMM, ENG_MATH };
+	const char *names[] = { cfg->dma_model, cfg->gemm_model, cfg->math_model };
+	struct eng_model m;
+	enum rt_err err = RT_EOK;
+
+	for (size_t i = 0; !err && i < 3; i++) {
+		if (!eng_is_plugin_path(names[i]))
+			continue;
+		err = eng_model_init(&m, classes[i], names[i], cfg);
+		if (!err)
+			eng_model_release(&m);
+	}
+	if (!err && eng_is_plugin_path(cfg->hbm_model))
+		err = eng_hbm_check(cfg->hbm_model);
+	return err;
+}
+
 void eng_model_release(struct eng_model *m)
 {
 	if (m->pub && m->pub->destroy)

@@ -68,8 +68,15 @@ struct tl_port_ops {
 	enum rt_err (*send)(void *ctx, uint32_t dst, uint64_t send_ps,
 			    uint64_t extra_ps, const Kb__Payload *msg,
 			    const struct rt_path *at_send);
+	/* Statistics (rt/component.h): by name (a kernel's own, made on the
+	 * fly), or declared once (name, unit, description, sum or max) and
+	 * then added to by handle. Each may be NULL: a port without
+	 * stat_declare gets the runtime's own statistics by name. */
 	void (*stat_add)(void *ctx, const char *name, uint64_t value);
 	void (*stat_max)(void *ctx, const char *name, uint64_t value);
+	uint32_t (*stat_declare)(void *ctx, const struct rt_stat_decl *decl);
+	void (*stat_add_h)(void *ctx, uint32_t handle, uint64_t value);
+	void (*stat_max_h)(void *ctx, uint32_t handle, uint64_t value);
 	/* Full path of `file` in the output directory (may be NULL). */
 	enum rt_err (*output_path)(void *ctx, const char *file, char *path,
 				   size_t cap);

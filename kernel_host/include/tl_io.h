@@ -29,15 +29,39 @@ bool tl_inputs_dir(struct tl *tl, char *out, size_t cap);
  * has none (unit-test ports). */
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap);
 
-/* This PE's statistics, merged into summary.json: summed over PEs
- * (tl_stat_add) or maxed (tl_stat_max). A name is 1 to 128 bytes of
- * printable ASCII (quotes are fine), not "delivered" or "last_ps", and is
- * either summed or maxed, not both; a bad one ends the run with one line
- * naming the call site. No limit on how many. */
+/* This PE's statistics: listed per component in stats.csv and
+ * summary.json ("instances"), and merged into summary.json's totals,
+ * summed over PEs (tl_stat_add) or maxed (tl_stat_max). A name is 1 to 128
+ * bytes of printable ASCII (quotes are fine), not "delivered" or "last_ps",
+ * and is either summed or maxed, not both; a bad one ends the run with one
+ * line naming the call site. No limit on how many.
+ *
+ * Give a unit and a one-line description, which go with the value into
+ * stats.csv and summary.json (the first ones given for a name stay):
+ *
+ *     tl_stat_add(tl, "tiles", n, "count", "KV tiles folded into the output");
+ *
+ * The three-argument form tl_stat_add(tl, name, value) still works and
+ * leaves both empty. A unit is at most 32 printable bytes, a description
+ * at most 240. */
 void tl_stat_add_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value);
 void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value);
-#define tl_stat_add(tl, name, value) tl_stat_add_at((tl), TL_HERE, (name), (value))
-#define tl_stat_max(tl, name, value) tl_stat_max_at((tl), TL_HERE, (name), (value))
+void tl_stat_add_desc_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value,
+			 const char *unit, const char *description);
+void tl_stat_max_desc_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value,
+			 const char *unit, const char *description);
+/* tl_stat_add(tl, name, value [, unit, description]): the form is picked
+ * by the number of arguments (two extra or none). */
+#define TL_STAT_PICK_(a, b, c, form, ...) form
+#define tl_stat_add(tl, name, ...)                                                 \
+	TL_STAT_PICK_(__VA_ARGS__, TL_STAT_DESC_, TL_STAT_BAD_ARGS_, TL_STAT_PLAIN_, \
+		      _)(add, (tl), (name), __VA_ARGS__)
+#define tl_stat_max(tl, name, ...)                                                 \
+	TL_STAT_PICK_(__VA_ARGS__, TL_STAT_DESC_, TL_STAT_BAD_ARGS_, TL_STAT_PLAIN_, \
+		      _)(max, (tl), (name), __VA_ARGS__)
+#define TL_STAT_PLAIN_(op, tl, name, value) tl_stat_##op##_at(tl, TL_HERE, name, (value))
+#define TL_STAT_DESC_(op, tl, name, value, unit, desc) \
+	tl_stat_##op##_desc_at(tl, TL_HERE, name, (value), (unit), (desc))
 
 /* Modelled time of one IPCQ message of `bytes` from send to arrival on an
  * idle link: link latency + serialisation (picoseconds). */

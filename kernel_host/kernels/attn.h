@@ -127,6 +127,9 @@ struct attn_kv {
  * group, depth 2). Fails the run with a clear line on bad arguments. */
 void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	       struct attn *a);
+/* Reports the step's query tokens on this rank (the "tokens" statistic,
+ * from PE 0; energy per token divides by the sum over ranks). */
+void attn_tokens(struct tl *tl, uint64_t tokens);
 /* The shape arguments only (heads_q, heads_kv, head_dim), for kernels
  * with their own layout (gqa_decode_paged). */
 void attn_init_heads(struct tl *tl, const struct tl_args *args,

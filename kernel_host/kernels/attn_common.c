@@ -245,6 +245,14 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 		a->qblock = a->g * a->sq;
 	a->p0 = (uint64_t)a->ranks * a->skv - (a->causal ? a->sq : 0);
 	layout(a);
+	attn_tokens(tl, a->sq);
+}
+
+void attn_tokens(struct tl *tl, uint64_t tokens)
+{
+	if (tl_program_id(tl) == 0) /* the rank's PEs share its queries' tokens */
+		tl_stat_add(tl, "tokens", tokens, "tokens",
+			    "query tokens the step computes on this rank (decode: one per sequence); energy per token divides by their sum");
 }
 
 uint64_t attn_kv_addr(const struct attn *a, uint64_t base, uint32_t head,
@@ -331,7 +339,8 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 			(unsigned long long)(n->ndim > 1 ? n->shape[1] : 0),
 			(unsigned long long)(n->ndim > 2 ? n->shape[2] : 0));
 	if (tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads the same file */
-		tl_stat_add(tl, "nonfinite_inputs", tl_nonfinite(n->type, n->data, n->count));
+		tl_stat_add(tl, "nonfinite_inputs", tl_nonfinite(n->type, n->data, n->count),
+			    "elements", "NaN or infinite elements read from --inputs");
 }
 
 /* Generates the whole tensor `which`. */
@@ -613,7 +622,8 @@ static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
 		tl_fail(tl, "cannot write %s", path);
 	}
 	close(fd);
-	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * shape[2]));
+	tl_stat_add(tl, "nonfinite_outputs", tl_nonfinite(TL_NPY_F16, bits, n * shape[2]), "elements",
+		    "NaN or infinite elements written to .npy outputs");
 }
 
 void attn_block_finish(struct tl *tl, const struct attn *a,

@@ -146,7 +146,7 @@ static void sweep_prefetch(struct tl *tl, const struct attn *a,
 			attn_fold(tl, a, b, attn_scores(tl, a, b, k, TL_NONE), v,
 				  kv->kpos0 + off / ((uint64_t)a->d * 2), w, a->opt);
 		}
-	tl_stat_add(tl, "tiles", n);
+	tl_stat_add(tl, "tiles", n, "count", "KV tiles folded into the output");
 }
 
 int gqa_decode_prefetch(struct tl *tl, const struct tl_args *args)

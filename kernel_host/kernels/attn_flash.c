@@ -340,7 +340,7 @@ void attn_sweep(struct tl *tl, const struct attn *a0,
 		scope_end(tl, a);
 	}
 	merge_splits(tl, b, a->splits);
-	tl_stat_add(tl, "tiles", n);
+	tl_stat_add(tl, "tiles", n, "count", "KV tiles folded into the output");
 }
 
 /* exp(x - m) as one composite (sub head, exp epilogue). */

@@ -145,7 +145,8 @@ static void file_setup(struct tl *tl, const char *dir, struct paged *p)
 		check_npy(tl, path, &p->in[i], types[i], dims[i]);
 		if (i < 3 && tl_rank(tl) == 0 && tl_program_id(tl) == 0) /* every PE reads it */
 			tl_stat_add(tl, "nonfinite_inputs",
-				    tl_nonfinite(p->in[i].type, p->in[i].data, p->in[i].count));
+				    tl_nonfinite(p->in[i].type, p->in[i].data, p->in[i].count),
+				    "elements", "NaN or infinite elements read from --inputs");
 	}
 	if (k[3] != q[2] || memcmp(p->in[2].shape, k, 4 * sizeof(*k)) ||
 	    p->in[3].shape[0] != q[0] || p->in[4].shape[0] != q[0] ||
@@ -406,6 +407,7 @@ int gqa_decode_paged(struct tl *tl, const struct tl_args *args)
 	p.a.g = p.a.hq / p.a.hkv;
 	p.a.scale = 1.0 / sqrt((double)p.a.d);
 	p.a.sq = 1;
+	attn_tokens(tl, p.batch); /* one new token per sequence */
 	p.a.tile = p.page;
 	p.a.qblock = p.a.g;
 	p.a.cols = TL_NONE;

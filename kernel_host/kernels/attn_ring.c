@@ -77,8 +77,9 @@ static void kv_send(struct tl *tl, const struct attn *a, tl_tensor t)
 
 static void ring_stats(struct tl *tl, const struct ring *rg)
 {
-	tl_stat_add(tl, "ipcq_wait_ps", rg->wait_ps);
-	tl_stat_add(tl, "ipcq_transfer_ps", rg->transfer_ps);
+	tl_stat_add(tl, "ipcq_wait_ps", rg->wait_ps, "ps", "time the ring steps waited on receives");
+	tl_stat_add(tl, "ipcq_transfer_ps", rg->transfer_ps, "ps",
+		    "modelled idle-link time of the ring messages received (latency + serialisation)");
 }
 
 static struct attn_block *blocks_new(struct tl *tl, uint32_t n)
@@ -135,7 +136,7 @@ static void fold_tile_all(struct tl *tl, const struct attn *a,
 		tl_scratch_scope_end(tl);
 		done++;
 	}
-	tl_stat_add(tl, "tiles", done);
+	tl_stat_add(tl, "tiles", done, "count", "KV tiles folded into the output");
 }
 
 /* Step s of a ring pass: the KV runs of rank `src`, tile by tile, loaded

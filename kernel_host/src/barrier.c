@@ -55,9 +55,8 @@ void tl_barrier_at(struct tl *tl, struct tl_site at)
 	if (tl->s.pes < 2)
 		return;
 	tl_wait_all(tl, at); /* what this PE wrote is in HBM before the others read */
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, "barriers", 1);
+	tl_charge(tl, at, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	tl_stat(tl, TL_ST_BARRIERS, 1);
 	id = tl_cmd_new(tl, at, TL_CMD_BARRIER);
 	if (tl->s.pe == 0) {
 		tl->bar_waiting = true;

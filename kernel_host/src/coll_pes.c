@@ -100,8 +100,6 @@ void coll_pes_run(struct tl *tl, struct tl_site at, enum coll_op op,
 		break;
 	}
 	tl_wait_all(tl, at);
-	if (tl->s.port->stat_add) {
-		tl->s.port->stat_add(tl->s.port_ctx, "collective_ps", tl->clock_ps - start);
-		tl->s.port->stat_add(tl->s.port_ctx, "collectives", 1);
-	}
+	tl_stat(tl, TL_ST_COLLECTIVE_PS, tl->clock_ps - start);
+	tl_stat(tl, TL_ST_COLLECTIVES, 1);
 }

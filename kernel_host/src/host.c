@@ -51,6 +51,21 @@ static void port_stat_max(void *p, const char *name, uint64_t v)
 	rt_stat_max(((struct host_state *)p)->ctx, name, v);
 }
 
+static uint32_t port_stat_declare(void *p, const struct rt_stat_decl *decl)
+{
+	return rt_stat_declare(((struct host_state *)p)->ctx, decl);
+}
+
+static void port_stat_add_h(void *p, uint32_t h, uint64_t v)
+{
+	rt_stat_add_h(((struct host_state *)p)->ctx, h, v);
+}
+
+static void port_stat_max_h(void *p, uint32_t h, uint64_t v)
+{
+	rt_stat_max_h(((struct host_state *)p)->ctx, h, v);
+}
+
 static enum rt_err port_output_path(void *p, const char *file, char *path,
 				    size_t cap)
 {
@@ -90,6 +105,9 @@ static const struct tl_port_ops host_port = {
 	.send = port_send,
 	.stat_add = port_stat_add,
 	.stat_max = port_stat_max,
+	.stat_declare = port_stat_declare,
+	.stat_add_h = port_stat_add_h,
+	.stat_max_h = port_stat_max_h,
 	.output_path = port_output_path,
 	.trace_slice = port_trace_slice,
 	.trace_counter = port_trace_counter,

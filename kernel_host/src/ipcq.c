@@ -111,7 +111,7 @@ static void send_msg(struct tl *tl, struct tl_site at, const char *api, tl_tenso
 		tl_abort(tl, at, RT_EKERNEL,
 			 "%s needs a TCM tensor (not a tl_ref or a transposed view)", api);
 	tl_wait_cmd(tl, at, r->producer);
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
+	tl_charge(tl, at, rt_dispatch_cycles(tl->s.cfg, RT_ISA_MOVE_LOGICAL_BYTES));
 	data->ready_ps = tl->clock_ps;
 	data->src_rank = tl->s.rank;
 	data->pe = tl->s.pe;
@@ -127,8 +127,7 @@ static void send_msg(struct tl *tl, struct tl_site at, const char *api, tl_tenso
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "%s failed: %s", api, rt_last_error());
 	tl->tot.ipcq_bytes += bytes;
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, "ipcq_bytes", bytes);
+	tl_stat(tl, TL_ST_IPCQ_BYTES, bytes);
 }
 
 void tl_send_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
@@ -195,7 +194,7 @@ void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps)
 	uint64_t arrive = tl->cmds[id].done_ps;
 
 	if (arrive > from_ps) /* it was not there yet: the kernel waited */
-		tl_stat_add(tl, "ipcq_recv_wait_ps", arrive - from_ps);
+		tl_stat(tl, TL_ST_IPCQ_RECV_WAIT, arrive - from_ps);
 }
 
 /* Posts receive `f` (command `id`) on `q`, or completes it at once with

@@ -145,6 +145,10 @@ enum rt_err tl_kernel_check(const char *workload)
 	err = object_path(workload, colon, path, sizeof(path));
 	if (err)
 		return err;
+	if (!strchr(path, '/')) /* dlopen searches the library path for a bare name */
+		return rt_fail(RT_EUSAGE, "kernel '%s': an object path needs a '/' (dlopen would "
+			       "search the system's library folders, not this one): write ./%s",
+			       workload, workload);
 	if (stat(path, &st) || access(path, R_OK))
 		return rt_fail(RT_ENOTFOUND, "kernel '%s': cannot load %s: %s", workload, path,
 			       strerror(errno));

@@ -49,6 +49,24 @@ struct link {
 	uint64_t cycle_ps, bytes_per_cycle, alpha_ps;
 	uint32_t rank, ranks, pes;
 	bool ring;
+	uint32_t stat[5];    /* link_stats, by handle */
+};
+
+/* Both directions, then per direction (Kb__IpcqData.dir: 0 left, 1 right;
+ * a switch port's egress counts as right, its ingress as left). */
+enum { LS_BUSY, LS_LEFT_BUSY, LS_RIGHT_BUSY, LS_LEFT_BYTES, LS_RIGHT_BYTES };
+static const struct rt_stat_decl link_stats[5] = {
+	[LS_BUSY] = RT_STAT_DECL("ipcq_link_busy_ps", "ps",
+			"time the rank's links (both directions; a switch port's egress and "
+			"ingress) spent moving bytes"),
+	[LS_LEFT_BUSY] = RT_STAT_DECL("ipcq_link_left_busy_ps", "ps",
+			"... of it on the links to the left neighbour"),
+	[LS_RIGHT_BUSY] = RT_STAT_DECL("ipcq_link_right_busy_ps", "ps",
+			"... of it on the links to the right neighbour"),
+	[LS_LEFT_BYTES] = RT_STAT_DECL("ipcq_link_left_bytes", "bytes",
+			"bytes the rank's link sent to its left neighbour (a switch port: took in)"),
+	[LS_RIGHT_BYTES] = RT_STAT_DECL("ipcq_link_right_bytes", "bytes",
+			"bytes the rank's link sent to its right neighbour (a switch port: sent out)"),
 };
 
 static enum rt_err link_init(struct rt_ctx *ctx, void *state)
@@ -63,6 +81,7 @@ static enum rt_err link_init(struct rt_ctx *ctx, void *state)
 	l->ranks = cfg->ranks;
 	l->pes = cfg->pes;
 	l->ring = rt_config_topology(cfg) == RT_TOPOLOGY_RING;
+	rt_stat_declare_all(ctx, link_stats, 5, l->stat);
 	return RT_EOK;
 }
 
@@ -85,9 +104,9 @@ static void serialise(struct link *l, struct rt_ctx *ctx, uint32_t k, const Kb__
 		rt_path_add(&l->free_path[k], RT_PATH_LINK_QUEUEING, *end - *start);
 	}
 	l->free_ps[k] = *end;
-	rt_stat_add(ctx, "ipcq_link_busy_ps", *end - *start);
-	rt_stat_add(ctx, right ? "ipcq_link_right_busy_ps" : "ipcq_link_left_busy_ps", *end - *start);
-	rt_stat_add(ctx, right ? "ipcq_link_right_bytes" : "ipcq_link_left_bytes", m->nbytes);
+	rt_stat_add_h(ctx, l->stat[LS_BUSY], *end - *start);
+	rt_stat_add_h(ctx, l->stat[right ? LS_RIGHT_BUSY : LS_LEFT_BUSY], *end - *start);
+	rt_stat_add_h(ctx, l->stat[right ? LS_RIGHT_BYTES : LS_LEFT_BYTES], m->nbytes);
 }
 
 /* Sends `m` to component `dst` at max(at, now) with the path to then plus

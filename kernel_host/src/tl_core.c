@@ -124,6 +124,7 @@ void tl_destroy(struct tl **tl_p)
 	free(tl->saves);
 	free(tl->wire_buf);
 	free(tl->lowering_buf);
+	tl_sites_release(tl);
 	rt_buf_release(&tl->args_log);
 	tl_program_release(tl);
 	free(tl);
@@ -160,21 +161,15 @@ static void report_args(struct tl *tl)
 
 static void report_end(struct tl *tl)
 {
-	const struct tl_port_ops *p = tl->s.port;
-
 	tl->tot.end_ps = tl->clock_ps;
 	tl->tot.peak_scratch_bytes = tl->peak;
-	if (p->stat_max) {
-		p->stat_max(tl->s.port_ctx, "kernel_end_ps", tl->clock_ps);
-		p->stat_max(tl->s.port_ctx, "peak_scratch_bytes", tl->peak);
-	}
-	if (p->stat_add) {
-		p->stat_add(tl->s.port_ctx, "kernel_ps",
-			    tl->clock_ps - tl->start_ps);
-		p->stat_add(tl->s.port_ctx, "commands", tl->tot.commands);
-	}
-	if (p->path_report && tl->path_ok)
-		p->path_report(tl->s.port_ctx, &tl->path);
+	tl_stat(tl, TL_ST_KERNEL_END, tl->clock_ps);
+	tl_stat(tl, TL_ST_PEAK_SCRATCH, tl->peak);
+	tl_stat(tl, TL_ST_KERNEL_PS, tl->clock_ps - tl->start_ps);
+	tl_stat(tl, TL_ST_COMMANDS, tl->tot.commands);
+	tl_sites_report(tl);
+	if (tl->s.port->path_report && tl->path_ok)
+		tl->s.port->path_report(tl->s.port_ctx, &tl->path);
 	report_args(tl);
 	tl_program_report(tl);
 }
@@ -374,8 +369,11 @@ void tl_wait_cmd(struct tl *tl, struct tl_site at, uint64_t id)
 			tl->path_ok = false;
 		tl->clock_ps = tl->cmds[id].done_ps;
 	}
-	if (tl->clock_ps > start_ps) /* the kernel stalled here */
+	if (tl->clock_ps > start_ps) { /* the kernel stalled here */
 		trace_kernel(tl, "wait", at, start_ps, tl->clock_ps);
+		tl_stat(tl, TL_ST_WAIT, tl->clock_ps - start_ps);
+		tl_site_wait(tl, at, tl->clock_ps - start_ps);
+	}
 }
 
 void tl_wait_operand(struct tl *tl, struct tl_site at, uint64_t id)
@@ -400,13 +398,13 @@ void tl_wait_all(struct tl *tl, struct tl_site at)
 
 /* ------------------------------------------------------------ dispatch */
 
-void tl_charge(struct tl *tl, uint64_t cycles)
+void tl_charge(struct tl *tl, struct tl_site at, uint64_t cycles)
 {
 	tl->clock_ps += cycles * tl->cycle_ps;
 	rt_path_add(&tl->path, RT_PATH_DISPATCH, cycles * tl->cycle_ps);
 	tl->tot.dispatch_cycles += cycles;
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, "dispatch_cycles", cycles);
+	tl_stat(tl, TL_ST_DISPATCH, cycles);
+	tl_site_dispatch(tl, at, cycles);
 }
 
 void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
@@ -415,7 +413,7 @@ void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd)
 	uint64_t start_ps = tl->clock_ps;
 	enum rt_err rc;
 
-	tl_charge(tl, rt_dispatch_cycles(tl->s.cfg,
+	tl_charge(tl, at, rt_dispatch_cycles(tl->s.cfg,
 					 rt_command_logical_bytes(cmd)));
 	trace_kernel(tl, cmd->body_case == KB__COMMAND__BODY_COMPOSITE ? "dispatch composite"
 			 : cmd->body_case == KB__COMMAND__BODY_DMA     ? "dispatch dma"

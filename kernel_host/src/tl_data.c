@@ -171,10 +171,10 @@ bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 	}
 	rc = rt_npy_write(path, dtype == TL_F16 ? RT_NPY_F16 : RT_NPY_F32,
 			  shape, 2, wide ? (const void *)wide : bytes);
-	if (rc == RT_EOK && tl->s.port->stat_add) /* NaN/Inf results: warned about */
-		tl->s.port->stat_add(tl->s.port_ctx, "nonfinite_outputs",
-				     rt_npy_nonfinite(dtype == TL_F16 ? RT_NPY_F16 : RT_NPY_F32,
-						      wide ? (const void *)wide : bytes, n));
+	if (rc == RT_EOK) /* NaN/Inf results: warned about */
+		tl_stat(tl, TL_ST_NONFINITE_OUT,
+			rt_npy_nonfinite(dtype == TL_F16 ? RT_NPY_F16 : RT_NPY_F32,
+					 wide ? (const void *)wide : bytes, n));
 	free(wide);
 	if (rc != RT_EOK)
 		tl_abort(tl, at, rc, "tl_save_npy %s: %s", file, rt_last_error());

@@ -65,18 +65,62 @@ static void check_stat_name(struct tl *tl, struct tl_site at, const char *call,
 		tl_abort(tl, at, RT_EINVAL, "%s: %s", call, why);
 }
 
+/* The unit or description of a kernel's statistic, checked at its call
+ * site as its name is. */
+static void check_stat_text(struct tl *tl, struct tl_site at, const char *call,
+			    const char *name, const char *what, const char *text, size_t max)
+{
+	size_t len = 0;
+
+	for (; text && text[len]; len++)
+		if ((unsigned char)text[len] < 0x20 || (unsigned char)text[len] > 0x7e)
+			tl_abort(tl, at, RT_EINVAL, "%s: statistic \"%.60s\": its %s has a "
+				 "non-printable byte 0x%02x (printable ASCII only)", call, name, what,
+				 (unsigned char)text[len]);
+	if (len > max)
+		tl_abort(tl, at, RT_EINVAL, "%s: statistic \"%.60s\": its %s is %zu bytes, at most "
+			 "%zu", call, name, what, len, max);
+}
+
+/* Declares the kernel's statistic `name` (unit and description may be
+ * NULL) and adds or maxes `value`. */
+static void kernel_stat(struct tl *tl, struct tl_site at, bool max, const char *name,
+			uint64_t value, const char *unit, const char *desc)
+{
+	const struct tl_port_ops *p = tl->s.port;
+	const char *call = max ? "tl_stat_max" : "tl_stat_add";
+	struct rt_stat_decl d = { name, unit, desc, max ? RT_STAT_MAX : RT_STAT_SUM, false };
+
+	check_stat_name(tl, at, call, name);
+	check_stat_text(tl, at, call, name, "unit", unit, RT_STAT_UNIT_MAX);
+	check_stat_text(tl, at, call, name, "description", desc, RT_STAT_DESC_MAX);
+	if (p->stat_declare && (max ? p->stat_max_h != NULL : p->stat_add_h != NULL))
+		(max ? p->stat_max_h : p->stat_add_h)(tl->s.port_ctx,
+						      p->stat_declare(tl->s.port_ctx, &d), value);
+	else if (max ? p->stat_max != NULL : p->stat_add != NULL)
+		(max ? p->stat_max : p->stat_add)(tl->s.port_ctx, name, value);
+}
+
 void tl_stat_add_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value)
 {
-	check_stat_name(tl, at, "tl_stat_add", name);
-	if (tl->s.port->stat_add)
-		tl->s.port->stat_add(tl->s.port_ctx, name, value);
+	kernel_stat(tl, at, false, name, value, NULL, NULL);
 }
 
 void tl_stat_max_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value)
 {
-	check_stat_name(tl, at, "tl_stat_max", name);
-	if (tl->s.port->stat_max)
-		tl->s.port->stat_max(tl->s.port_ctx, name, value);
+	kernel_stat(tl, at, true, name, value, NULL, NULL);
+}
+
+void tl_stat_add_desc_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value,
+			 const char *unit, const char *description)
+{
+	kernel_stat(tl, at, false, name, value, unit, description);
+}
+
+void tl_stat_max_desc_at(struct tl *tl, struct tl_site at, const char *name, uint64_t value,
+			 const char *unit, const char *description)
+{
+	kernel_stat(tl, at, true, name, value, unit, description);
 }
 
 uint64_t tl_ipcq_transfer_ps(const struct tl *tl, uint64_t bytes)

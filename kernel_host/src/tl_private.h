@@ -133,6 +133,26 @@ struct tl_args {
 	const char *const (*binds)[2]; /* parameter, tensor; NULL-ended */
 };
 
+/* The kernel host's own statistics (tl_stats.c has their units and
+ * descriptions), declared on first use and then added to by handle. */
+enum tl_stat_id {
+	TL_ST_DISPATCH, TL_ST_COMMANDS, TL_ST_KERNEL_PS, TL_ST_KERNEL_END, TL_ST_PEAK_SCRATCH,
+	TL_ST_WAIT, TL_ST_NONFINITE_OUT, TL_ST_IPCQ_BYTES, TL_ST_IPCQ_LINK_BUSY,
+	TL_ST_IPCQ_LINK_LEFT_BUSY, TL_ST_IPCQ_LINK_RIGHT_BUSY, TL_ST_IPCQ_LINK_LEFT_BYTES,
+	TL_ST_IPCQ_LINK_RIGHT_BYTES, TL_ST_IPCQ_RECV_WAIT, TL_ST_BARRIERS, TL_ST_COLLECTIVES,
+	TL_ST_COLLECTIVE_PS, TL_ST_COUNT
+};
+
+/* PE_CPU time spent at one call site of the kernel: dispatching the
+ * commands issued there and waiting there. */
+struct tl_site_acc {
+	const char *file;  /* the kernel's __FILE__ (NULL: a free slot) */
+	int line;
+	uint32_t order;    /* first-use order: the report lists sites so */
+	uint64_t dispatch_cycles;
+	uint64_t wait_ps;
+};
+
 struct tl {
 	struct tl_setup s;
 	struct tl_args args;
@@ -181,6 +201,9 @@ struct tl {
 	bool bar_has_path;    /* PE 0: bar_path is the last arrival's path */
 	struct rt_path bar_path;
 	struct tl_totals tot;
+	uint32_t stat_h[TL_ST_COUNT]; /* handle + 1 (0: not declared yet) */
+	struct tl_site_acc *sites;    /* open addressing by (file, line) */
+	uint32_t n_sites, cap_sites;
 	struct tl_coro coro;
 	void *wire_buf;       /* reused wire form of one composite */
 	void *lowering_buf;   /* reused lowering state (composite.c) */
@@ -216,8 +239,19 @@ void tl_cmd_set_path(struct tl *tl, uint64_t id, const struct rt_path *path);
 enum rt_err tl_resume_for(struct tl *tl, uint64_t id);
 /* Charges the dispatch of `cmd` and sends it to the scheduler. */
 void tl_emit(struct tl *tl, struct tl_site at, Kb__Command *cmd);
-/* Charges `cycles` of PE_CPU time. */
-void tl_charge(struct tl *tl, uint64_t cycles);
+/* Charges `cycles` of PE_CPU time to the call at `at`. */
+void tl_charge(struct tl *tl, struct tl_site at, uint64_t cycles);
+
+/* ---- statistics (tl_stats.c) */
+/* Adds `value` to (or maxes) the host statistic `id`. */
+void tl_stat(struct tl *tl, enum tl_stat_id id, uint64_t value);
+/* Accounts dispatch cycles and waiting time to the call site `at`. */
+void tl_site_dispatch(struct tl *tl, struct tl_site at, uint64_t cycles);
+void tl_site_wait(struct tl *tl, struct tl_site at, uint64_t ps);
+/* Reports the per-site statistics (dispatch_cycles@FILE:LINE,
+ * wait_ps@FILE:LINE; listed per component only) at the kernel's end. */
+void tl_sites_report(struct tl *tl);
+void tl_sites_release(struct tl *tl);
 uint64_t tl_rec_bytes(const struct tl_rec *r);
 struct tl_tref tl_tref_of(const struct tl_rec *r);
 /* Logical dims (after a transposed view). */

@@ -156,6 +156,37 @@ const struct rt_config_field rt_config_fields[] = {
 	U64("dispatch.max_composite_logical_bytes", max_composite_logical_bytes, "1024",
 	    "bytes", 1, 4 * GI, "largest logical size of one composite command"),
 
+	/* Per-action energies: Horowitz, "Computing's energy problem (and what
+	 * we can do about it)", ISSCC 2014, 45 nm at 0.9 V, unless marked as a
+	 * modelling choice. Integers in fJ (1 pJ = 1000 fJ) and uW: the
+	 * configuration has no floating point. */
+	U64("energy.mac_f16_fj", energy_mac_f16_fj, "2000", "fJ/MAC", 0, GIGA,
+	    "one f16 multiply-accumulate: f16 multiply 1.1 pJ + f32 add 0.9 pJ (Horowitz, ISSCC 2014; accumulation is f32)"),
+	U64("energy.mac_bf16_fj", energy_mac_bf16_fj, "2000", "fJ/MAC", 0, GIGA,
+	    "one bf16 multiply-accumulate: modelling choice, as f16 (Horowitz gives no bf16 figure; a bf16 multiplier is no larger than an f16 one)"),
+	U64("energy.mac_f32_fj", energy_mac_f32_fj, "4600", "fJ/MAC", 0, GIGA,
+	    "one f32 multiply-accumulate: f32 multiply 3.7 pJ + f32 add 0.9 pJ (Horowitz, ISSCC 2014)"),
+	U64("energy.math_op_fj", energy_math_op_fj, "900", "fJ/element", 0, GIGA,
+	    "one element of a simple or reduction MATH op: an f32 add, 0.9 pJ (Horowitz, ISSCC 2014)"),
+	U64("energy.math_exp_fj", energy_math_exp_fj, "23000", "fJ/element", 0, GIGA,
+	    "one element of a transcendental MATH op: modelling choice, a degree-5 polynomial = 5 f32 multiply-adds of 4.6 pJ (Horowitz, ISSCC 2014)"),
+	U64("energy.tcm_read_fj_per_byte", energy_tcm_read_fj, "2500", "fJ/byte", 0, GIGA,
+	    "TCM read: 20 pJ per 64-bit access of a 32 KB SRAM (Horowitz, ISSCC 2014); modelling choice: the TCM is banked in 32 KB banks"),
+	U64("energy.tcm_write_fj_per_byte", energy_tcm_write_fj, "2500", "fJ/byte", 0, GIGA,
+	    "TCM write: modelling choice, as a read (Horowitz gives reads)"),
+	U64("energy.hbm_fj_per_byte", energy_hbm_fj, "31200", "fJ/byte", 0, GIGA,
+	    "HBM read or write: about 3.9 pJ/bit for HBM2 (O'Connor et al., \"Fine-Grained DRAM\", MICRO 2017)"),
+	U64("energy.link_fj_per_byte", energy_link_fj, "9360", "fJ/byte", 0, GIGA,
+	    "a byte over an IPCQ link: 1.17 pJ/bit ground-referenced signalling (Poulton et al., JSSC 54(1), 2019)"),
+	U64("energy.gemm_static_uw", energy_gemm_static_uw, "7864320", "uW", 0, GIGA,
+	    "static power of one PE_GEMM: modelling choice, 10% of its dynamic power at full use with the default machine (trn2: 128 x 128 MACs x 2 pJ at 2.4 GHz)"),
+	U64("energy.math_static_uw", energy_math_static_uw, "10980", "uW", 0, GIGA,
+	    "static power of one PE_MATH: modelling choice, 10% of 122 lanes x 0.9 pJ at 1 GHz (trn2)"),
+	U64("energy.dma_static_uw", energy_dma_static_uw, "216000", "uW", 0, GIGA,
+	    "static power of one PE_DMA: modelling choice, 10% of 2 channels x 16 queues x 27 B/cycle x 2.5 pJ/B (TCM side) at 1 GHz (trn2)"),
+	U64("energy.cpu_static_uw", energy_cpu_static_uw, "5000", "uW", 0, GIGA,
+	    "static power of one PE_CPU: modelling choice, 10% of 50 mW for a small in-order core"),
+
 	U64("run.watchdog_ms", watchdog_ms, "30000", "ms", 1, 86400000,
 	    "abort a run that makes no progress for this long (wall clock)"),
 	U32("run.critical_path", critical_path, "1", "0 or 1", 0, 1,

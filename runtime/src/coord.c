@@ -52,6 +52,9 @@ struct rt_coord {
 	struct rt_buf frame;
 	struct rt_trace_writer counters; /* window counter trace records */
 	uint64_t last_progress_ms;
+	uint64_t progress_start_ms; /* when the run's windows began (--progress) */
+	uint64_t progress_ps;       /* latest simulated time a daemon reported */
+	bool progress_printed;      /* a plain progress line went out */
 	uint64_t recvs;         /* waits for a frame (signals: every 64th) */
 	int rcvtimeo_ms;        /* the socket's receive timeout now */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
@@ -637,6 +640,8 @@ enum taken { TAKEN_NOTHING, TAKEN_IGNORED, TAKEN_PROGRESS, TAKEN_FRAME };
 /* Takes the rest of a frame whose identity part is in `id` and decodes it.
  * TAKEN_FRAME: *peer sent *out (caller frees). A stranger's frame is
  * ignored and a PROGRESS heartbeat is consumed here. */
+static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final);
+
 static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer, Kb__Sync **out,
 			       enum taken *taken)
 {
@@ -678,6 +683,11 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 			if ((*out)->progress->events > c->peers[*peer].events) {
 				c->peers[*peer].events = (*out)->progress->events;
 				*taken = TAKEN_PROGRESS;
+			}
+			/* inside a long window: how far its simulation got */
+			if ((*out)->progress->now_ps > c->progress_ps) {
+				c->progress_ps = (*out)->progress->now_ps;
+				show_progress(c, c->st.windows + 1, c->progress_ps, false);
 			}
 			rt_wire_free_sync(*out);
 			*out = NULL;
@@ -1109,17 +1119,47 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 	return a > RT_TIME_NEVER - b ? RT_TIME_NEVER : a + b;
 }
 
+/* --progress: a bar redrawn at most once a second on a terminal, or a
+ * line every RT_PROGRESS_EVERY_S seconds (auto: only once the run has
+ * gone on for RT_PROGRESS_QUIET_S) when stderr is a log. `t` is the
+ * simulated time reached, from window starts or daemons' heartbeats. */
 static void show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final)
 {
 	uint64_t now = wall_ms();
+	enum rt_progress mode = c->job->progress;
+	bool bar = mode == RT_PROGRESS_BAR || (mode == RT_PROGRESS_AUTO && isatty(STDERR_FILENO));
 
-	if (c->sub || c->job->quiet || (!final && now - c->last_progress_ms < 1000) ||
-	    !isatty(STDERR_FILENO))
+	if (c->sub || c->job->quiet || mode == RT_PROGRESS_OFF)
+		return;
+	if (!c->progress_start_ms)
+		c->progress_start_ms = now;
+	if (t < c->progress_ps)
+		t = c->progress_ps;
+	if (bar) {
+		if (!final && now - c->last_progress_ms < 1000)
+			return;
+		c->last_progress_ms = now;
+		fprintf(stderr, "\rkernbench: simulated %llu.%06llu us, window %llu%s",
+			(unsigned long long)(t / 1000000), (unsigned long long)(t % 1000000),
+			(unsigned long long)k, final ? "\n" : "");
+		return;
+	}
+	if (mode == RT_PROGRESS_AUTO && now - c->progress_start_ms < RT_PROGRESS_QUIET_S * 1000)
+		return; /* a short run in a log says nothing */
+	if (final ? !c->progress_printed && mode == RT_PROGRESS_AUTO
+		  : now - (c->progress_printed ? c->last_progress_ms : c->progress_start_ms) <
+			    RT_PROGRESS_EVERY_S * 1000)
 		return;
 	c->last_progress_ms = now;
-	fprintf(stderr, "\rkernbench: simulated %llu.%06llu us, window %llu%s",
-		(unsigned long long)(t / 1000000), (unsigned long long)(t % 1000000),
-		(unsigned long long)k, final ? "\n" : "");
+	c->progress_printed = true;
+	if (final) /* the report gives the simulated time it ended at */
+		fprintf(stderr, "kernbench: progress: done, %llu window%s, %.1f s\n",
+			(unsigned long long)k, k == 1 ? "" : "s",
+			(double)(now - c->progress_start_ms) / 1000.0);
+	else
+		fprintf(stderr, "kernbench: progress: simulated %llu.%06llu us, window %llu, %.0f s\n",
+			(unsigned long long)(t / 1000000), (unsigned long long)(t % 1000000),
+			(unsigned long long)k, (double)(now - c->progress_start_ms) / 1000.0);
 }
 
 static void note_window(struct rt_coord *c, uint64_t k, uint64_t t)

@@ -38,8 +38,11 @@ enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id)
 void rt_ctx_release(struct rt_ctx *c)
 {
 	free(c->state);
-	for (size_t i = 0; i < c->n_stats; i++)
+	for (size_t i = 0; i < c->n_stats; i++) {
 		free(c->stats[i].name);
+		free(c->stats[i].unit);
+		free(c->stats[i].description);
+	}
 	free(c->stats);
 	free(c->unfinished);
 	rt_buf_release(&c->oplog);
@@ -588,67 +591,136 @@ static void stat_fail(struct rt_ctx *ctx, enum rt_err code, const char *line)
 	snprintf(ctx->stat_err_line, sizeof(ctx->stat_err_line), "%s", line);
 }
 
-/* The statistic `name`, made on first use. Only a new name is checked:
- * every stored one passed the check, so the per-stage calls of a known
- * statistic cost one lookup. */
-static struct rt_stat *find_stat(struct rt_ctx *ctx, const char *name, bool is_max)
+/* NULL if a unit or description `text` is printable and at most `max`
+ * bytes; else why not (into `why`). */
+static const char *stat_text_check(const char *name, const char *what, const char *text,
+				   size_t max, char *why, size_t cap)
 {
-	const char *why;
+	char shown[80];
+	size_t len = 0;
+
+	for (; text[len]; len++) {
+		unsigned char c = (unsigned char)text[len];
+
+		if (c < 0x20 || c > 0x7e || len == max) {
+			printable_name(name, shown, sizeof(shown));
+			snprintf(why, cap, "statistic \"%s\": its %s %s", shown, what,
+				 len == max ? "is too long" : "has a non-printable byte");
+			return why;
+		}
+	}
+	return NULL;
+}
+
+/* The index of statistic `name`, or n_stats when there is none. */
+static size_t stat_index(const struct rt_ctx *ctx, const char *name)
+{
+	size_t i = 0;
+
+	while (i < ctx->n_stats && strcmp(ctx->stats[i].name, name))
+		i++;
+	return i;
+}
+
+/* Appends a new statistic (every string already checked). */
+static uint32_t stat_append(struct rt_ctx *ctx, const struct rt_stat_decl *d)
+{
 	struct rt_stat *s;
 
-	for (size_t i = 0; name && i < ctx->n_stats; i++) {
-		if (strcmp(ctx->stats[i].name, name))
-			continue;
-		if (ctx->stats[i].is_max != is_max) {
-			char line[256]; /* the name was checked: printable, short */
-
-			snprintf(line, sizeof(line), "statistic \"%s\" is both summed and maxed", name);
-			stat_fail(ctx, RT_EINVAL, line);
-			return NULL;
-		}
-		return &ctx->stats[i];
-	}
-	if ((why = rt_stat_name_check(name))) {
-		stat_fail(ctx, RT_EINVAL, why);
-		return NULL;
-	}
 	if (ctx->n_stats == ctx->cap_stats) {
-		size_t cap = ctx->cap_stats ? ctx->cap_stats * 2 : 8;
+		size_t cap = ctx->cap_stats ? ctx->cap_stats * 2 : 16;
 		struct rt_stat *grown = realloc(ctx->stats, cap * sizeof(*grown));
 
-		if (!grown) {
-			stat_fail(ctx, RT_ENOMEM, "out of memory for statistics");
-			return NULL;
-		}
+		if (!grown)
+			goto out_nomem;
 		ctx->stats = grown;
 		ctx->cap_stats = cap;
 	}
 	s = &ctx->stats[ctx->n_stats];
-	s->name = strdup(name);
-	if (!s->name) {
-		stat_fail(ctx, RT_ENOMEM, "out of memory for statistics");
-		return NULL;
+	s->name = strdup(d->name);
+	s->unit = strdup(d->unit ? d->unit : "");
+	s->description = strdup(d->description ? d->description : "");
+	if (!s->name || !s->unit || !s->description) {
+		free(s->name);
+		free(s->unit);
+		free(s->description);
+		goto out_nomem;
 	}
 	s->value = 0;
-	s->is_max = is_max;
-	ctx->n_stats++;
-	return s;
+	s->is_max = d->merge == RT_STAT_MAX;
+	s->per_instance = d->per_instance;
+	return (uint32_t)ctx->n_stats++;
+out_nomem:
+	stat_fail(ctx, RT_ENOMEM, "out of memory for statistics");
+	return RT_STAT_NONE;
+}
+
+uint32_t rt_stat_declare(struct rt_ctx *ctx, const struct rt_stat_decl *d)
+{
+	char why[256];
+	const char *bad = d->name ? rt_stat_name_check(d->name) : "statistic name is empty";
+	size_t i;
+
+	if (!bad && d->unit)
+		bad = stat_text_check(d->name, "unit", d->unit, RT_STAT_UNIT_MAX, why, sizeof(why));
+	if (!bad && d->description)
+		bad = stat_text_check(d->name, "description", d->description, RT_STAT_DESC_MAX, why,
+				      sizeof(why));
+	if (bad) {
+		stat_fail(ctx, RT_EINVAL, bad);
+		return RT_STAT_NONE;
+	}
+	i = stat_index(ctx, d->name);
+	if (i == ctx->n_stats)
+		return stat_append(ctx, d);
+	if (ctx->stats[i].is_max != (d->merge == RT_STAT_MAX)) {
+		snprintf(why, sizeof(why), "statistic \"%s\" is both summed and maxed", d->name);
+		stat_fail(ctx, RT_EINVAL, why);
+		return RT_STAT_NONE;
+	}
+	return (uint32_t)i;
+}
+
+void rt_stat_declare_all(struct rt_ctx *ctx, const struct rt_stat_decl *decls, size_t n,
+			 uint32_t *handles)
+{
+	for (size_t i = 0; i < n; i++)
+		handles[i] = rt_stat_declare(ctx, &decls[i]);
+}
+
+void rt_stat_add_h(struct rt_ctx *ctx, uint32_t h, uint64_t value)
+{
+	if (h < ctx->n_stats)
+		ctx->stats[h].value += value;
+}
+
+void rt_stat_max_h(struct rt_ctx *ctx, uint32_t h, uint64_t value)
+{
+	if (h < ctx->n_stats && value > ctx->stats[h].value)
+		ctx->stats[h].value = value;
+}
+
+/* The statistic `name`, declared on first use. Only a new name is
+ * checked: every stored one passed the check, so the per-call cost of a
+ * known statistic is one lookup. */
+static uint32_t find_stat(struct rt_ctx *ctx, const char *name, bool is_max)
+{
+	struct rt_stat_decl d = { .name = name, .merge = is_max ? RT_STAT_MAX : RT_STAT_SUM };
+	size_t i = name ? stat_index(ctx, name) : ctx->n_stats;
+
+	if (i < ctx->n_stats && ctx->stats[i].is_max == is_max)
+		return (uint32_t)i;
+	return rt_stat_declare(ctx, &d);
 }
 
 void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value)
 {
-	struct rt_stat *s = find_stat(ctx, name, false);
-
-	if (s)
-		s->value += value;
+	rt_stat_add_h(ctx, find_stat(ctx, name, false), value);
 }
 
 void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value)
 {
-	struct rt_stat *s = find_stat(ctx, name, true);
-
-	if (s && value > s->value)
-		s->value = value;
+	rt_stat_max_h(ctx, find_stat(ctx, name, true), value);
 }
 
 enum rt_err rt_ctx_stat_error(const struct rt_ctx *c)
@@ -669,6 +741,9 @@ void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *sta
 		stats[i].name = c->stats[i].name;
 		stats[i].value = c->stats[i].value;
 		stats[i].is_max = c->stats[i].is_max;
+		stats[i].unit = c->stats[i].unit;
+		stats[i].description = c->stats[i].description;
+		stats[i].per_instance = c->stats[i].per_instance;
 		stat_ptrs[i] = &stats[i];
 	}
 	r->n_stats = c->n_stats;

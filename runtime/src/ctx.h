@@ -15,9 +15,12 @@
 #include "rt/wire.h"
 
 struct rt_stat {
-	char *name;  /* owned; checked by rt_stat_name_check */
+	char *name;        /* owned; checked by rt_stat_name_check */
+	char *unit;        /* owned; "" when not declared */
+	char *description; /* owned; "" when not declared */
 	uint64_t value;
-	bool is_max; /* merged by max instead of sum */
+	bool is_max;       /* merged by max instead of sum */
+	bool per_instance; /* not merged into totals / by_kind */
 };
 
 struct rt_ctx {

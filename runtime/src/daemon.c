@@ -216,11 +216,15 @@ static void heartbeat(struct rt_daemon *d)
 
 	if (!d->sock)
 		return;
+	/* a run that shows its progress hears from its daemons every second */
+	if (!d->job->quiet && d->job->progress != RT_PROGRESS_OFF && every > 1000)
+		every = 1000;
 	now = mono_ms();
 	if (now - d->beat_ms < (every ? every : 1))
 		return;
 	d->beat_ms = now;
 	progress.events = d->events;
+	progress.now_ps = d->now;
 	sync.body_case = KB__SYNC__BODY_PROGRESS;
 	sync.progress = &progress;
 	if (rt_wire_encode_sync(&sync, &d->frame) == RT_EOK)

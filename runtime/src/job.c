@@ -73,6 +73,18 @@ enum rt_err rt_transport_parse(const char *s, enum rt_transport *out)
 	return rt_fail(RT_EINVAL, "--transport '%s': expected inproc, ipc or tcp", s);
 }
 
+enum rt_err rt_progress_parse(const char *s, enum rt_progress *out)
+{
+	static const char *const names[] = { "auto", "bar", "plain", "off" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum rt_progress)i;
+			return RT_EOK;
+		}
+	return rt_fail(RT_EINVAL, "--progress '%.40s': expected auto, bar, plain or off", s);
+}
+
 const char *rt_transport_name(enum rt_transport t)
 {
 	static const char *const names[] = { "inproc", "ipc", "tcp" };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernbench.pb-c.h"
 #include "rt/buf.h"
 #include "rt/rand.h"
 
@@ -225,6 +226,14 @@ static void walk_unknown(struct walk *w, const ProtobufCMessage *src, ProtobufCM
 	}
 }
 
+/* A Payload's critical path and segment index describe how the run was
+ * observed (run.critical_path, the trace), not what was simulated: the
+ * digest leaves them out, so traced and untraced runs agree (ADR 0030). */
+static bool observation(const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f)
+{
+	return desc == &kb__payload__descriptor && (f->id == 20 || f->id == 21);
+}
+
 static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 {
 	const ProtobufCMessageDescriptor *desc = src->descriptor;
@@ -244,7 +253,11 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 		const void *member = (const char *)src + f->offset;
 
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			bool hashing = w->hashing;
+
+			w->hashing = hashing && !observation(desc, f);
 			walk_repeated(w, f, src, dst);
+			w->hashing = hashing;
 			continue;
 		}
 		/* the common case first: another member of a oneof */
@@ -253,6 +266,14 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 			continue;
 		if (!present(f, src, member))
 			continue;
+		if (observation(desc, f)) {
+			bool hashing = w->hashing;
+
+			w->hashing = false;
+			walk_value(w, f, member, dst ? (char *)dst + f->offset : NULL);
+			w->hashing = hashing;
+			continue;
+		}
 		mix(w, f->id);
 		if (dst && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
 			*(uint32_t *)((char *)dst + f->quantifier_offset) = f->id;

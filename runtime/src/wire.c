@@ -69,8 +69,20 @@ static enum rt_err check_envelopes(Kb__Envelope **env, size_t n, const char *wha
 	return RT_EOK;
 }
 
-/* End-of-run reports reach summary.json and the error line: names must be
- * valid statistic names, the unfinished line one line of printable text. */
+/* A statistic's unit or description: printable, at most `max` bytes. */
+static bool stat_text_ok(const char *text, size_t max)
+{
+	size_t len = 0;
+
+	for (; text && text[len]; len++)
+		if ((unsigned char)text[len] < 0x20 || (unsigned char)text[len] > 0x7e || len == max)
+			return false;
+	return true;
+}
+
+/* End-of-run reports reach summary.json, stats.csv and the error line:
+ * names must be valid statistic names, units and descriptions short
+ * printable text, the unfinished line one line of printable text. */
 static enum rt_err check_bye(const Kb__Bye *bye)
 {
 	for (size_t i = 0; i < bye->n_reports; i++) {
@@ -82,6 +94,9 @@ static enum rt_err check_bye(const Kb__Bye *bye)
 			const char *why = r->stats[k] ? rt_stat_name_check(r->stats[k]->name)
 						      : "statistic missing";
 
+			if (!why && (!stat_text_ok(r->stats[k]->unit, RT_STAT_UNIT_MAX) ||
+				     !stat_text_ok(r->stats[k]->description, RT_STAT_DESC_MAX)))
+				why = "a statistic's unit or description is not short printable text";
 			if (why)
 				return rt_fail(RT_EDECODE, "BYE: component %u: %s", r->component, why);
 		}

@@ -10,6 +10,14 @@ struct sched_component {
 	struct sched_core core;
 	uint32_t rank;
 	uint32_t pe;
+	uint32_t stat[3]; /* sched_stats, by handle */
+};
+
+enum { ST_STAGES, ST_COMMANDS, ST_COMPOSITES };
+static const struct rt_stat_decl sched_stats[] = {
+	[ST_STAGES] = RT_STAT_DECL("stages", "count", "stages released to the PE's engines"),
+	[ST_COMMANDS] = RT_STAT_DECL("commands", "count", "commands received from the kernel host"),
+	[ST_COMPOSITES] = RT_STAT_DECL("composites", "count", "of those, composite commands"),
 };
 
 static void to_view(const struct sched_view *v, Kb__View *out)
@@ -93,7 +101,7 @@ static enum rt_err send_action(struct rt_ctx *ctx, struct sched_component *sc,
 		payload.stage = &m.stage;
 		dst = pe_component_id(pes, sc->rank, sc->pe,
 				      engine_unit(m.stage.engine));
-		rt_stat_add(ctx, "stages", 1);
+		rt_stat_add_h(ctx, sc->stat[ST_STAGES], 1);
 	}
 	if (!path)
 		return rt_send(ctx, dst, rt_now(ctx), 0, &payload);
@@ -120,6 +128,7 @@ static enum rt_err sched_init(struct rt_ctx *ctx, void *state)
 
 	sc->rank = me->rank;
 	sc->pe = me->pe;
+	rt_stat_declare_all(ctx, sched_stats, 3, sc->stat);
 	sched_core_init(&sc->core, rt_cfg(ctx), me->rank, me->pe);
 	return RT_EOK;
 }
@@ -135,9 +144,9 @@ static enum rt_err sched_handle(struct rt_ctx *ctx, void *state,
 		return RT_EOK; /* the scheduler sets no timers */
 	switch (msg->body_case) {
 	case KB__PAYLOAD__BODY_COMMAND:
-		rt_stat_add(ctx, "commands", 1);
+		rt_stat_add_h(ctx, sc->stat[ST_COMMANDS], 1);
 		if (msg->command->body_case == KB__COMMAND__BODY_COMPOSITE)
-			rt_stat_add(ctx, "composites", 1);
+			rt_stat_add_h(ctx, sc->stat[ST_COMPOSITES], 1);
 		err = sched_core_submit(&sc->core, msg->command, d->send_ps);
 		break;
 	case KB__PAYLOAD__BODY_STAGE_DONE:

@@ -205,7 +205,7 @@ Test(pe_model, missing_model_plugin_is_one_clear_line, .timeout = 60)
 
 	kb_tmpdir(dir, sizeof(dir), "pe-badmodel");
 	kb_run(&r, "run", "gemm", "--quiet", "--out", dir, "--set", "gemm.model=/nonexistent/m.so", NULL);
-	cr_expect_eq(r.status, 1);
+	cr_expect_eq(r.status, 2, "a usage error, found before any daemon (issue 22)");
 	cr_expect(strstr(r.err, "/nonexistent/m.so") && strstr(r.err, "gemm"), "%s", r.err);
 	cr_expect_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "not one line: %s", r.err);
 }

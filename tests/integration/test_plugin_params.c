@@ -82,11 +82,11 @@ Test(plugin_params, plugin_refuses_bad_yaml_values_in_one_line, .timeout = 60)
 	/* the plug-in validates its values */
 	params_yaml(dir, "zero", "\n    cycles: 0", path, sizeof(path));
 	kb_run(&r, "run", "gemm", "--quiet", "--out", out, "--config", path, NULL);
-	cr_expect_eq(r.status, 1);
+	cr_expect_eq(r.status, 2, "found before any daemon, a usage error");
 	cr_expect(strstr(r.err, "cycles='0'") && kb_count_lines(r.err) == 1, "%s", r.err);
 	params_yaml(dir, "unknown", " {speed: 2}", path, sizeof(path));
 	kb_run(&r, "run", "gemm", "--quiet", "--out", out, "--config", path, NULL);
-	cr_expect_eq(r.status, 1);
+	cr_expect_eq(r.status, 2);
 	cr_expect(strstr(r.err, "unknown parameter 'speed'") && kb_count_lines(r.err) == 1, "%s",
 		  r.err);
 	/* a shape the name=value form cannot carry is a config error */

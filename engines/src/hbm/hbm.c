@@ -56,6 +56,13 @@ struct hbm {
 	enum rt_err err;     /* first failure inside a done callback */
 	struct hbm_stream *streams; /* 2 per PE: read, write (owned) */
 	uint32_t n_streams;
+	uint32_t stat[2];    /* hbm_stats, by handle */
+};
+
+static const struct rt_stat_decl hbm_stats[] = {
+	RT_STAT_DECL("hbm_bytes", "bytes",
+			"bytes the rank's DMA channels moved through its HBM (reads and writes)"),
+	RT_STAT_DECL("hbm_transfers", "count", "DMA transfers the rank's memory served"),
 };
 
 bool eng_hbm_ideal(const struct rt_config *cfg)
@@ -110,6 +117,16 @@ static enum rt_err hbm_find(const char *name, struct hbm *h)
 		       name);
 }
 
+enum rt_err eng_hbm_check(const char *name)
+{
+	struct hbm h = { 0 };
+	enum rt_err err = hbm_find(name, &h);
+
+	if (h.dl)
+		dlclose(h.dl);
+	return err;
+}
+
 static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
 {
 	const struct rt_config *cfg = rt_cfg(ctx);
@@ -118,6 +135,7 @@ static enum rt_err hbm_init(struct rt_ctx *ctx, void *state)
 
 	if (err)
 		return err; /* the daemon names this component */
+	rt_stat_declare_all(ctx, hbm_stats, 2, h->stat);
 	h->pes = cfg->pes;
 	h->timer_ps = UINT64_MAX;
 	h->n_streams = 2 * cfg->pes;
@@ -262,8 +280,8 @@ static enum rt_err hbm_submit(struct rt_ctx *ctx, struct hbm *h, const struct rt
 	a.lane_bytes = r->lane_bytes && r->lane_bytes <= r->bytes ? r->lane_bytes : r->bytes;
 	a.issue_ps = d->time_ps;
 	a.wire_end_ps = r->wire_end_ps;
-	rt_stat_add(ctx, "hbm_bytes", r->bytes);
-	rt_stat_add(ctx, "hbm_transfers", 1);
+	rt_stat_add_h(ctx, h->stat[0], r->bytes);
+	rt_stat_add_h(ctx, h->stat[1], 1);
 	err = remember(h, &a, r, d->path);
 	return err ? err : h->ops->submit(h->state, d->time_ps, &a);
 }

@@ -163,12 +163,58 @@ bool rt_tracing(const struct rt_ctx *ctx, uint64_t from_ps, uint64_t to_ps);
 enum rt_err rt_trace_counter(struct rt_ctx *ctx, const char *name, uint64_t ts_ps,
 			     uint64_t value);
 
-/* Adds `value` to this component's named statistic (summed in summary).
- * A name must pass rt_stat_name_check; a bad name (or running out of
- * memory) fails the run after the current handler, naming the component.
- * There is no limit on how many statistics a component keeps. */
+/* ---- statistics
+ *
+ * A statistic is declared where it is defined (SST's ELI style): its name,
+ * unit, one-line description and how it merges over components (summed or
+ * maxed). Declaring returns a handle, and adding by handle is an array
+ * index, not a lookup by name: a component declares its statistics at init
+ * and adds to them per stage or per message. Every declared statistic is
+ * reported (zero or not) with its unit and description in the component's
+ * end-of-run report, which the launcher lists per component (stats.csv,
+ * summary.json "instances") and merges per kind and in total. */
+enum rt_stat_merge { RT_STAT_SUM, RT_STAT_MAX };
+
+struct rt_stat_decl {
+	const char *name;        /* rt_stat_name_check */
+	const char *unit;        /* "ps", "bytes", "cycles", "count", ...: at most
+				  * RT_STAT_UNIT_MAX printable bytes ("" none) */
+	const char *description; /* one line, at most RT_STAT_DESC_MAX
+				  * printable bytes */
+	enum rt_stat_merge merge;
+	bool per_instance;       /* listed per component only, not merged into
+				  * summary.json's totals and by_kind (for
+				  * many fine-grained ones: per call site) */
+};
+/* Table entries: a summed or a maxed statistic. */
+#define RT_STAT_DECL(n, u, d) { .name = (n), .unit = (u), .description = (d) }
+#define RT_STAT_DECL_MAX(n, u, d) \
+	{ .name = (n), .unit = (u), .description = (d), .merge = RT_STAT_MAX }
+#define RT_STAT_UNIT_MAX 32
+#define RT_STAT_DESC_MAX 240
+/* A handle that adds nothing (a declaration that failed). */
+#define RT_STAT_NONE UINT32_MAX
+
+/* Declares a statistic of this component; returns its handle. The same
+ * name declared again gives the same handle (the first unit and
+ * description stay). A bad name, unit or description, a name declared
+ * once summed and once maxed, or running out of memory fails the run after
+ * the current handler, naming the component, and returns RT_STAT_NONE.
+ * The strings are copied. May be called from init on. */
+uint32_t rt_stat_declare(struct rt_ctx *ctx, const struct rt_stat_decl *decl);
+/* Declares decls[0..n) into handles[0..n). */
+void rt_stat_declare_all(struct rt_ctx *ctx, const struct rt_stat_decl *decls, size_t n,
+			 uint32_t *handles);
+/* Adds `value` to (sum) or raises to at least `value` (max) the statistic
+ * `handle` of this component; RT_STAT_NONE is ignored. */
+void rt_stat_add_h(struct rt_ctx *ctx, uint32_t handle, uint64_t value);
+void rt_stat_max_h(struct rt_ctx *ctx, uint32_t handle, uint64_t value);
+
+/* By name, for statistics made on the fly (a kernel's tl_stat_add): the
+ * statistic `name`, declared on first use with no unit or description if
+ * it was not declared, summed (rt_stat_add) or maxed (rt_stat_max). A
+ * lookup per call: prefer handles on a hot path. */
 void rt_stat_add(struct rt_ctx *ctx, const char *name, uint64_t value);
-/* Raises this component's named statistic to at least `value` (max). */
 void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value);
 
 /* Longest statistic name, in bytes. */

@@ -92,6 +92,22 @@ struct rt_config {
 	uint64_t dispatch_cycles_per_kib;  /* R * 1024 (0.0625 c/B -> 64) */
 	uint64_t max_composite_logical_bytes;
 
+	/* energy per action (femtojoules) and static power (microwatts):
+	 * what summary.json's "energy" prices the run's op counts with */
+	uint64_t energy_mac_f16_fj;
+	uint64_t energy_mac_bf16_fj;
+	uint64_t energy_mac_f32_fj;
+	uint64_t energy_math_op_fj;      /* simple and reduction element ops */
+	uint64_t energy_math_exp_fj;     /* transcendental element ops */
+	uint64_t energy_tcm_read_fj;     /* per byte */
+	uint64_t energy_tcm_write_fj;    /* per byte */
+	uint64_t energy_hbm_fj;          /* per byte read or written */
+	uint64_t energy_link_fj;         /* per byte sent over an IPCQ link */
+	uint64_t energy_gemm_static_uw;  /* per engine instance */
+	uint64_t energy_math_static_uw;
+	uint64_t energy_dma_static_uw;
+	uint64_t energy_cpu_static_uw;   /* PE_CPU (the kernel host) */
+
 	/* run */
 	uint64_t watchdog_ms;      /* wall ms without progress before abort */
 	uint32_t critical_path;    /* 1: messages carry critical paths (ADR 0030) */

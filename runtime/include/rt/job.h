@@ -23,6 +23,13 @@
 
 enum rt_transport { RT_TRANSPORT_INPROC, RT_TRANSPORT_IPC, RT_TRANSPORT_TCP };
 enum rt_mode { RT_MODE_TIMING, RT_MODE_DATA };
+/* How a run shows its progress on stderr (--progress): a bar redrawn on
+ * a terminal, one line every few seconds (logs, CI), or none. AUTO is
+ * BAR on a terminal and PLAIN elsewhere once the run has been going a
+ * while (RT_PROGRESS_QUIET_S). */
+enum rt_progress { RT_PROGRESS_AUTO, RT_PROGRESS_BAR, RT_PROGRESS_PLAIN, RT_PROGRESS_OFF };
+#define RT_PROGRESS_QUIET_S 30
+#define RT_PROGRESS_EVERY_S 5
 
 struct rt_job_arg {
 	char name[64];
@@ -49,6 +56,7 @@ struct rt_job {
 	bool trace_off;               /* --trace off: no trace.json */
 	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
+	enum rt_progress progress;    /* --progress */
 	struct rt_keys keys;          /* --keys: CURVE on the coordinator socket */
 	uint8_t host_of_rank[RT_MAX_RANKS]; /* --hosts: each rank's host (all 0
 					     * without); --colocate host */
@@ -87,6 +95,8 @@ enum rt_err rt_job_topology(int fd, struct rt_topology *topo);
 #define RT_JOB_FD_ENV "KB_JOB_FD"
 
 enum rt_err rt_transport_parse(const char *s, enum rt_transport *out);
+/* Parses "auto|bar|plain|off" (RT_EINVAL naming --progress otherwise). */
+enum rt_err rt_progress_parse(const char *s, enum rt_progress *out);
 const char *rt_transport_name(enum rt_transport t);
 const char *rt_colocate_name(enum rt_colocate c);
 
