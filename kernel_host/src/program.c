@@ -176,7 +176,8 @@ static struct tl_arg *step_args(struct tl *tl, struct tl_site at, const struct t
 
 	while (k < TL_PROG_MAX_ARGS && s->args[k][0])
 		k++;
-	a = calloc(tl->s.n_args + k + 1, sizeof(*a));
+	free(tl->prog_args);
+	a = tl->prog_args = calloc(tl->s.n_args + k + 1, sizeof(*a));
 	if (!a)
 		tl_abort(tl, at, RT_ENOMEM, "program: out of memory");
 	memcpy(a, tl->s.args, tl->s.n_args * sizeof(*a));
@@ -227,6 +228,7 @@ static void run_step(struct tl *tl, struct tl_site at, const struct tl_program *
 			save(tl, at, p, i, file);
 		}
 	free(items);
+	tl->prog_args = NULL;
 	tl_kernel_ref_release(&ref);
 }
 
@@ -305,7 +307,13 @@ void tl_program_release(struct tl *tl)
 {
 	free(tl->prog_addr);
 	free(tl->prog_out);
+	free(tl->prog_args);
+	if (tl->prog_text)
+		tl_program_text_release(tl->prog_text);
+	free(tl->prog_text);
 	tl->prog_addr = NULL;
 	tl->prog_out = NULL;
+	tl->prog_args = NULL;
+	tl->prog_text = NULL;
 	rt_buf_release(&tl->steps_log);
 }

@@ -188,14 +188,19 @@ void tl_program_text_release(struct tl_program_text *p)
 
 int tl_program_text_kernel(struct tl *tl, const struct tl_args *args)
 {
-	struct tl_program_text p;
+	struct tl_program_text *p = calloc(1, sizeof(*p));
 	int rc;
 
 	(void)args;
-	if (!tl->s.program_text || tl_program_parse(tl->s.program_text, &p) != RT_EOK)
+	if (!p)
+		tl_abort(tl, (struct tl_site){ NULL, 0 }, RT_ENOMEM, "program: out of memory");
+	tl->prog_text = p; /* tl_program_release frees it if a step fails */
+	if (!tl->s.program_text || tl_program_parse(tl->s.program_text, p) != RT_EOK)
 		tl_abort(tl, (struct tl_site){ NULL, 0 }, RT_EINVAL, "%s",
 			 tl->s.program_text ? rt_last_error() : "no program");
-	rc = tl_program_run_at(tl, (struct tl_site){ "(program)", 0 }, &p.prog);
-	tl_program_text_release(&p);
+	rc = tl_program_run_at(tl, (struct tl_site){ "(program)", 0 }, &p->prog);
+	tl_program_text_release(p);
+	free(p);
+	tl->prog_text = NULL;
 	return rc;
 }

@@ -187,6 +187,11 @@ struct tl {
 	const struct tl_program *prog;
 	uint64_t *prog_addr;  /* each tensor's HBM address */
 	bool *prog_out;       /* the step being run writes it (TL_OUT) */
+	/* what a failing step leaves behind (tl_abort never returns to free
+	 * it): the step's argument list and a parsed program text, freed by
+	 * tl_program_release */
+	struct tl_arg *prog_args;
+	void *prog_text;
 	struct rt_buf steps_log; /* one line per step run: the steps part */
 
 	struct tl_ipcq_dir ipcq[2];
