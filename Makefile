@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run the main job
 #   make test       install missing packages, build, run the whole suite
 #   make bench      benchmarks that print measured ratios (not in test)
+#   make model-step the Llama-3-70B tables of docs/model-step.md (long)
 #   make python-test the Python package's tests (part of test)
 #   make fuzz       libFuzzer harnesses (clang); `make test` replays corpora
 #   make golden     regenerate golden files after an intended model change
@@ -50,7 +51,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # linker errors: check up front and say what to run instead. Only the test
 # programs need Criterion.
 NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench \
-	fuzz install
+	model-step fuzz install
 TEST_GOALS := unit integration fuzz-replay golden $(BUILD)/tests/unit_tests \
 	$(BUILD)/tests/integration_tests
 ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
@@ -126,7 +127,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration fuzz-replay bench model-step fuzz \
 	golden clean help python-test
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
@@ -250,7 +251,7 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 # ---------------------------------------------------------------- tests
 # launcher files with unit tests of their own (the rest needs a whole run)
 UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c \
-  deploy/src/merge.c)
+  deploy/src/merge.c deploy/src/steps.c)
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -327,6 +328,12 @@ bench: deps-bench
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN) $(BUILD)/bench/systemc_traffic
 	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) \
 	  KB_SYSTEMC_BIN=$(abspath $(BUILD)/bench/systemc_traffic) $$b || exit 1; done
+
+# docs/model-step.md's tables: every decode row and the prefill row, each
+# with its command (MODEL_STEP_FLAGS=--quick for batch 1 and 8 at 8K only)
+model-step: deps-run
+	$(MAKE) --no-print-directory -j$(JOBS) all
+	python3 bench/model_step.py --bin $(abspath $(KERNBENCH)) $(MODEL_STEP_FLAGS)
 
 # the SystemC reference for sync_bench (Debian libsystemc-dev)
 $(BUILD)/bench/systemc_traffic: bench/systemc_traffic.cpp

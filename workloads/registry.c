@@ -18,6 +18,12 @@ enum rt_err kb_workload_find(const char *name, struct kb_workload *out)
 			*out = builtins[i];
 			return RT_EOK;
 		}
+	if (kb_program_file(name)) { /* a program's steps run on the PEs */
+		out->name = name;
+		out->summary = "program";
+		out->build = kb_pe_build;
+		return RT_EOK;
+	}
 	/* checked, not loaded: user code runs only inside daemons */
 	if (tl_kernel_check(name) == RT_EOK) {
 		out->name = name;

@@ -208,6 +208,20 @@ static enum rt_err check_trace_ranks(const struct rt_job *job)
 	return RT_EOK;
 }
 
+/* out/NAME: a kernel's name (after lib.so:), a program file's stem. */
+static void default_out(struct rt_job *job)
+{
+	const char *name = strrchr(job->workload, ':') ? strrchr(job->workload, ':') + 1
+						       : job->workload;
+	int len = (int)strlen(name);
+
+	if (kb_program_file(name)) {
+		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		len = (int)(strrchr(name, '.') - name);
+	}
+	snprintf(job->result_dir, sizeof(job->result_dir), "out/%.*s", len > 200 ? 200 : len, name);
+}
+
 enum rt_err kb_check_inproc(const struct rt_job *job)
 {
 	const char *obj = job->transport == RT_TRANSPORT_INPROC ? kb_job_shared_object(job) : NULL;
@@ -672,12 +686,13 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		return RT_EINVAL;
 	err = parse_path("WORKLOAD", workload, job->workload, sizeof(job->workload));
 	if (!err && !job->result_dir[0])
-		snprintf(job->result_dir, sizeof(job->result_dir), "out/%.200s",
-			 strrchr(job->workload, ':') ? strrchr(job->workload, ':') + 1 : job->workload);
+		default_out(job);
 	if (!err)
 		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
 	if (!err)
 		err = check_workload(job->workload);
+	if (!err && kb_program_file(job->workload)) /* parsed once, here */
+		err = kb_program_load(job->workload, job->program, sizeof(job->program));
 	if (!err)
 		err = build_config(&job->config, &cli.m, NULL, 0);
 	if (!err)

@@ -6,6 +6,8 @@
 #ifndef KB_LAUNCHER_H
 #define KB_LAUNCHER_H
 
+struct kb_steps;
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -126,6 +128,7 @@ struct kb_run_facts {
 	char **argv;
 	const char *args;    /* kernel arguments asked for, one
 			      * "name\tgiven|default\tvalue" line each, sorted */
+	const struct kb_steps *steps; /* a program's steps (steps.h), or NULL */
 };
 
 /* Merges the daemons' output parts into op_log.jsonl, trace.json and

@@ -25,6 +25,7 @@
 #include "launcher.h"
 #include "merge.h"
 #include "oplog_out.h"
+#include "steps.h"
 #include "report.h"
 #include "tidy.h"
 #include "stats_out.h"
@@ -627,6 +628,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 {
 	double merge_started = monotonic_s();
 	struct kb_run_facts f = *facts;
+	struct kb_steps steps = { 0 };
 	struct kb_agg agg;
 	struct kb_energy energy = { 0 };
 	struct rt_buf args;
@@ -644,7 +646,12 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = check_inputs_read(job, topo);
 	f.args = args.data ? args.data : "";
 	if (!err)
-		err = kb_oplog_write(job, topo, &agg.hbm_busy_ps);
+		err = kb_steps_read(job, topo, &steps);
+	f.steps = &steps;
+	if (!err)
+		err = kb_oplog_write(job, topo, &agg.hbm_busy_ps, &steps);
+	if (!err)
+		kb_steps_finish(&steps);
 	if (!err)
 		err = kb_trace_write(job, topo);
 	if (!err)
@@ -660,6 +667,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	kb_outputs_discard(job);
 	report_peak_rss();
 	rt_buf_release(&args);
+	kb_steps_release(&steps);
 	kb_energy_release(&energy);
 	kb_agg_release(&agg);
 	return err;

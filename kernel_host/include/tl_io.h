@@ -116,6 +116,15 @@ bool tl_npy_write_at(struct tl *tl, struct tl_site at, const char *file,
 		     uint32_t ndim, const void *data);
 #define tl_npy_write(tl, file, type, shape, ndim, data) \
 	tl_npy_write_at((tl), TL_HERE, (file), (type), (shape), (ndim), (data))
+/* Writes elements [first, first + count) (C order) of a `shape` array as
+ * `file`: programs (and hosts) that each hold a part of one array fill
+ * their parts of one file; each writes the same header and size. */
+bool tl_npy_write_part_at(struct tl *tl, struct tl_site at, const char *file,
+			  enum tl_npy_type type, const uint64_t *shape, uint32_t ndim,
+			  uint64_t first, uint64_t count, const void *data);
+#define tl_npy_write_part(tl, file, type, shape, ndim, first, count, data) \
+	tl_npy_write_part_at((tl), TL_HERE, (file), (type), (shape), (ndim), (first), (count), \
+			     (data))
 /* The name of a type as NumPy spells it ("float16", "int32", ...). */
 const char *tl_npy_type_name(enum tl_npy_type type);
 

@@ -71,6 +71,15 @@ struct attn {
 	uint64_t kv_rows;     /* rows per head of a rank's K/V shard */
 	/* this rank's HBM layout (bytes) */
 	uint64_t q_addr, k_addr, v_addr, o_addr, rel_addr, cols_addr;
+	/* o token-major instead (0: the layout above): query head j at
+	 * position p at o_addr + p * o_token_stride + j * d * 2 (a program's
+	 * [tokens, heads x d] activations, llama.c) */
+	uint64_t o_token_stride;
+	/* ring pass=kv over a subgroup of the run's ranks: ring member i is
+	 * rank ring_base + i * ring_stride (0: the run's ranks, neighbours
+	 * through tl_send / tl_recv; else tl_send_to, a context-parallel group
+	 * of a tensor-parallel run, llama.c) */
+	uint32_t ring_stride, ring_base;
 	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 
@@ -234,6 +243,14 @@ void attn_normal_fill(uint64_t seed, uint32_t which, uint64_t first, uint64_t n,
 /* splitmix64's output function (a kernel sees only the tl API, so the
  * attention kernels keep their own copy). */
 uint64_t attn_mix(uint64_t z);
+
+/* The attention of this PE's KV heads on the layout `a` describes (its
+ * addresses may point anywhere): one rank, every query block swept over
+ * the head's keys (what gqa_prefill and gqa_decode_* run), or pass=kv of
+ * ring attention over the run's ranks (what ring_attention runs). Neither
+ * reads inputs or writes files. */
+void attn_heads(struct tl *tl, const struct attn *a);
+void attn_ring_kv(struct tl *tl, const struct attn *a);
 
 int gqa_decode_opt2(struct tl *tl, const struct tl_args *args);
 int gqa_decode_opt3(struct tl *tl, const struct tl_args *args);

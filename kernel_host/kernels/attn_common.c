@@ -644,8 +644,21 @@ static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
 void attn_block_finish(struct tl *tl, const struct attn *a,
 		       const struct attn_block *b)
 {
-	(void)a;
-	tl_store(tl, b->o_hbm, tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16));
+	tl_tensor o = tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16);
+
+	if (!a->o_token_stride) {
+		tl_store(tl, b->o_hbm, o);
+		return;
+	}
+	/* token-major: one strided store per query head the block holds */
+	for (uint32_t r = 0; r < b->rows;) {
+		uint32_t row = b->row0 + r, p = row % a->sq, qh = b->head * a->g + row / a->sq;
+		uint32_t n = a->sq - p < b->rows - r ? a->sq - p : b->rows - r;
+
+		tl_store_rows(tl, a->o_addr + (uint64_t)p * a->o_token_stride + (uint64_t)qh * a->d * 2,
+			      a->o_token_stride, tl_rows(tl, o, r, n));
+		r += n;
+	}
 }
 
 void attn_save_rows(struct tl *tl, const struct attn *a, const char *file,

@@ -10,6 +10,10 @@
 
 int gemm(struct tl *tl, const struct tl_args *args);
 int softmax(struct tl *tl, const struct tl_args *args);
+int collective(struct tl *tl, const struct tl_args *args);
+int matmul(struct tl *tl, const struct tl_args *args);
+int add(struct tl *tl, const struct tl_args *args);
+int coll(struct tl *tl, const struct tl_args *args);
 int test_overlap(struct tl *tl, const struct tl_args *args);
 int test_loads(struct tl *tl, const struct tl_args *args);
 int test_load_into(struct tl *tl, const struct tl_args *args);

@@ -224,6 +224,20 @@ bool tl_npy_write_at(struct tl *tl, struct tl_site at, const char *file,
 	return true;
 }
 
+bool tl_npy_write_part_at(struct tl *tl, struct tl_site at, const char *file,
+			  enum tl_npy_type type, const uint64_t *shape, uint32_t ndim,
+			  uint64_t first, uint64_t count, const void *data)
+{
+	char path[1200];
+
+	if (!tl_output_file(tl, file, path, sizeof(path)))
+		return false;
+	if (rt_npy_write_part(path, (enum rt_npy_type)type, shape, ndim, first, count, data) !=
+	    RT_EOK)
+		tl_abort(tl, at, RT_EIO, "writing %s: %s", path, rt_last_error());
+	return true;
+}
+
 const char *tl_npy_type_name(enum tl_npy_type type)
 {
 	static const char *const names[] = { "float16", "float32", "float64",

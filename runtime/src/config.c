@@ -146,6 +146,10 @@ const struct rt_config_field rt_config_fields[] = {
 	    "IPCQ ring link latency (per rank pair and direction)"),
 	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160", "bytes/cycle", 1, MI,
 	    "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank"),
+	STR("links.topology", link_topology, "ring", "name",
+	    "how ranks are joined: `ring` (a link each way to each ring neighbour; a message to a farther rank is forwarded hop by hop, cut-through) or `switch` (one port per rank into a non-blocking switch: a message crosses the sender's egress and the receiver's ingress port, links.ipcq_cycles apart)"),
+	U64("links.pe_sync_cycles", link_pe_sync_cycles, "100", "cycles", 1, GIGA,
+	    "latency of a notification between two PEs of a rank (tl_barrier, program steps); a modelling choice, not a published figure"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
 	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),
@@ -412,6 +416,15 @@ uint64_t rt_config_cycle_ps(const struct rt_config *cfg)
 	return cfg->clock_mhz ? 1000000 / cfg->clock_mhz : 0;
 }
 
+enum rt_topology_kind rt_config_topology(const struct rt_config *cfg)
+{
+	if (!strcmp(cfg->link_topology, "ring"))
+		return RT_TOPOLOGY_RING;
+	if (!strcmp(cfg->link_topology, "switch"))
+		return RT_TOPOLOGY_SWITCH;
+	return RT_TOPOLOGY_UNKNOWN;
+}
+
 /* ------------------------------------------------------------ validation */
 
 /* A numeric field outside its documented range (a struct filled by hand
@@ -487,6 +500,9 @@ enum rt_err rt_config_validate(const struct rt_config *cfg)
 		if (f->type == RT_CFG_STR && !*((const char *)cfg + f->offset))
 			err = rt_fail(RT_ECONFIG, "config: %s is empty", f->key);
 	}
+	if (!err && rt_config_topology(cfg) == RT_TOPOLOGY_UNKNOWN)
+		err = rt_fail(RT_ECONFIG, "config: links.topology = '%.40s': expected ring or switch",
+			      cfg->link_topology);
 	return err ? err : check_bind_host(cfg->bind_host);
 }
 

@@ -106,6 +106,7 @@ static const char *payload_kind(const Kb__Payload *msg)
 	case KB__PAYLOAD__BODY_IPCQ: return "ipcq";
 	case KB__PAYLOAD__BODY_HBM_REQUEST: return "hbm_request";
 	case KB__PAYLOAD__BODY_HBM_DONE: return "hbm_done";
+	case KB__PAYLOAD__BODY_PE_SYNC: return "pe_sync";
 	default: return "message";
 	}
 }

@@ -303,6 +303,7 @@ enum rt_err rt_wire_check_payload(const Kb__Payload *p)
 	case KB__PAYLOAD__BODY_IPCQ:
 	case KB__PAYLOAD__BODY_HBM_REQUEST:
 	case KB__PAYLOAD__BODY_HBM_DONE:
+	case KB__PAYLOAD__BODY_PE_SYNC:
 		return RT_EOK;
 	case KB__PAYLOAD__BODY_COMMAND:
 		return check_command(p->command);

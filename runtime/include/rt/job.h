@@ -19,6 +19,7 @@
 
 #define RT_MAX_ARGS 64
 #define RT_PATH_MAX 1024
+#define RT_PROGRAM_MAX 65536 /* a program file's canonical text */
 
 enum rt_transport { RT_TRANSPORT_INPROC, RT_TRANSPORT_IPC, RT_TRANSPORT_TCP };
 enum rt_mode { RT_MODE_TIMING, RT_MODE_DATA };
@@ -48,6 +49,8 @@ struct rt_job {
 	uint64_t seed;
 	uint32_t n_args;
 	struct rt_job_arg args[RT_MAX_ARGS]; /* --arg name=value, in order */
+	char program[RT_PROGRAM_MAX];  /* a program file's canonical text
+					* (tl_program_parse), "" otherwise */
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
