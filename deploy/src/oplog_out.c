@@ -338,12 +338,13 @@ static void steps_add(const struct oplog *o, struct kb_steps *steps, const struc
 {
 	const struct rt_component_desc *c = &o->topo->components[r->comp];
 	char engine[32];
-	size_t len = name_len(o, r->comp, r->engine);
+	size_t len = name_len(o, r->comp, r->engine); /* a JSON string: quoted */
 
-	if (len >= sizeof(engine))
+	if (len < 2 || len >= sizeof(engine))
 		return; /* no engine a step counts has so long a name */
 	*put_name(o, engine, r->comp, r->engine) = '\0';
-	kb_steps_record(steps, r->start_ps, r->end_ps, c->rank, c->pe, engine);
+	engine[len - 1] = '\0';
+	kb_steps_record(steps, r->start_ps, r->end_ps, c->rank, c->pe, engine + 1);
 }
 
 /* Merges the runs into `out` (NULL: only the HBM sweep and the steps). */

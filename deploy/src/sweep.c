@@ -37,7 +37,7 @@ static void sweep_usage(FILE *out)
 	      "options:\n"
 	      "  --out DIR                the sweep folder (default out/sweep-WORKLOAD)\n"
 	      "  --jobs N                 points run at once (default: the cores here)\n"
-	      "  --task I/N | --task auto this process runs points p with p %% N == I: one\n"
+	      "  --task I/N | --task auto this process runs points p with p % N == I: one\n"
 	      "                           task of a Slurm job array or an mpirun job (auto:\n"
 	      "                           SLURM_ARRAY_TASK_ID, OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
 	      "                           SLURM_PROCID); the task that finds every point done\n"
