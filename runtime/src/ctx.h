@@ -92,6 +92,9 @@ struct rt_daemon {
 	bool threaded;           /* hosted as a thread of the launcher */
 	const char *token;       /* routing id the coordinator gave it */
 	uint64_t beat_ms;        /* last PROGRESS heartbeat (monotonic ms) */
+	uint64_t read_ms;        /* last clock read for it (monotonic ms) */
+	uint32_t beat_stride;    /* events between clock reads (daemon.c) */
+	uint32_t beat_count;     /* events since the last read */
 	Kb__ComponentReport *reports;   /* BYE's, kept until the daemon closes */
 	Kb__ComponentReport **report_ptrs;
 	Kb__Stat *stats, **stat_ptrs;
