@@ -34,6 +34,11 @@ struct rt_ctx {
 	uint64_t last_ps;        /* time of its last event */
 	uint64_t clock_ps;       /* its own clock, if ahead (rt_note_clock) */
 	uint64_t oplog_seq;      /* op log records written */
+	/* its links' latencies by destination (link_latency in ctx.c): built
+	 * on its first send, so a send does not search the topology */
+	uint64_t *lat;           /* lat[dst - lat_lo], 0: no link; NULL: none yet */
+	uint32_t lat_lo, lat_n;
+	bool lat_search;         /* too sparse for a table: search each time */
 	struct rt_stat *stats;
 	size_t n_stats;
 	size_t cap_stats;
