@@ -4,6 +4,7 @@
 #   make run        install missing packages, build, run the main job
 #   make test       install missing packages, build, run the whole suite
 #   make bench      benchmarks that print measured ratios (not in test)
+#   make model-step the Llama-3-70B tables of docs/model-step.md (long)
 #   make python-test the Python package's tests (part of test)
 #   make fuzz       libFuzzer harnesses (clang); `make test` replays corpora
 #   make golden     regenerate golden files after an intended model change
@@ -30,18 +31,34 @@ endif
 CC ?= gcc
 PROTOC_C ?= protoc-c
 PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
-DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler \
-	libprotobuf-c-dev libcriterion-dev libcyaml-dev libyaml-dev zlib1g-dev nodejs \
-	python3-matplotlib libsystemc-dev g++ openmpi-bin python3-numpy python3-pandas
+# Debian packages by what needs them: building and running (make run), the
+# test suite (make test: Criterion, Debian's nodejs for the trace-importer
+# check, matplotlib for plot, numpy and pandas for the Python package's
+# tests, mpirun, setpriv and ip for the host tests) and the benches (make
+# bench: the SystemC reference). npm comes apart (deps-npm).
+RUN_DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler libprotobuf-c-dev \
+	libcyaml-dev libyaml-dev zlib1g-dev
+TEST_DEB_PKGS := libcriterion-dev nodejs python3-matplotlib python3-numpy \
+	python3-pandas openmpi-bin util-linux iproute2
+BENCH_DEB_PKGS := libsystemc-dev g++
+# what the container image (deploy/k8s/Dockerfile) needs to run the binary:
+# the run-time libraries of RUN_DEB_PKGS' -dev packages
+IMAGE_DEB_PKGS := libzmq5 libprotobuf-c1 libcyaml1 libyaml-0-2 zlib1g
+DEB_PKGS := $(RUN_DEB_PKGS) $(TEST_DEB_PKGS) $(BENCH_DEB_PKGS)
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 
 # Without its dependencies the build would end in a wall of compiler or
-# linker errors: check up front and say what to run instead.
-NO_DEP_GOALS := deps deps-npm fuzz-deps clean help test run bench fuzz install
+# linker errors: check up front and say what to run instead. Only the test
+# programs need Criterion.
+NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench \
+	model-step fuzz install
+TEST_GOALS := unit integration fuzz-replay golden $(BUILD)/tests/unit_tests \
+	$(BUILD)/tests/integration_tests
 ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
+NEEDED_LIBS := $(PKGS) $(if $(filter $(TEST_GOALS),$(MAKECMDGOALS)),criterion)
 DEPS_MISSING := $(strip $(shell command -v pkg-config >/dev/null || echo pkg-config; \
 	command -v $(PROTOC_C) >/dev/null || echo $(PROTOC_C); \
-	pkg-config --exists $(PKGS) criterion 2>/dev/null || echo "a library of: $(PKGS) criterion"))
+	pkg-config --exists $(NEEDED_LIBS) 2>/dev/null || echo "a library of: $(NEEDED_LIBS)"))
 ifneq ($(DEPS_MISSING),)
 $(error missing build dependencies ($(DEPS_MISSING)): run `make deps` first, which installs the Debian packages listed in DEB_PKGS)
 endif
@@ -110,7 +127,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all install deps deps-npm fuzz-deps run test unit integration fuzz-replay bench fuzz \
+.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration fuzz-replay bench model-step fuzz \
 	golden clean help python-test
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
@@ -138,9 +155,17 @@ define install_missing
 	fi
 endef
 
-deps:
-	$(call install_missing,$(DEB_PKGS))
+deps: deps-run deps-test deps-bench
+
+deps-run:
+	$(call install_missing,$(RUN_DEB_PKGS))
+
+deps-test: deps-run
+	$(call install_missing,$(TEST_DEB_PKGS))
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps-npm
+
+deps-bench: deps-run
+	$(call install_missing,$(BENCH_DEB_PKGS))
 
 # Debian's node ships npm apart; a node that brings its own npm needs none
 deps-npm:
@@ -226,7 +251,7 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 # ---------------------------------------------------------------- tests
 # launcher files with unit tests of their own (the rest needs a whole run)
 UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c \
-  deploy/src/merge.c)
+  deploy/src/merge.c deploy/src/steps.c)
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
@@ -243,13 +268,20 @@ $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/rep
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS) $(LDLIBS)
 
-# The trace importer test loads traces with Chrome DevTools' trace engine
-# (npm package, installed by name into build/node when absent; run with node).
-TRACE_ENGINE_PKG := @paulirish/trace_engine@0.0.65
+# The trace importer test loads traces with Chrome DevTools' trace engine,
+# the npm package and its whole dependency tree pinned by
+# tests/importer/package-lock.json and installed with `npm ci` into
+# build/node (the registry is the only thing reached). Without any node the
+# test skips, saying so.
 TRACE_ENGINE := build/node/node_modules/@paulirish/trace_engine
-$(TRACE_ENGINE)/package.json:
-	@command -v npm >/dev/null || { echo "npm is missing: run \`make deps\`" >&2; exit 1; }
-	npm install --silent --no-audit --no-fund --prefix build/node $(TRACE_ENGINE_PKG)
+$(TRACE_ENGINE)/package.json: tests/importer/package.json tests/importer/package-lock.json
+	@if ! command -v node >/dev/null; then \
+	  echo "no node: the trace-importer check will be skipped (make deps-test installs nodejs)"; \
+	  exit 0; fi; \
+	command -v npm >/dev/null || { echo "npm is missing: run \`make deps-test\`" >&2; exit 1; }; \
+	rm -rf build/node && mkdir -p build/node && \
+	cp tests/importer/package.json tests/importer/package-lock.json build/node/ && \
+	cd build/node && npm ci --silent --no-audit --no-fund
 
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
 	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
@@ -270,7 +302,7 @@ fuzz-replay: $(FUZZ_REPLAY)
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-test: deps
+test: deps-test
 	$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory unit
@@ -278,24 +310,30 @@ test: deps
 	$(MAKE) --no-print-directory python-test
 
 # The Python package (python/kernbench) against the binary under test, with
-# Debian's python3 (numpy and pandas from DEB_PKGS; their absence is
+# Debian's python3 (numpy and pandas from TEST_DEB_PKGS; their absence is
 # simulated by the tests). KB_STAGE: the installed copy `make install` made.
 PYTHON ?= /usr/bin/python3
 python-test: $(KERNBENCH) $(KERNBENCH_TEST) $(BUILD)/stage/lib/pkgconfig/kernbench.pc
 	KERNBENCH=$(abspath $(KERNBENCH_TEST)) KB_STAGE=$(abspath $(BUILD)/stage) \
 	  $(PYTHON) -m unittest discover -s python/tests -v
-run: deps
-	$(MAKE) --no-print-directory -j$(JOBS) all
+run: deps-run
+	$(MAKE) --no-print-directory -j$(JOBS) $(KERNBENCH)
 	$(KERNBENCH) run $(RUN_WORKLOAD) --out $(RUN_OUT) $(RUN_FLAGS)
 
 RUN_WORKLOAD ?= gqa_decode_opt2
 RUN_OUT ?= out/run
 RUN_FLAGS ?= --mode data --arg seq_kv=8192
 
-bench: deps
+bench: deps-bench
 	$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN) $(BUILD)/bench/systemc_traffic
 	@for b in $(BENCH_BIN); do echo "== $$b"; KB_BIN=$(abspath $(KERNBENCH)) KB_ROOT=$(abspath .) \
 	  KB_SYSTEMC_BIN=$(abspath $(BUILD)/bench/systemc_traffic) $$b || exit 1; done
+
+# docs/model-step.md's tables: every decode row and the prefill row, each
+# with its command (MODEL_STEP_FLAGS=--quick for batch 1 and 8 at 8K only)
+model-step: deps-run
+	$(MAKE) --no-print-directory -j$(JOBS) all
+	python3 bench/model_step.py --bin $(abspath $(KERNBENCH)) $(MODEL_STEP_FLAGS)
 
 # the SystemC reference for sync_bench (Debian libsystemc-dev)
 $(BUILD)/bench/systemc_traffic: bench/systemc_traffic.cpp
@@ -366,4 +404,4 @@ golden: all
 clean:
 	rm -rf build out
 
--include $(shell find $(BUILD)/obj $(BUILD)/obj-test -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-test $(BUILD)/plugins -name '*.d' 2>/dev/null)

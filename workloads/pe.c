@@ -2,10 +2,10 @@
  *
  * Per PE five components (rt/pe.h gives their ids): the kernel host
  * (PE_CPU), PE_SCHEDULER and the DMA, GEMM and MATH engines. Links carry the
- * configured doorbell latencies; hosts of the same PE index on neighbouring
- * ranks are joined by the IPCQ ring — directly with one PE per rank, through
- * the rank's shared link component otherwise. Rank-level components (links,
- * memory) come after every PE (rt/pe.h). */
+ * configured doorbell latencies; hosts of the same PE index on other ranks
+ * are joined through each rank's link component (a ring, or a switch port:
+ * links.topology), and every PE of a rank to its PE 0 (barriers).
+ * Rank-level components (links, memory) come after every PE (rt/pe.h). */
 #include <stdio.h>
 
 #include "eng.h"
@@ -62,12 +62,10 @@ static enum rt_err link_pe(const struct rt_config *cfg, struct rt_topology *topo
 	for (int u = PE_DMA; !err && u < PE_UNITS; u++)
 		err = link_both(topo, sched, pe_component_id(cfg->pes, r, p, (enum pe_unit)u),
 				cfg->link_sched_engine_cycles * cycle);
-	if (!err && cfg->ranks > 1 && !pe_shared_links(cfg->ranks, cfg->pes)) {
-		uint32_t right = pe_ring_neighbour(cfg->ranks, r, PE_DIR_RIGHT);
-
-		err = link_both(topo, host, pe_component_id(cfg->pes, right, p, PE_HOST),
-				cfg->link_ipcq_cycles * cycle);
-	}
+	/* barriers among the PEs of a rank go through PE 0 (tl_barrier) */
+	if (!err && p > 0)
+		err = link_both(topo, host, pe_component_id(cfg->pes, r, 0, PE_HOST),
+				cfg->link_pe_sync_cycles * cycle);
 	return err;
 }
 
@@ -99,44 +97,78 @@ static enum rt_err link_rank_memory(const struct rt_config *cfg, struct rt_topol
 	return err;
 }
 
-/* Links of the link component of each rank (present with several ranks and
- * several PEs per rank), which carries its PEs' IPCQ sends (kernel_host/src/link.c): host -> own rank's
- * link with the host doorbell latency, link -> the neighbours' hosts with
- * the IPCQ latency. */
+/* A ring: each rank's link component reaches the hosts of its two
+ * neighbours (the last hop, links.ipcq_cycles) and, when some rank is two
+ * hops away or more, the neighbours' link components (a hop forwarded). */
+static enum rt_err link_ring(const struct rt_config *cfg, struct rt_topology *topo, uint32_t r)
+{
+	uint64_t alpha = cfg->link_ipcq_cycles * rt_config_cycle_ps(cfg);
+	uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
+	enum rt_err err = RT_EOK;
+
+	/* two ranks: both directions reach the same peer, one link each */
+	for (int dir = 0; !err && dir < (cfg->ranks == 2 ? 1 : 2); dir++) {
+		uint32_t peer = pe_ring_neighbour(cfg->ranks, r, (enum pe_dir)dir);
+
+		for (uint32_t p = 0; !err && p < cfg->pes; p++)
+			err = rt_topology_link(topo, link, pe_component_id(cfg->pes, peer, p, PE_HOST),
+					       alpha);
+		if (!err && cfg->ranks >= 4)
+			err = rt_topology_link(topo, link,
+					       pe_link_component_id(cfg->ranks, cfg->pes, peer), alpha);
+	}
+	return err;
+}
+
+/* A switch: each rank's port reaches every other rank's port
+ * (links.ipcq_cycles through the switch), and its own hosts (the doorbell). */
+static enum rt_err link_switch(const struct rt_config *cfg, struct rt_topology *topo, uint32_t r)
+{
+	uint64_t cycle = rt_config_cycle_ps(cfg);
+	uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t s = 0; !err && s < cfg->ranks; s++)
+		if (s != r)
+			err = rt_topology_link(topo, link,
+					       pe_link_component_id(cfg->ranks, cfg->pes, s),
+					       cfg->link_ipcq_cycles * cycle);
+	for (uint32_t p = 0; !err && p < cfg->pes; p++)
+		err = rt_topology_link(topo, link, pe_component_id(cfg->pes, r, p, PE_HOST),
+				       cfg->link_host_sched_cycles * cycle);
+	return err;
+}
+
+/* Links of each rank's link component (present with several ranks), which
+ * carries its PEs' IPCQ messages (kernel_host/src/link.c): host -> own
+ * rank's link with the host doorbell latency, then the topology's. */
 static enum rt_err link_rank_links(const struct rt_config *cfg, struct rt_topology *topo)
 {
 	uint64_t cycle = rt_config_cycle_ps(cfg);
+	bool ring = rt_config_topology(cfg) == RT_TOPOLOGY_RING;
 	enum rt_err err = RT_EOK;
 
-	if (!pe_shared_links(cfg->ranks, cfg->pes))
+	if (!pe_rank_links(cfg->ranks))
 		return RT_EOK;
-	for (uint32_t r = 0; !err && r < cfg->ranks; r++)
-		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
-			uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
+	for (uint32_t r = 0; !err && r < cfg->ranks; r++) {
+		uint32_t link = pe_link_component_id(cfg->ranks, cfg->pes, r);
 
+		for (uint32_t p = 0; !err && p < cfg->pes; p++)
 			err = rt_topology_link(topo, pe_component_id(cfg->pes, r, p, PE_HOST), link,
 					       cfg->link_host_sched_cycles * cycle);
-			for (int dir = 0; !err && dir < 2; dir++) {
-				uint32_t peer = pe_ring_neighbour(cfg->ranks, r, (enum pe_dir)dir);
-
-				if (rt_topology_latency(topo, link,
-							pe_component_id(cfg->pes, peer, p, PE_HOST)))
-					continue; /* two ranks: both directions reach the same peer */
-				err = rt_topology_link(topo, link,
-						       pe_component_id(cfg->pes, peer, p, PE_HOST),
-						       cfg->link_ipcq_cycles * cycle);
-			}
-		}
+		if (!err)
+			err = ring ? link_ring(cfg, topo, r) : link_switch(cfg, topo, r);
+	}
 	return err;
 }
 
 /* The rank-level components, in the order rt/pe.h numbers them: every
- * rank's link (when shared), then every rank's memory (when arbitrated). */
+ * rank's link (several ranks), then every rank's memory (when arbitrated). */
 static enum rt_err add_rank_components(const struct rt_config *cfg, struct rt_topology *topo)
 {
 	static const char *const kinds[2] = { "link", "hbm" };
 	const struct rt_component_ops *ops[2] = { &tl_link_ops, &eng_hbm_ops };
-	bool present[2] = { pe_shared_links(cfg->ranks, cfg->pes), !eng_hbm_local(cfg) };
+	bool present[2] = { pe_rank_links(cfg->ranks), !eng_hbm_local(cfg) };
 	enum rt_err err = RT_EOK;
 
 	for (int k = 0; k < 2; k++)

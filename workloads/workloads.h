@@ -7,6 +7,8 @@
 #ifndef KB_WORKLOADS_H
 #define KB_WORKLOADS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "rt/err.h"
@@ -26,6 +28,26 @@ const char *kb_workload_suggest(const char *name);
 /* Prints every built-in workload with its summary. */
 void kb_workload_list(FILE *out);
 
+/* The first shared object of the user's the job would load (a kernel
+ * object's path, or an engine or memory model plug-in's), NULL if none:
+ * what daemon threads of the launcher cannot contain (ADR 0037). */
+const char *kb_job_shared_object(const struct rt_job *job);
+
+/* Every model setting does something: the engines the topology has name
+ * models this build has (checked without loading a plug-in), an engine the
+ * workload lacks is left at its default model, and *.params go to plug-in
+ * models only. RT_EINVAL (a usage error) with one line otherwise. */
+enum rt_err kb_job_check_models(const struct rt_job *job, const struct rt_topology *topo);
+
+/* A program file: a workload named *.yaml or *.yml. */
+bool kb_program_file(const char *workload);
+/* Reads and checks a program YAML file (workloads/program_yaml.c) into
+ * its canonical text `out` (tl_program_parse), at most `cap` bytes. */
+enum rt_err kb_program_load(const char *path, char *out, size_t cap);
+/* The same from the file's bytes (`name` for error lines; the fuzz
+ * harness's entry). */
+enum rt_err kb_program_load_text(const char *name, const char *text, size_t len, char *out,
+				 size_t cap);
 /* Checks, before any daemon starts, every model plug-in `cfg` names:
  * the path as written (a bare `my.so` says to write ./my.so), then, in a
  * short-lived child process, its ABI, class and parameters as the

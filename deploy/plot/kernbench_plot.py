@@ -21,13 +21,18 @@ is the critical path, each segment coloured by the class it spent most on
 Without --window the span is the run's latency (summary.json's latency_ps),
 as summary.json's figures are.
 
+Every input is read bounded (regular files only, lines, stages and the
+trace capped) and checked; what is not a run's is one line.
+
 Runs with Debian's python3-matplotlib (`make deps` installs it). Errors are
 one line on stderr and exit status 1 (2 for usage).
 """
 import argparse
 import gzip
 import json
+import math
 import os
+import stat
 import sys
 
 KIND_COLOURS = {
@@ -38,9 +43,26 @@ KIND_COLOURS = {
 ENGINE_ORDER = ["dma_read", "dma_write", "gemm", "math"]
 
 
+MAX_DRAWN = 200000          # stages drawn at most (memory and time are bounded)
+MAX_LINE = 1 << 16          # an op log line is a few hundred bytes
+MAX_TRACE = 256 << 20       # the trace --arrows reads, at most
+MAX_PS = 1 << 63            # no simulated time is beyond this
+MAX_SUMMARY = 16 << 20      # summary.json is a few KiB
+
+
 def fail(msg, code=1):
-    sys.stderr.write("kernbench plot: error: %s\n" % msg)
+    """One line on stderr, control characters escaped, and the exit."""
+    shown = "".join(c if c.isprintable() else "\\x%02x" % ord(c) if ord(c) < 256
+                    else "\\u%04x" % ord(c) for c in msg)
+    sys.stderr.write("kernbench plot: error: %s\n" % shown)
     sys.exit(code)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line, exit 2 (as the rest of kernbench)."""
+
+    def error(self, message):
+        fail("%s (see `kernbench plot --help`)" % message, 2)
 
 
 def parse_window(text):
@@ -50,24 +72,75 @@ def parse_window(text):
         hi = float(hi) if hi else None
     except ValueError:
         fail("--window '%s': expected START:END in simulated microseconds" % text, 2)
+    if not math.isfinite(lo) or lo < 0 or (hi is not None and not math.isfinite(hi)):
+        fail("--window '%s': START and END are finite, non-negative microseconds" % text, 2)
     if hi is not None and hi <= lo:
         fail("--window '%s': END must be after START" % text, 2)
     return lo, hi
 
 
-def load_stages(out_dir):
+def regular_file(path, what):
+    """`path` must be a regular file (not a folder, a device, a FIFO)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    if not stat.S_ISREG(st.st_mode):
+        fail("%s: %s is not a regular file" % (path, what))
+    return True
+
+
+def stage_of(path, n, line):
+    """One op log record as (rank, pe, engine, kind, start_us, end_us)."""
+    try:
+        r = json.loads(line)
+        rank, pe, engine, kind = r["rank"], r["pe"], r["engine"], r["op_kind"]
+        t0, t1 = r["start_ps"], r["end_ps"]
+    except (ValueError, KeyError, TypeError) as e:
+        fail("%s:%d: not an op log record (%s)" % (path, n, e))
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (rank, pe, t0, t1))
+    if not ints or not (0 <= rank < 4096 and 0 <= pe < 4096 and 0 <= t0 <= t1 < MAX_PS):
+        fail("%s:%d: a record outside what a run writes (rank, pe, start_ps <= end_ps: "
+             "whole numbers in range)" % (path, n))
+    if not isinstance(engine, str) or not isinstance(kind, str) or len(engine) > 64:
+        fail("%s:%d: engine and op_kind must be short strings" % (path, n))
+    return rank, pe, engine, kind, t0 / 1e6, t1 / 1e6
+
+
+def bounded_lines(path):
+    """(line number, text) of a regular file, each line at most MAX_LINE
+    bytes of UTF-8."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
+            if len(raw) > MAX_LINE:
+                fail("%s:%d: a line longer than %d bytes" % (path, n, MAX_LINE))
+            try:
+                yield n, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                fail("%s:%d: not UTF-8 text" % (path, n))
+
+
+def load_stages(out_dir, win):
+    """The stages in the window (at most MAX_DRAWN), in one bounded pass
+    over the op log."""
     path = os.path.join(out_dir, "op_log.jsonl")
-    if not os.path.exists(path):
+    if not os.path.isdir(out_dir):
+        fail("%s: not a folder (kernbench plot OUT_DIR)" % out_dir)
+    if not regular_file(path, "the op log"):
         fail("%s: no op_log.jsonl (is this a kernbench output folder?)" % out_dir)
     stages = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-                stages.append((r["rank"], r["pe"], r["engine"], r["op_kind"],
-                               r["start_ps"] / 1e6, r["end_ps"] / 1e6))
-            except (ValueError, KeyError) as e:
-                fail("%s:%d: not an op log record (%s)" % (path, n, e))
+    try:
+        for n, line in bounded_lines(path):
+            st = stage_of(path, n, line)
+            if in_window(st[4], st[5], win):
+                if len(stages) == MAX_DRAWN:
+                    fail("%s: more than %d stages to draw; draw part of the run with "
+                         "--window START:END" % (path, MAX_DRAWN))
+                stages.append(st)
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
     return stages
 
 
@@ -81,19 +154,31 @@ PATH_COLOURS = {
 PATH_LANE = "critical path"
 
 
-def load_path(out_dir):
-    """(class, t0, t1) per critical-path segment, or [] without the file."""
+def load_path(out_dir, win):
+    """(class, t0, t1) per critical-path segment in the window, or [] without
+    the file; bounded and checked as the op log is."""
     path = os.path.join(out_dir, "critical_path.jsonl")
-    if not os.path.exists(path):
+    if not regular_file(path, "the critical path"):
         return []
     segs = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
+    try:
+        for n, line in bounded_lines(path):
             try:
                 r = json.loads(line)
-                segs.append((r["class"], r["start_ps"] / 1e6, r["end_ps"] / 1e6))
-            except (ValueError, KeyError) as e:
+                cls, t0, t1 = r["class"], r["start_ps"], r["end_ps"]
+            except (ValueError, KeyError, TypeError) as e:
                 fail("%s:%d: not a critical path segment (%s)" % (path, n, e))
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (t0, t1)) or \
+                    not 0 <= t0 <= t1 < MAX_PS or not isinstance(cls, str):
+                fail("%s:%d: a segment outside what a run writes (class, start_ps <= "
+                     "end_ps: whole numbers in range)" % (path, n))
+            if in_window(t0 / 1e6, t1 / 1e6, win):
+                if len(segs) == MAX_DRAWN:
+                    fail("%s: more than %d segments to draw; draw part of the run with "
+                         "--window START:END" % (path, MAX_DRAWN))
+                segs.append((cls, t0 / 1e6, t1 / 1e6))
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
     return segs
 
 
@@ -101,23 +186,41 @@ def load_flows(out_dir):
     """(src_name, t0, dst_name, t1) per message from trace.json[.gz]."""
     for name, opener in (("trace.json", open), ("trace.json.gz", gzip.open)):
         path = os.path.join(out_dir, name)
-        if os.path.exists(path):
+        if regular_file(path, "the trace"):
             break
     else:
         fail("%s: --arrows needs trace.json or trace.json.gz" % out_dir)
-    with opener(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
+    if os.stat(path).st_size > MAX_TRACE:
+        fail("%s: larger than %d MiB; --arrows reads small traces only (--trace-window when "
+             "running)" % (path, MAX_TRACE >> 20))
+    try:
+        with opener(path, "rb") as f:
+            data = f.read(MAX_TRACE + 1)
+        if len(data) > MAX_TRACE:
+            fail("%s: more than %d MiB of trace; --arrows reads small traces only" %
+                 (path, MAX_TRACE >> 20))
+        events = json.loads(data.decode("utf-8"))["traceEvents"]
+    except (OSError, EOFError) as e:
+        fail("%s: %s" % (path, getattr(e, "strerror", None) or e))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        fail("%s: not a kernbench trace (%s)" % (path, e))
     names = {}
     starts, flows = {}, []
-    for e in events:
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[(e["pid"], e["tid"])] = e["args"]["name"]
-        elif e.get("ph") == "s":
-            starts[e["id"]] = e
-        elif e.get("ph") == "f" and e["id"] in starts:
-            s = starts.pop(e["id"])
-            flows.append((names.get((s["pid"], s["tid"]), ""), s["ts"],
-                          names.get((e["pid"], e["tid"]), ""), e["ts"]))
+    try:
+        for e in events:
+            if e.get("ph") == "M" and e.get("name") == "thread_name":
+                names[(e["pid"], e["tid"])] = e["args"]["name"]
+            elif e.get("ph") == "s":
+                starts[e["id"]] = e
+            elif e.get("ph") == "f" and e["id"] in starts:
+                s = starts.pop(e["id"])
+                if not all(isinstance(v, (int, float)) and math.isfinite(v)
+                           for v in (s["ts"], e["ts"])):
+                    fail("%s: a flow at a time that is not a finite number" % path)
+                flows.append((names.get((s["pid"], s["tid"]), ""), s["ts"],
+                              names.get((e["pid"], e["tid"]), ""), e["ts"]))
+    except (KeyError, TypeError, AttributeError) as e:
+        fail("%s: not a kernbench trace (%s)" % (path, e))
     return flows
 
 
@@ -126,13 +229,18 @@ def lane_of(rank, pe, engine):
 
 
 def load_latency(out_dir):
-    """latency_ps of summary.json in µs, or None."""
+    """latency_ps of summary.json in µs, or None (no such file, or not a
+    run's)."""
+    path = os.path.join(out_dir, "summary.json")
     try:
-        with open(os.path.join(out_dir, "summary.json")) as f:
-            lat = json.load(f).get("latency_ps")
-    except (OSError, ValueError):
+        if not regular_file(path, "the summary") or os.stat(path).st_size > MAX_SUMMARY:
+            return None
+        with open(path, "rb") as f:
+            lat = json.loads(f.read(MAX_SUMMARY).decode("utf-8")).get("latency_ps")
+    except (OSError, ValueError, AttributeError):
         return None
-    return lat / 1e6 if isinstance(lat, int) and lat > 0 else None
+    ok = isinstance(lat, int) and not isinstance(lat, bool) and 0 < lat < MAX_PS
+    return lat / 1e6 if ok else None
 
 
 def union_length(spans, lo, hi):
@@ -260,16 +368,15 @@ def utilisation_json(span, frac, path):
         f.write("\n")
 
 
-def main():
-    ap = argparse.ArgumentParser(prog="kernbench plot",
-                                 description="timeline and utilisation pictures of a run")
-    ap.add_argument("out_dir", help="a kernbench output folder")
-    ap.add_argument("--format", choices=["png", "svg"], default="png")
-    ap.add_argument("--window", default=None, help="START:END in simulated µs")
-    ap.add_argument("--arrows", action="store_true", help="draw message arrows (trace.json)")
-    ap.add_argument("--dest", default=None, help="folder for the pictures (default OUT_DIR)")
-    args = ap.parse_args()
+def run(args):
     win = parse_window(args.window) if args.window else (0.0, None)
+    stages = load_stages(args.out_dir, win)
+    if not stages:
+        fail("%s/op_log.jsonl has no stages to plot%s" %
+             (args.out_dir, " in the window" if args.window else ""))
+    flows = load_flows(args.out_dir) if args.arrows else []
+    segs = load_path(args.out_dir, win)
+    span, frac = busy_fractions(stages, win, load_latency(args.out_dir))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -277,15 +384,10 @@ def main():
         matplotlib.rcParams["path.simplify"] = True
         import matplotlib.pyplot as plt
     except ImportError:
-        fail("python3-matplotlib is missing: run `make deps`")
-    stages = load_stages(args.out_dir)
-    if not stages:
-        fail("%s/op_log.jsonl has no stages to plot" % args.out_dir)
-    flows = load_flows(args.out_dir) if args.arrows else []
-    segs = load_path(args.out_dir)
-    span, frac = busy_fractions(stages, win, load_latency(args.out_dir))
+        fail("python3-matplotlib is missing: run `make deps-test`")
     dest = args.dest or args.out_dir
-    for name, ext, fn in (("timeline", args.format, lambda p: timeline(plt, stages, flows, segs, win, p)),
+    for name, ext, fn in (("timeline", args.format,
+                           lambda p: timeline(plt, stages, flows, segs, win, p)),
                           ("utilisation", args.format, lambda p: utilisation(plt, span, frac, p)),
                           ("utilisation", "json", lambda p: utilisation_json(span, frac, p))):
         path = os.path.join(dest, "%s.%s" % (name, ext))
@@ -294,6 +396,25 @@ def main():
         except OSError as e:
             fail("cannot write %s: %s" % (path, e.strerror))
         print(path)
+
+
+def main():
+    ap = OneLineParser(prog="kernbench plot",
+                       description="timeline and utilisation pictures of a run")
+    ap.add_argument("out_dir", help="a kernbench output folder")
+    ap.add_argument("--format", choices=["png", "svg"], default="png")
+    ap.add_argument("--window", default=None, help="START:END in simulated µs")
+    ap.add_argument("--arrows", action="store_true", help="draw message arrows (trace.json)")
+    ap.add_argument("--dest", default=None, help="folder for the pictures (default OUT_DIR)")
+    args = ap.parse_args()
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        fail("interrupted by SIGINT", 130)
+    except MemoryError:
+        fail("out of memory; draw part of the run with --window START:END")
+    except Exception as e:  # a bug of this script: still one line
+        fail("internal error: %s: %s" % (type(e).__name__, e))
 
 
 if __name__ == "__main__":

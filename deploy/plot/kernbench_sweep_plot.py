@@ -57,6 +57,28 @@ def label_of(row, axes):
     return ", ".join("%s=%s" % (a["column"], row[a["column"]]) for a in axes)
 
 
+def save(fig, path):
+    """Writes the picture through a fresh temporary file and a rename: a
+    link planted at either name is replaced, never followed."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png")
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        fail("cannot write %s: %s" % (path, e.strerror))
+
+
 def one_objective(plt, rows, axes, objective, path):
     fig, ax = plt.subplots(figsize=(8, 5))
     if not axes:
@@ -87,7 +109,7 @@ def one_objective(plt, rows, axes, objective, path):
         ax.legend(fontsize=8)
     ax.set_title("%s against %s" % (scaled(objective, 1.0)[1], xa["column"]))
     fig.tight_layout()
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -115,7 +137,7 @@ def two_objectives(plt, rows, axes, objectives, path):
     ax.legend(fontsize=8)
     ax.set_title("%s vs %s: %d points, %d on the front" % (a, b, len(pts), len(front)))
     fig.tight_layout()
-    fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
 
 

@@ -7,14 +7,16 @@
  * every component of its ranks. Each GRANT [T, T + Lg) from the coordinator
  * is run as local windows over its daemons up to T + Lg (rt_coord_step);
  * DONE carries what goes to other hosts. At SHUTDOWN it collects its
- * daemons' BYEs, ships its output files (FilePart) and says BYE with all
- * their reports. Both sides send a heartbeat every second; an agent that
+ * daemons' BYEs, ships its output files (FilePart, credited by the
+ * coordinator's FileAck), says BYE with all their reports and the list of
+ * files, and exits 0 only once the coordinator confirmed it (ADR 0050).
+ * Both sides send a heartbeat every second; an agent that
  * hears nothing from its coordinator for RT_COORD_SILENCE_MS stops its
  * daemons (ADR 0019). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,22 +24,42 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "agent_env.h"
+#include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "stops.h"
+#include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/wire.h"
 
-#define HELLO_WAIT_MS 60000
-#define FILE_PIECE (4u << 20)
+#define HELLO_WAIT_S 60 /* --agent-wait's default */
+/* Output files go in small pieces, at most FILE_WINDOW of them unconfirmed
+ * (credits, ADR 0050): a piece in flight on a slow link delays the
+ * heartbeats behind it by its size over the link's rate (256 KiB at
+ * 8 Mbit/s: 0.26 s, well under RT_COORD_SILENCE_MS), and this host never
+ * queues more than 4 MiB in ZeroMQ however large its outputs are. */
+#define FILE_PIECE (256u << 10)
+#define FILE_WINDOW 16
+
+/* One output file this host shipped (for its BYE, and for naming what
+ * the coordinator never confirmed). */
+struct shipped {
+	char path[300];
+	uint64_t parts, bytes; /* FilePart frames and data bytes sent */
+	uint64_t end;          /* the host's part count after its last piece */
+	bool whole;            /* every piece sent */
+};
 
 struct agent {
+	struct kb_agent_opts opts; /* the command line */
 	const char *coordinator;
 	struct rt_keys keys;
 	struct kb_agent_index index;
@@ -68,6 +90,25 @@ struct agent {
 	int keeper_failed;        /* atomic: keeper_err / keeper_line are set */
 	enum rt_err keeper_err;
 	char keeper_line[1200];
+	bool ephemeral;           /* no --keys: the coordinator's from hostkeys.h */
+	struct kb_hostkeys_id keys_id; /* ... which file they were read from */
+	clockid_t main_clock;     /* this thread's CPU clock (a direct daemon's) */
+	bool main_clock_ok;
+	/* output files (ADR 0050): what was sent, what the coordinator took */
+	struct shipped *files;
+	size_t n_files, cap_files;
+	uint64_t sent_parts;      /* FilePart frames sent, all files */
+	uint64_t acked_parts;     /* ... of which the coordinator wrote (FileAck) */
+	bool bye_acked;           /* the coordinator took our BYE: we may exit */
+	bool shipping;            /* between the first FilePart and the BYE's ack */
+};
+
+/* What the keeper last saw of a direct daemon (direct_watchdog). */
+struct direct_watch {
+	uint64_t events;   /* its event count */
+	uint64_t moved_ms; /* when it last moved (0: not watching) */
+	uint64_t looked_ms;
+	uint64_t cpu_ns;   /* the agent thread's CPU time then */
 };
 
 #define WAIT_SLICE_MS 250 /* longest blocking receive */
@@ -101,7 +142,8 @@ static enum rt_err open_socket(struct agent *a, const char *id)
 	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
 	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
 	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
-	if (a->keys.on && rt_keys_client(&a->keys, a->sock))
+	/* always CURVE: an agent talks only to a coordinator holding its keys */
+	if (rt_keys_client(&a->keys, a->sock))
 		return RT_ETRANSPORT;
 	if (zmq_connect(a->sock, a->coordinator) < 0)
 		return rt_fail(RT_EUSAGE, "agent: cannot connect to %s: %s", a->coordinator,
@@ -118,14 +160,17 @@ static void close_socket(struct agent *a)
 	a->sock = a->monitor = NULL;
 }
 
-/* Watches the token connection: a coordinator that dies closes it, which
- * is noticed at once instead of after RT_COORD_SILENCE_MS. */
-static void watch_connection(struct agent *a)
+/* Watches the socket's connection for `events` (ZMQ_EVENT_*): a
+ * coordinator that dies closes it, noticed at once instead of after
+ * RT_COORD_SILENCE_MS; a CURVE handshake that fails says the keys are
+ * wrong, where the coordinator would otherwise just never answer. */
+static void watch_connection(struct agent *a, int events)
 {
+	static unsigned serial;
 	char ep[64];
 
-	snprintf(ep, sizeof(ep), "inproc://kb-agent-monitor-%d", (int)getpid());
-	if (zmq_socket_monitor(a->sock, ep, ZMQ_EVENT_DISCONNECTED) < 0)
+	snprintf(ep, sizeof(ep), "inproc://kb-agent-monitor-%d-%u", (int)getpid(), serial++);
+	if (zmq_socket_monitor(a->sock, ep, events) < 0)
 		return;
 	a->monitor = zmq_socket(a->zctx, ZMQ_PAIR);
 	if (a->monitor && zmq_connect(a->monitor, ep) < 0) {
@@ -134,10 +179,10 @@ static void watch_connection(struct agent *a)
 	}
 }
 
-/* True once the connection to the coordinator was closed. */
-static bool connection_closed(struct agent *a)
+/* The ZMQ_EVENT_* bits the monitor reported since the last look. */
+static int connection_events(struct agent *a)
 {
-	bool closed = false;
+	int seen = 0;
 	zmq_msg_t msg;
 
 	for (int more = 1; a->monitor && more;) {
@@ -150,12 +195,18 @@ static bool connection_closed(struct agent *a)
 			uint16_t event;
 
 			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
-			closed |= event == ZMQ_EVENT_DISCONNECTED;
+			seen |= event;
 		}
 		zmq_msg_recv(&msg, a->monitor, 0); /* the address frame */
 		zmq_msg_close(&msg);
 	}
-	return closed;
+	return seen;
+}
+
+/* True once the connection to the coordinator was closed. */
+static bool connection_closed(struct agent *a)
+{
+	return connection_events(a) & ZMQ_EVENT_DISCONNECTED;
 }
 
 static enum rt_err send_up(struct agent *a, Kb__Sync *msg)
@@ -243,14 +294,45 @@ static enum rt_err take_assign(struct agent *a, const Kb__Assign *as)
 	return err;
 }
 
+#define HANDSHAKE_FAILED                                                            \
+	(ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |    \
+	 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+
+/* Whether the CURVE handshake of the Hello connection failed: the
+ * coordinator refused our client key (ZAP), or it holds another server key
+ * than ours (it cannot read our handshake). A coordinator that left its
+ * ephemeral keys here (hostkeys.h) and has rewritten them since we read
+ * them (a dead run's file, replaced): read them again (RT_EAGAIN). */
+static enum rt_err check_handshake(struct agent *a)
+{
+	int seen = connection_events(a);
+
+	if (!(seen & HANDSHAKE_FAILED))
+		return RT_EOK;
+	if (a->ephemeral && kb_hostkeys_changed(a->coordinator, &a->keys_id))
+		return RT_EAGAIN;
+	if (seen & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+		return rt_fail(RT_EPEER, "agent %u: the coordinator at %s refused this agent's key: "
+			       "check --keys", a->index.index, a->coordinator);
+	return rt_fail(RT_EPEER, "agent %u: the coordinator at %s refused this agent's key (it "
+		       "holds another server key than this agent's): check --keys",
+		       a->index.index, a->coordinator);
+}
+
+/* How long Hello waits for the coordinator: --agent-wait, or 60 s (a
+ * coordinator pod may be Pending longer while its image is pulled). */
+static unsigned hello_wait_s(const struct agent *a)
+{
+	return a->opts.hello_wait_s ? a->opts.hello_wait_s : HELLO_WAIT_S;
+}
+
 /* Hello on a throw-away routing id; the answer is Assign or a refusal. */
-static enum rt_err hello(struct agent *a)
+static enum rt_err hello_once(struct agent *a, uint64_t until)
 {
 	Kb__Sync sync = KB__SYNC__INIT, *got = NULL;
 	Kb__Hello h = KB__HELLO__INIT;
 	char id[64], host[64] = "";
 	uint8_t rnd[8] = { 0 };
-	uint64_t until = now_ms() + HELLO_WAIT_MS;
 	enum rt_err err;
 
 	if (getrandom(rnd, sizeof(rnd), 0) < 0)
@@ -259,6 +341,8 @@ static enum rt_err hello(struct agent *a)
 		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	gethostname(host, sizeof(host) - 1);
 	err = open_socket(a, id);
+	if (!err)
+		watch_connection(a, HANDSHAKE_FAILED);
 	h.index = a->index.index;
 	h.world_size = a->index.world_size;
 	h.pid = getpid();
@@ -267,11 +351,11 @@ static enum rt_err hello(struct agent *a)
 	sync.hello = &h;
 	if (!err)
 		err = send_up(a, &sync);
-	while (!err && !got && now_ms() < until)
-		err = recv_up(a, 500, &got);
+	while (!err && !got && now_ms() < until && !(err = check_handshake(a)))
+		err = recv_up(a, 200, &got);
 	if (!err && !got)
-		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %d s",
-			      a->index.index, a->coordinator, HELLO_WAIT_MS / 1000);
+		err = rt_fail(RT_ETIMEOUT, "agent %u: no answer from the coordinator at %s within %u s "
+			      "(--agent-wait)", a->index.index, a->coordinator, hello_wait_s(a));
 	if (!err && got->body_case == KB__SYNC__BODY_ERROR)
 		err = rt_fail(RT_EUSAGE, "agent %u: the coordinator refused it: %s", a->index.index,
 			      got->error->message);
@@ -282,6 +366,75 @@ static enum rt_err hello(struct agent *a)
 		err = take_assign(a, got->assign);
 	rt_wire_free_sync(got);
 	close_socket(a);
+	return err;
+}
+
+/* Whether something accepts connections at the coordinator's address. */
+static bool coordinator_listening(const struct agent *a)
+{
+	char host[256], *colon;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	bool up = false;
+
+	snprintf(host, sizeof(host), "%s", a->coordinator + strlen("tcp://"));
+	colon = strrchr(host, ':');
+	if (!colon)
+		return false;
+	*colon = '\0';
+	if (host[0] == '[' && strlen(host) > 2) { /* [::1] */
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (getaddrinfo(host, colon + 1, &hints, &res))
+		return false;
+	for (struct addrinfo *r = res; r && !up; r = r->ai_next) {
+		int fd = socket(r->ai_family, r->ai_socktype | SOCK_CLOEXEC, r->ai_protocol);
+
+		up = fd >= 0 && connect(fd, r->ai_addr, r->ai_addrlen) == 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	freeaddrinfo(res);
+	return up;
+}
+
+#define KEYS_GRACE_MS 3000 /* a coordinator up this long has left its keys */
+
+/* The keys of an agent without --keys: the ones its coordinator on this
+ * machine left for its user (hostkeys.h), waited for until `until` (under
+ * mpirun an agent may start before its coordinator). A coordinator that is
+ * up and left none for this user runs as another user or with --keys:
+ * said at once, not after the whole wait. */
+static enum rt_err find_keys(struct agent *a, uint64_t until)
+{
+	uint64_t start = now_ms();
+
+	for (;;) {
+		uint64_t now = now_ms(), left = until > now ? until - now : 0;
+		enum rt_err err = kb_hostkeys_find(a->coordinator, left < 500 ? left : 500, &a->keys,
+						   &a->keys_id);
+
+		if (err != RT_ENOTFOUND || now_ms() >= until)
+			return err ? rt_fail(err, "agent %u: %s", a->index.index, rt_last_error())
+				   : RT_EOK;
+		if (now_ms() - start >= KEYS_GRACE_MS && coordinator_listening(a))
+			return rt_fail(RT_EUSAGE, "agent %u: the coordinator at %s left no keys for this "
+				       "user (uid %u): it runs as another user or with --keys, so give "
+				       "this agent --keys FILE too", a->index.index, a->coordinator,
+				       (unsigned)geteuid());
+	}
+}
+
+/* Hello until answered; with ephemeral keys, read again when the
+ * coordinator rewrote them. The Assign comes only from a coordinator that
+ * holds the server key we hold: nobody else can lead this agent. */
+static enum rt_err hello(struct agent *a)
+{
+	uint64_t until = now_ms() + 1000ull * hello_wait_s(a);
+	enum rt_err err = a->ephemeral ? find_keys(a, until) : RT_EOK;
+
+	while (!err && (err = hello_once(a, until)) == RT_EAGAIN)
+		err = find_keys(a, until);
 	return err;
 }
 
@@ -317,6 +470,36 @@ static enum rt_err beat_up(struct agent *a)
 	return err;
 }
 
+static enum rt_err stop_signal_pending(const struct agent *a);
+
+/* The coordinator's FileAck: credits for more pieces, or our BYE taken. */
+static enum rt_err take_ack(struct agent *a, const Kb__FileAck *ack)
+{
+	if (!a->shipping || ack->parts > a->sent_parts || ack->parts < a->acked_parts)
+		return rt_fail(RT_EPROTOCOL, "%s: the coordinator confirmed %llu file pieces, this "
+			       "host sent %llu", a->label, (unsigned long long)ack->parts,
+			       (unsigned long long)a->sent_parts);
+	a->acked_parts = ack->parts;
+	a->bye_acked |= ack->bye;
+	return RT_EOK;
+}
+
+/* A frame that came while this host is busy (a window, its outputs):
+ * a heartbeat, SHUTDOWN (the run stops) or, shipping, a FileAck. */
+static enum rt_err take_busy_frame(struct agent *a, const Kb__Sync *got)
+{
+	if (got->body_case == KB__SYNC__BODY_SHUTDOWN) {
+		a->stopped = true;
+		return rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
+	}
+	if (got->body_case == KB__SYNC__BODY_FILE_ACK)
+		return take_ack(a, got->file_ack);
+	if (got->body_case != KB__SYNC__BODY_PROGRESS)
+		return rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator while "
+			       "a window runs", a->label, got->body_case);
+	return RT_EOK;
+}
+
 /* While this host runs a window or ships its files: the heartbeat, and
  * the coordinator's frames, of which only a heartbeat or SHUTDOWN can come
  * now (the next GRANT waits for our DONE). The caller holds the socket. */
@@ -329,13 +512,7 @@ static enum rt_err keep_up(struct agent *a)
 		return RT_EOK; /* still starting this host's daemons */
 	err = beat_up(a);
 	while (!err && !(err = recv_up(a, 0, &got)) && got) {
-		if (got->body_case == KB__SYNC__BODY_SHUTDOWN) {
-			a->stopped = true;
-			err = rt_fail(RT_EINTERRUPTED, "%s: the coordinator stopped the run", a->label);
-		} else if (got->body_case != KB__SYNC__BODY_PROGRESS) {
-			err = rt_fail(RT_EPROTOCOL, "%s: unexpected frame %d from the coordinator "
-				      "while a window runs", a->label, got->body_case);
-		}
+		err = take_busy_frame(a, got);
 		rt_wire_free_sync(got);
 	}
 	return err;
@@ -458,13 +635,79 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 
 /* ---------------------------------------------------------------- files */
 
+/* Waits until the coordinator confirmed all but `slack` of the pieces
+ * sent (and our BYE too, with `bye`). Bounded by the coordinator's
+ * liveness, not by a clock: its heartbeats come from the loop that takes
+ * the pieces, so while they come (RT_COORD_SILENCE_MS) and its connection
+ * stays open, it is alive and reading; a stop signal here ends the wait. */
+static enum rt_err wait_acks(struct agent *a, uint64_t slack, bool bye)
+{
+	while (a->sent_parts - a->acked_parts > slack || (bye && !a->bye_acked)) {
+		Kb__Sync *got = NULL;
+		enum rt_err err = recv_up(a, WAIT_SLICE_MS, &got);
+
+		bool heard = got != NULL;
+
+		if (!err && got)
+			err = take_busy_frame(a, got);
+		rt_wire_free_sync(got);
+		/* a frame came: the coordinator is there. Its last frames (the
+		 * BYE's ack) may be read after its connection closed, so only
+		 * a wait that brought nothing looks at the connection */
+		if (!err && !heard)
+			err = beat_up(a);
+		if (!err)
+			err = stop_signal_pending(a);
+		if (err)
+			return err;
+	}
+	return RT_EOK;
+}
+
+/* One FilePart frame, once the window has room for it. */
+static enum rt_err send_piece(struct agent *a, struct shipped *f, Kb__Sync *sync)
+{
+	enum rt_err err = wait_acks(a, FILE_WINDOW - 1, false);
+
+	if (!err)
+		err = send_up(a, sync);
+	if (err)
+		return err;
+	a->sent_parts++;
+	f->parts++;
+	f->bytes += sync->file_part->data.len;
+	f->end = a->sent_parts;
+	return RT_EOK;
+}
+
+/* A new entry in the list of shipped files (NULL: out of memory). */
+static struct shipped *note_shipped(struct agent *a, const char *path)
+{
+	struct shipped *f;
+
+	if (a->n_files == a->cap_files) {
+		size_t cap = a->cap_files ? 2 * a->cap_files : 32;
+		struct shipped *grown = realloc(a->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		a->files = grown;
+		a->cap_files = cap;
+	}
+	f = &a->files[a->n_files++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return f;
+}
+
 /* Sends the data of one file (holes skipped: the coordinator ORs pieces
- * into a file of the same size). */
+ * into a file of the same size), in credited pieces. */
 static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const char *path)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__FilePart part = KB__FILE_PART__INIT;
 	struct stat st;
+	struct shipped *f;
 	uint8_t *buf = NULL;
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	off_t at = 0;
@@ -476,7 +719,8 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 		return RT_EOK; /* not a regular file of ours: nothing to send */
 	}
 	buf = malloc(FILE_PIECE);
-	if (!buf)
+	f = note_shipped(a, path);
+	if (!buf || !f)
 		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
 	part.path = (char *)path;
 	part.size = (uint64_t)st.st_size;
@@ -486,7 +730,7 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 	part.offset = 0;
 	part.data.len = 0;
 	if (!err)
-		err = send_up(a, &sync);
+		err = send_piece(a, f, &sync);
 	while (!err && at < st.st_size) {
 		off_t data = lseek(fd, at, SEEK_DATA), hole;
 		ssize_t n;
@@ -504,73 +748,160 @@ static enum rt_err ship_file(struct agent *a, int dirfd, const char *name, const
 		part.offset = (uint64_t)data;
 		part.data.data = buf;
 		part.data.len = (size_t)n;
-		err = send_up(a, &sync);
+		err = send_piece(a, f, &sync);
 		at = data + n;
 		if (!err)
 			err = keep_alive(a);
 	}
+	if (!err)
+		f->whole = true;
 	free(buf);
 	close(fd);
 	return err;
 }
 
 /* Every output file of this host (top level and .parts), then removes it. */
-static enum rt_err ship_dir(struct agent *a, const char *sub, bool send)
+static enum rt_err ship_dir(struct agent *a, const char *sub)
 {
 	char dir[RT_PATH_MAX + 32], path[300];
+	int fd;
 	DIR *d;
 	struct dirent *e;
 	enum rt_err err = RT_EOK;
 
 	snprintf(dir, sizeof(dir), "%s%s%s", a->staging, sub[0] ? "/" : "", sub);
-	d = opendir(dir);
-	if (!d)
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return RT_EOK;
-	while ((e = readdir(d))) {
+	}
+	while (!err && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s", sub, sub[0] ? "/" : "", e->d_name);
-		if (send && !err && !rt_wire_check_part_path(path))
+		if (!rt_wire_check_part_path(path))
 			err = ship_file(a, dirfd(d), e->d_name, path);
-		unlinkat(dirfd(d), e->d_name, 0);
+		kb_remove_owned(dirfd(d), e->d_name, false);
 	}
 	closedir(d);
 	return err;
 }
 
+/* This host's output folder and all in it, by the launcher's rules
+ * (tidy.h: never through a link, only what is ours). */
 static void remove_staging(struct agent *a)
 {
-	char parts[RT_PATH_MAX + 32];
+	int tmp;
 
 	if (!a->staging[0])
 		return;
-	ship_dir(a, RT_PARTS_DIR, false);
-	ship_dir(a, "", false);
-	snprintf(parts, sizeof(parts), "%s/%s", a->staging, RT_PARTS_DIR);
-	rmdir(parts);
-	rmdir(a->staging);
+	tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tmp >= 0) {
+		kb_remove_owned(tmp, a->staging + strlen("/tmp/"), true);
+		close(tmp);
+	}
 	a->staging[0] = '\0';
+	kb_guard_staging(NULL);
 }
 
-/* Outputs written and shipped, then BYE with this host's reports. */
+/* `err` (the coordinator gone, a signal, ...) with what the coordinator
+ * never confirmed: those results of this host are lost (ADR 0050). */
+static enum rt_err name_unconfirmed(struct agent *a, enum rt_err err, bool all_sent)
+{
+	struct rt_buf line;
+	size_t shown = 0, more = 0;
+
+	rt_buf_init(&line);
+	rt_buf_printf(&line, "%s; the coordinator did not confirm ", rt_last_error());
+	for (size_t k = 0; k < a->n_files; k++) {
+		const struct shipped *f = &a->files[k];
+
+		if (f->whole && f->end <= a->acked_parts)
+			continue;
+		if (shown == 8) {
+			more++;
+			continue;
+		}
+		rt_buf_printf(&line, "%s%s", shown++ ? ", " : "", f->path);
+	}
+	if (more)
+		rt_buf_printf(&line, " and %zu more file%s", more, more > 1 ? "s" : "");
+	if (!all_sent)
+		rt_buf_printf(&line, "%sthe files not yet sent", shown ? ", " : "");
+	rt_buf_printf(&line, "%sthis host's BYE: its results are lost",
+		      shown || !all_sent ? " nor " : "");
+	err = rt_fail(err, "%s", line.data ? line.data : "out of memory");
+	rt_buf_release(&line);
+	return err;
+}
+
+/* The BYE's list of every file shipped (caller frees bye->files[0] and
+ * bye->files). */
+static enum rt_err list_shipped(struct agent *a, Kb__Bye *bye)
+{
+	Kb__FileSent *sent = calloc(a->n_files ? a->n_files : 1, sizeof(*sent));
+
+	bye->files = calloc(a->n_files ? a->n_files : 1, sizeof(*bye->files));
+	if (!sent || !bye->files) {
+		free(sent);
+		free(bye->files);
+		bye->files = NULL;
+		return rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	}
+	for (size_t k = 0; k < a->n_files; k++) {
+		kb__file_sent__init(&sent[k]);
+		sent[k].path = a->files[k].path;
+		sent[k].parts = a->files[k].parts;
+		sent[k].bytes = a->files[k].bytes;
+		bye->files[k] = &sent[k];
+	}
+	bye->n_files = a->n_files;
+	return RT_EOK;
+}
+
+/* Outputs written and shipped, then BYE with this host's reports and the
+ * list of its files; ends when the coordinator confirmed it all. */
 static enum rt_err finish(struct agent *a)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Bye bye = KB__BYE__INIT;
-	enum rt_err err;
+	enum rt_err err, verdict;
+	bool all_sent = false;
 
-	/* the run is over: a coordinator busy merging another host's files
-	 * may be silent for a while, and this host ends on its own anyway */
-	a->joined = false;
+	/* finishing writes every output part, which takes seconds on a loaded
+	 * machine: the keeper beats meanwhile, or the coordinator takes this
+	 * host for dead (liveness, not wall-clock: ADR 0035) */
+	lend_socket(a);
 	err = kb_local_finish(a->local, &bye);
+	verdict = take_socket(a);
 	if (!err)
-		err = ship_dir(a, "", true);
+		err = verdict;
+	if (err)
+		return err;
+	a->shipping = true;
+	err = ship_dir(a, "");
 	if (!err)
-		err = ship_dir(a, RT_PARTS_DIR, true);
+		err = ship_dir(a, RT_PARTS_DIR);
+	all_sent = !err;
+	if (!err)
+		err = list_shipped(a, &bye);
 	bye.daemon = a->host;
 	sync.body_case = KB__SYNC__BODY_BYE;
 	sync.bye = &bye;
-	return err ? err : send_up(a, &sync);
+	if (!err)
+		err = send_up(a, &sync);
+	if (bye.files) {
+		free(bye.files[0]);
+		free(bye.files);
+	}
+	bye.files = NULL;
+	bye.n_files = 0;
+	if (!err)
+		err = wait_acks(a, 0, true);
+	a->shipping = false;
+	return err ? name_unconfirmed(a, err, all_sent) : RT_EOK;
 }
 
 /* GRANT -> local windows -> DONE, until SHUTDOWN. */
@@ -620,7 +951,7 @@ static void report_error(struct agent *a, enum rt_err code)
 		snprintf(line, sizeof(line), "%s", what);
 	else
 		snprintf(line, sizeof(line), "%s: %s", a->label, what);
-	fprintf(stderr, "kernbench: error: %s\n", line);
+	rt_print_error(line);
 	if (!a->sock || a->stopped)
 		return;
 	error.daemon = a->host;
@@ -648,37 +979,48 @@ static void report_error(struct agent *a, enum rt_err code)
 
 /* ---------------------------------------------------------------- keeper */
 
-/* A stop signal waiting for this process (SIGINT, SIGTERM, SIGHUP: blocked
- * everywhere, read from the host's signalfd between windows). */
+/* A stop signal waiting for this process (stops.h: blocked everywhere,
+ * read from the host's signalfd between windows). */
 static enum rt_err stop_signal_pending(const struct agent *a)
 {
-	static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
-	sigset_t pending;
+	int sig = kb_stop_signal_pending();
 
-	if (sigpending(&pending))
+	if (!sig)
 		return RT_EOK;
-	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
-		if (sigismember(&pending, stops[i]))
-			return rt_fail(RT_EINTERRUPTED, "%s: interrupted by SIG%s; stopped every daemon",
-				       a->label, sigabbrev_np(stops[i]));
-	return RT_EOK;
+	return rt_fail(RT_EINTERRUPTED, "%s: interrupted by SIG%s%s; stopped every daemon", a->label,
+		       sigabbrev_np(sig), kb_stop_signal_meaning(sig));
+}
+
+/* CPU time of the agent's own thread, which runs a direct daemon. */
+static uint64_t agent_cpu_ns(const struct agent *a)
+{
+	struct timespec ts;
+
+	if (!a->main_clock_ok || clock_gettime(a->main_clock, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The watchdog of a daemon run in this thread, which has no local
- * coordinator to watch it: no event for run.watchdog_ms ends the run, as a
- * local coordinator's watchdog would. */
-static enum rt_err direct_watchdog(struct agent *a, uint64_t count, uint64_t *events,
-				   uint64_t *moved_ms)
+ * coordinator to watch it: no event and no CPU used (at least 1% of a
+ * core since the last look: computing in one long event is alive, ADR
+ * 0035) for run.watchdog_ms ends the run, as a local coordinator's
+ * watchdog would. */
+static enum rt_err direct_watchdog(struct agent *a, uint64_t count, struct direct_watch *w)
 {
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), cpu = agent_cpu_ns(a);
+	bool computing = w->looked_ms && cpu > w->cpu_ns &&
+			 cpu - w->cpu_ns >= (now - w->looked_ms) * 10000;
 
-	if (count != *events || !*moved_ms) {
-		*events = count;
-		*moved_ms = now;
-	} else if (now - *moved_ms >= a->job->config.watchdog_ms) {
-		return rt_fail(RT_ETIMEOUT, "%s: its daemon ran no event for %llu ms (watchdog; set "
-			       "run.watchdog_ms to change)", a->label,
-			       (unsigned long long)(now - *moved_ms));
+	w->looked_ms = now;
+	w->cpu_ns = cpu;
+	if (count != w->events || computing || !w->moved_ms) {
+		w->events = count;
+		w->moved_ms = now;
+	} else if (now - w->moved_ms >= a->job->config.watchdog_ms) {
+		return rt_fail(RT_ETIMEOUT, "%s: its daemon ran no event and used no CPU for %llu ms "
+			       "(watchdog; set run.watchdog_ms to change)", a->label,
+			       (unsigned long long)(now - w->moved_ms));
 	}
 	return RT_EOK;
 }
@@ -705,7 +1047,8 @@ static void *keeper_main(void *arg)
 {
 	struct agent *a = arg;
 	const struct timespec nap = { 0, KEEPER_NAP_MS * 1000000L };
-	uint64_t events = 0, moved_ms = 0, count;
+	struct direct_watch watch = { 0 };
+	uint64_t count;
 
 	while (!__atomic_load_n(&a->keeper_quit, __ATOMIC_RELAXED)) {
 		bool direct;
@@ -714,7 +1057,7 @@ static void *keeper_main(void *arg)
 		nanosleep(&nap, NULL);
 		if (!__atomic_load_n(&a->lent, __ATOMIC_RELAXED) ||
 		    __atomic_load_n(&a->keeper_failed, __ATOMIC_RELAXED)) {
-			moved_ms = 0; /* between windows the coordinator's watchdog counts */
+			watch.moved_ms = 0; /* between windows the coordinator's watchdog counts */
 			continue;
 		}
 		if (pthread_mutex_trylock(&a->sock_lock))
@@ -727,7 +1070,7 @@ static void *keeper_main(void *arg)
 		if (!err)
 			err = stop_signal_pending(a);
 		if (!err && direct)
-			err = direct_watchdog(a, count, &events, &moved_ms);
+			err = direct_watchdog(a, count, &watch);
 		if (err && direct)
 			abandon_host(a, err);
 		if (err) {
@@ -746,6 +1089,7 @@ static void start_keeper(struct agent *a)
 {
 	sigset_t all, old;
 
+	a->main_clock_ok = pthread_getcpuclockid(pthread_self(), &a->main_clock) == 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	a->keeper_on = pthread_create(&a->keeper, NULL, keeper_main, a) == 0;
@@ -780,55 +1124,32 @@ static enum rt_err open_host(struct agent *a, char **argv)
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "kernbench: error: agent: %s (usage: kernbench agent --coordinator "
-		"tcp://ADDRESS:PORT [--index I] [--keys FILE])\n", why);
+	char line[1200];
+
+	snprintf(line, sizeof(line), "agent: %s (see `kernbench agent --help`)", why);
+	rt_print_error(line);
 	return 2;
 }
 
+/* The command line (cli.c), then what it leaves out: the index from the
+ * environment, and whether the keys are the coordinator's (hostkeys.h). */
 static int parse_args(struct agent *a, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "coordinator", required_argument, NULL, 'c' },
-		{ "index", required_argument, NULL, 'i' },
-		{ "keys", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool have_index = false;
-	int o;
+	int rc = kb_cli_parse_agent(argc, argv, &a->opts);
 
-	opterr = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		uint64_t v;
-
-		if (o == 'h') {
-			puts("usage: kernbench agent --coordinator tcp://ADDRESS:PORT [--index I] "
-			     "[--keys FILE]\n\nRuns this host's ranks of a `kernbench run --hosts FILE`. "
-			     "Without --index the index\ncomes from OMPI_COMM_WORLD_RANK, PMIX_RANK, "
-			     "SLURM_PROCID or JOB_COMPLETION_INDEX\n(deploy/README.md).");
-			return -1;
-		} else if (o == 'c') {
-			a->coordinator = optarg;
-		} else if (o == 'i') {
-			if (rt_parse_u64(optarg, 0, KB_HOSTS_MAX_RANKS, &v) != RT_PARSE_OK)
-				return usage("--index must be a number from 0 to 64");
-			a->index = (struct kb_agent_index){ (uint32_t)v, 0, "--index" };
-			have_index = true;
-		} else if (o == 'k') {
-			if (rt_keys_check_curve() || rt_keys_load(optarg, &a->keys))
-				return usage(rt_last_error());
-		} else {
-			return usage("unknown or incomplete option");
-		}
-	}
-	if (optind != argc)
-		return usage("unexpected argument");
-	if (!a->coordinator || strncmp(a->coordinator, "tcp://", 6))
-		return usage("--coordinator tcp://ADDRESS:PORT is required");
+	if (rc >= 0)
+		return rc ? rc : -1; /* -1: --help */
+	a->coordinator = a->opts.coordinator;
+	a->keys = a->opts.keys;
+	memset(&a->opts.keys, 0, sizeof(a->opts.keys));
+	if (a->opts.have_index)
+		a->index = (struct kb_agent_index){ a->opts.index, 0, "--index" };
 	if (!kb_hosts_loopback(a->coordinator) && !a->keys.on)
 		return usage("a coordinator off loopback needs --keys FILE (CURVE)");
-	if (!have_index && kb_agent_env_index(getenv, &a->index))
+	if (!a->keys.on && rt_keys_check_curve())
+		return usage(rt_last_error());
+	a->ephemeral = !a->keys.on; /* the coordinator's, left on this machine */
+	if (!a->opts.have_index && kb_agent_env_index(getenv, &a->index))
 		return usage(rt_last_error());
 	return 0;
 }
@@ -849,18 +1170,8 @@ static enum rt_err make_staging(struct agent *a)
 	if (mkdir(parts, 0700))
 		return rt_fail(RT_EIO, "%s: cannot create %s: %s", a->label, parts, strerror(errno));
 	snprintf(a->job->out_dir, sizeof(a->job->out_dir), "%s", a->staging);
+	kb_guard_staging(a->staging);
 	return RT_EOK;
-}
-
-/* Folders of agents that were killed (their pid is gone). */
-static void remove_stale_staging(int at, const char *name, void *arg)
-{
-	struct agent old = { 0 };
-
-	(void)at;
-	(void)arg;
-	snprintf(old.staging, sizeof(old.staging), "/tmp/%.40s", name);
-	remove_staging(&old);
 }
 
 /* The job as this host runs it: local daemons as the run asks (threads,
@@ -890,9 +1201,7 @@ static void *start_zmq(void)
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGCHLD);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
+	kb_stop_signals_add(&block);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	zctx = zmq_ctx_new();
 	sock = zctx ? zmq_socket(zctx, ZMQ_DEALER) : NULL; /* starts its threads */
@@ -911,8 +1220,8 @@ int kb_agent_main(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc; /* -1: --help */
-	signal(SIGPIPE, SIG_IGN);
-	kb_sweep_dead_tmp("kb-agent-", remove_stale_staging, NULL);
+	kb_guard_stops();
+	kb_sweep_dead_tmp("kb-agent-"); /* what killed agents left */
 	snprintf(a.label, sizeof(a.label), "agent %u", a.index.index);
 	rt_buf_init(&a.frame);
 	pthread_mutex_init(&a.sock_lock, NULL);
@@ -927,7 +1236,7 @@ int kb_agent_main(int argc, char **argv)
 	if (!err)
 		err = open_socket(&a, a.token);
 	if (!err) {
-		watch_connection(&a);
+		watch_connection(&a, ZMQ_EVENT_DISCONNECTED);
 		start_keeper(&a);
 	}
 	if (!err)
@@ -947,6 +1256,7 @@ int kb_agent_main(int argc, char **argv)
 		zmq_ctx_term(a.zctx);
 	rt_buf_release(&a.frame);
 	free(a.job);
+	free(a.files);
 	memset(&a.keys, 0, sizeof(a.keys));
 	return err == RT_EOK ? 0 : err == RT_EUSAGE ? 2 : 1;
 }

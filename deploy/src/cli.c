@@ -1,4 +1,6 @@
-/* cli.c — command-line parsing shared by the launcher and its daemons. */
+/* cli.c — the `kernbench` command line: every command's options as a
+ * table (opts.h), what they fill in, and the commands that need no more
+ * than that (config, list, keygen). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -6,107 +8,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "diff.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "opts.h"
+#include "rt/buf.h"
 #include "rt/config.h"
+#include "rt/config_doc.h"
+#include "rt/keys.h"
+#include "sweep.h"
 #include "workloads.h"
-
-void kb_cli_usage(FILE *out)
-{
-	fputs("usage: kernbench <command> [options]\n"
-	      "\n"
-	      "commands:\n"
-	      "  run WORKLOAD [options]   run a workload (see `kernbench run --help`)\n"
-	      "  run --from DIR           rerun a result folder and check its digest\n"
-	      "  sweep WORKLOAD [options] run many points (--set k=v1,v2 --arg n=lo:hi:x2 ...)\n"
-	      "                           into results.csv and a plot (`kernbench sweep --help`)\n"
-	      "  diff A B                 what differs between two result folders (exit 0 same,\n"
-	      "                           1 different, 2 usage error)\n"
-	      "  list                     list built-in workloads and kernels\n"
-	      "  config [--machine NAME] [--config F]... [--set k=v]... [--format yaml|json|markdown]\n"
-	      "                           print the effective configuration (loads back with\n"
-	      "                           --config; a preset's sources as comments); markdown:\n"
-	      "                           the reference table\n"
-	      "  keygen --out FILE        write the run's CURVE keys (mode 0600, never\n"
-	      "                           overwrites); pass them with `run --keys FILE`\n"
-	      "  agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
-	      "                           run one host's ranks of a `run --hosts` (the index\n"
-	      "                           from --index or OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
-	      "                           SLURM_PROCID, JOB_COMPLETION_INDEX)\n"
-	      "  --version                release and build commit\n"
-	      "  plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
-	      "                           --window START:END, --arrows, --format svg)\n"
-	      "  --help                   this text\n"
-	      "\n"
-	      "kernbench simulates NPU processing elements: one daemon per component\n"
-	      "(kb-host, kb-sched, kb-dma, kb-gemm, kb-math) under a conservative lockstep\n"
-	      "clock, deterministic to the byte. Outputs: summary.json, op_log.jsonl,\n"
-	      "trace.json (open in Perfetto) and tensors as .npy in the output directory.\n",
-	      out);
-}
-
-void kb_cli_run_usage(FILE *out)
-{
-	fputs("usage: kernbench run WORKLOAD [options]\n"
-	      "\n"
-	      "WORKLOAD is a built-in (`kernbench list`) or path/lib.so:NAME, a kernel\n"
-	      "compiled against kernel_host/include/tl.h.\n"
-	      "\n"
-	      "  --out DIR                output directory (default out/WORKLOAD)\n"
-	      "  --transport T            inproc | ipc | tcp (default ipc); inproc runs every\n"
-	      "                           daemon as a thread of this process (with --hosts:\n"
-	      "                           of its host's agent)\n"
-	      "  --colocate C             none | pe | rank | host | all (default none):\n"
-	      "                           components per daemon (host: one per --hosts host);\n"
-	      "                           changes speed, never results\n"
-	      "  --mode M                 timing | data (default timing); data also moves and\n"
-	      "                           computes real bytes\n"
-	      "  --ranks R, --pes P       machine size (default from config: 1 rank, 8 PEs)\n"
-	      "  --seed N                 seed of every random stream (default 1)\n"
-	      "  --arg name=value         workload argument (repeatable)\n"
-	      "  --machine NAME           machine preset (deploy/configs/machines/NAME.yaml, or a\n"
-	      "                           path to such a file); default trn2\n"
-	      "  --set key=value          configuration override (repeatable; `kernbench config`)\n"
-	      "  --config FILE.yaml       configuration file (repeatable, later files override\n"
-	      "                           earlier ones; deploy/configs/default.yaml)\n"
-	      "                           defaults < --machine preset < --config < --set < --ranks/--pes\n"
-	      "  --inputs DIR             input tensors (.npy) for kernels that take them; an\n"
-	      "                           existing folder, and a usage error for a kernel\n"
-	      "                           that reads none\n"
-	      "  --trace on|off           write trace.json (default on)\n"
-	      "  --trace-windows          add lockstep window counters to trace.json (their\n"
-	      "                           timing depends on --colocate, so off by default)\n"
-	      "  --trace-window START:END only events in [START, END] simulated us (END may\n"
-	      "                           be empty: to the end)\n"
-	      "  --trace-ranks LIST       only these ranks, e.g. 0,2-3 (each must be in the run)\n"
-	      "  --trace-flows on|off     message slices and arrows (default on)\n"
-	      "  --trace-format F         json (trace.json), json.gz (trace.json.gz) or\n"
-	      "                           perfetto (trace.pftrace, protobuf); all open in Perfetto\n"
-	      "  --op-log on|off          write op_log.jsonl, a line per executed stage\n"
-	      "                           (default on); off changes no other output\n"
-	      "  --quiet                  no report on stdout, no progress on stderr\n"
-	      "  --progress P             auto | bar | plain | off (default auto: a bar on a\n"
-	      "                           terminal, else a line every few seconds once the\n"
-	      "                           run is long)\n"
-	      "  --from DIR               rerun exactly what result folder DIR recorded (its\n"
-	      "                           summary.json; also --config DIR/summary.json without\n"
-	      "                           WORKLOAD) and check the delivery digest matches\n"
-	      "  --keys FILE              CURVE keys from `kernbench keygen` (tcp/ipc);\n"
-	      "                           required when run.bind_host is not loopback\n"
-	      "  --hosts FILE             ranks on several hosts: this process is only the\n"
-	      "                           coordinator and waits for one `kernbench agent` per\n"
-	      "                           host of FILE (deploy/README.md)\n"
-	      "  --agent-timeout S        how long to wait for the agents (default 60)\n"
-	      "\n"
-	      "Options may come before or after WORKLOAD. Numbers are decimal digits only.\n"
-	      "An --arg the kernel never asks for, or one whose value the kernel or the\n"
-	      "workload refuses (out of range, not a number), is a usage error (exit 2; the\n"
-	      "line lists the names it asks for or the range).\n"
-	      "\n"
-	      "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
-	      "2 usage error, 130 interrupted.\n",
-	      out);
-}
 
 static enum rt_err parse_arg(struct rt_job *job, const char *text)
 {
@@ -172,12 +83,6 @@ static enum rt_err parse_mode(const char *text, enum rt_mode *out)
 	return RT_EOK;
 }
 
-enum opt_id {
-	OPT_OUT = 1, OPT_TRANSPORT, OPT_COLOCATE, OPT_MODE, OPT_RANKS, OPT_PES, OPT_SEED,
-	OPT_ARG, OPT_SET, OPT_CONFIG, OPT_INPUTS, OPT_TRACE, OPT_TRACE_WINDOWS, OPT_QUIET,
-	OPT_TRACE_WINDOW, OPT_TRACE_RANKS, OPT_TRACE_FLOWS, OPT_TRACE_FORMAT, OPT_OP_LOG,
-	OPT_KEYS, OPT_HOSTS, OPT_AGENT_TIMEOUT, OPT_MACHINE, OPT_HELP, OPT_FROM, OPT_PROGRESS,
-};
 
 /* --inputs names a folder that exists: a typo is one line before any
  * daemon starts, not a missing-file error from every kernel host. */
@@ -195,42 +100,6 @@ static enum rt_err parse_inputs(const char *val, struct rt_job *job)
 	return RT_EOK;
 }
 
-static const struct option run_options[] = {
-	{ "out", required_argument, NULL, OPT_OUT },
-	{ "transport", required_argument, NULL, OPT_TRANSPORT },
-	{ "colocate", required_argument, NULL, OPT_COLOCATE },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "ranks", required_argument, NULL, OPT_RANKS },
-	{ "pes", required_argument, NULL, OPT_PES },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "arg", required_argument, NULL, OPT_ARG },
-	{ "set", required_argument, NULL, OPT_SET },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "inputs", required_argument, NULL, OPT_INPUTS },
-	{ "trace", required_argument, NULL, OPT_TRACE },
-	{ "trace-windows", no_argument, NULL, OPT_TRACE_WINDOWS },
-	{ "trace-window", required_argument, NULL, OPT_TRACE_WINDOW },
-	{ "trace-ranks", required_argument, NULL, OPT_TRACE_RANKS },
-	{ "trace-flows", required_argument, NULL, OPT_TRACE_FLOWS },
-	{ "op-log", required_argument, NULL, OPT_OP_LOG },
-	{ "trace-format", required_argument, NULL, OPT_TRACE_FORMAT },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "keys", required_argument, NULL, OPT_KEYS },
-	{ "hosts", required_argument, NULL, OPT_HOSTS },
-	{ "agent-timeout", required_argument, NULL, OPT_AGENT_TIMEOUT },
-	{ "machine", required_argument, NULL, OPT_MACHINE },
-	{ "help", no_argument, NULL, OPT_HELP },
-	/* handled before parsing (rerun.c rewrites --from into the options
-	 * it stands for); listed so every reader of the table knows them */
-	{ "from", required_argument, NULL, OPT_FROM },
-	{ "progress", required_argument, NULL, OPT_PROGRESS },
-	{ NULL, 0, NULL, 0 },
-};
-
-const struct option *kb_cli_run_option_table(void)
-{
-	return run_options;
-}
 
 #define MAX_CONFIGS 16
 
@@ -261,53 +130,6 @@ static enum rt_err add_set(struct machine_flags *m, const char *kv)
 		return rt_fail(RT_EINVAL, "more than %d --set options", RT_MAX_ARGS);
 	m->sets[m->n_sets++] = kv;
 	return RT_EOK;
-}
-
-static enum rt_err apply_option(struct rt_job *job, struct machine_flags *m, int id,
-				const char *val)
-{
-	switch (id) {
-	case OPT_OUT: return parse_path("--out", val, job->result_dir, RT_PATH_MAX - OUT_DIR_SLACK);
-	case OPT_TRANSPORT: return rt_transport_parse(val, &job->transport);
-	case OPT_COLOCATE: return rt_colocate_parse(val, &job->colocate);
-	case OPT_MODE: return parse_mode(val, &job->mode);
-	case OPT_KEYS: return rt_keys_load(val, &job->keys);
-	case OPT_RANKS: return parse_u32("--ranks", val, &m->ranks);
-	case OPT_PES: return parse_u32("--pes", val, &m->pes);
-	case OPT_SEED: return parse_number("--seed", val, 0, UINT64_MAX, &job->seed);
-	case OPT_ARG: return parse_arg(job, val);
-	case OPT_SET: return add_set(m, val);
-	case OPT_CONFIG: return add_config(m, val);
-	case OPT_INPUTS: return parse_inputs(val, job);
-	case OPT_TRACE:
-		if (strcmp(val, "on") && strcmp(val, "off"))
-			return rt_fail(RT_EINVAL, "--trace '%s': expected on or off", val);
-		job->trace_off = !strcmp(val, "off");
-		return RT_EOK;
-	case OPT_TRACE_WINDOWS: job->trace_windows = true; return RT_EOK;
-	case OPT_TRACE_WINDOW: return rt_trace_parse_window(val, &job->trace);
-	case OPT_TRACE_RANKS: return rt_trace_parse_ranks(val, &job->trace);
-	case OPT_TRACE_FORMAT: return rt_trace_parse_format(val, &job->trace);
-	case OPT_OP_LOG:
-		if (strcmp(val, "on") && strcmp(val, "off"))
-			return rt_fail(RT_EINVAL, "--op-log '%s': expected on or off", val);
-		job->oplog_off = !strcmp(val, "off");
-		return RT_EOK;
-	case OPT_TRACE_FLOWS:
-		if (strcmp(val, "on") && strcmp(val, "off"))
-			return rt_fail(RT_EINVAL, "--trace-flows '%s': expected on or off", val);
-		job->trace.no_flows = !strcmp(val, "off");
-		return RT_EOK;
-	case OPT_QUIET: job->quiet = true; return RT_EOK;
-	case OPT_HOSTS: m->hosts = val; return RT_EOK;
-	case OPT_MACHINE: m->machine = val; return RT_EOK;
-	case OPT_AGENT_TIMEOUT:
-		return parse_number("--agent-timeout", val, 1, 86400, &m->agent_timeout_s);
-	case OPT_PROGRESS: return rt_progress_parse(val, &job->progress);
-	case OPT_FROM:
-		return rt_fail(RT_EINVAL, "--from %s: give it once, without WORKLOAD", val);
-	default: return rt_fail(RT_EINVAL, "unknown option (see `kernbench run --help`)");
-	}
 }
 
 /* defaults < the preset < each --config in order < each --set <
@@ -386,108 +208,30 @@ static enum rt_err check_trace_ranks(const struct rt_job *job)
 	return RT_EOK;
 }
 
-enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
-			     bool *have_hosts)
+/* out/NAME: a kernel's name (after lib.so:), a program file's stem. */
+static void default_out(struct rt_job *job)
 {
-	struct machine_flags m = { 0 };
-	enum rt_err err = RT_EOK;
-	int id;
+	const char *name = strrchr(job->workload, ':') ? strrchr(job->workload, ':') + 1
+						       : job->workload;
+	int len = (int)strlen(name);
 
-	/* argv[0] is the command ("run"); options and the one WORKLOAD may
-	 * come in any order (GNU getopt permutes them) */
-	job_defaults(job);
-	optind = 1;
-	opterr = 0;
-	while (!err && (id = getopt_long(argc, argv, "", run_options, NULL)) != -1) {
-		if (id == OPT_HELP)
-			return RT_EINTERRUPTED;
-		if (id == '?')
-			return rt_fail(RT_EINVAL, "run: unknown or incomplete option '%s' (see "
-				       "`kernbench run --help`)", argv[optind - 1]);
-		err = apply_option(job, &m, id, optarg);
+	if (kb_program_file(name)) {
+		name = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+		len = (int)(strrchr(name, '.') - name);
 	}
-	if (err)
-		return err;
-	if (optind >= argc)
-		return rt_fail(RT_EINVAL, "run: missing WORKLOAD (see `kernbench list`)");
-	if (optind + 1 < argc)
-		return rt_fail(RT_EINVAL, "run: unexpected argument '%s' after WORKLOAD '%s'",
-			       argv[optind + 1], argv[optind]);
-	err = parse_path("WORKLOAD", argv[optind], job->workload, sizeof(job->workload));
-	if (!err && !job->result_dir[0])
-		snprintf(job->result_dir, sizeof(job->result_dir), "out/%.200s",
-			 strrchr(job->workload, ':') ? strrchr(job->workload, ':') + 1 : job->workload);
-	if (!err)
-		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
-	if (!err)
-		err = check_workload(job->workload);
-	if (!err)
-		err = build_config(&job->config, &m, NULL, 0);
-	if (!err)
-		err = kb_models_preflight(&job->config);
-	if (!err)
-		err = check_trace_ranks(job);
-	*have_hosts = m.hosts != NULL;
-	if (!err && m.hosts) {
-		hosts->agent_timeout_s = m.agent_timeout_s;
-		err = kb_hosts_load(m.hosts, hosts);
-		if (!err)
-			err = kb_hosts_check(hosts, job);
-		for (uint32_t r = 0; !err && r < hosts->n_ranks; r++)
-			job->host_of_rank[r] = (uint8_t)hosts->host_of_rank[r];
-	} else if (!err && m.agent_timeout_s) {
-		err = rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE");
-	}
-	return err;
+	snprintf(job->result_dir, sizeof(job->result_dir), "out/%.*s", len > 200 ? 200 : len, name);
 }
 
-static const struct option config_options[] = {
-	{ "machine", required_argument, NULL, OPT_MACHINE },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "set", required_argument, NULL, OPT_SET },
-	{ "ranks", required_argument, NULL, OPT_RANKS },
-	{ "pes", required_argument, NULL, OPT_PES },
-	{ "format", required_argument, NULL, 'f' },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format,
-				char *preset_path, size_t cap)
+enum rt_err kb_check_inproc(const struct rt_job *job)
 {
-	struct machine_flags m = { 0 };
-	enum rt_err err = RT_EOK;
-	int id;
+	const char *obj = job->transport == RT_TRANSPORT_INPROC ? kb_job_shared_object(job) : NULL;
 
-	*format = 0;
-	optind = 1;
-	opterr = 0;
-	while (!err && (id = getopt_long(argc, argv, "", config_options, NULL)) != -1) {
-		if (id == OPT_HELP)
-			return RT_EINTERRUPTED;
-		if (id == '?')
-			return rt_fail(RT_EINVAL, "config: unknown or incomplete option '%s' (see "
-				       "`kernbench config --help`)", argv[optind - 1]);
-		if (id == OPT_MACHINE)
-			m.machine = optarg;
-		else if (id == OPT_CONFIG)
-			err = add_config(&m, optarg);
-		else if (id == OPT_SET)
-			err = add_set(&m, optarg);
-		else if (id == OPT_RANKS)
-			err = parse_u32("--ranks", optarg, &m.ranks);
-		else if (id == OPT_PES)
-			err = parse_u32("--pes", optarg, &m.pes);
-		else if (!strcmp(optarg, "yaml") || !strcmp(optarg, "json") ||
-			 !strcmp(optarg, "markdown"))
-			*format = optarg[0] == 'y' ? 0 : optarg[0] == 'j' ? 1 : 2;
-		else
-			err = rt_fail(RT_EINVAL, "--format '%s': expected yaml, json or markdown",
-				      optarg);
-	}
-	if (!err && optind < argc)
-		err = rt_fail(RT_EINVAL, "config: unexpected argument '%s'", argv[optind]);
-	return err ? err : build_config(cfg, &m, preset_path, cap);
+	if (!obj)
+		return RT_EOK;
+	return rt_fail(RT_EINVAL, "--transport inproc runs every daemon as a thread of this process, "
+		       "which cannot contain what a shared object may do (crash, abort, _exit, a "
+		       "constructor that never returns): %.300s needs --transport ipc (the default) or "
+		       "tcp", obj);
 }
 
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
@@ -500,5 +244,665 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
 		err = w.build(job, topo);
 	if (!err)
 		err = rt_topology_place(topo, job->colocate, job->host_of_rank);
+	if (!err)
+		err = kb_job_check_models(job, topo);
 	return err;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+/* What the options of any command fill in. */
+struct kb_cli {
+	struct rt_job *job;        /* run */
+	struct machine_flags m;    /* run, config */
+	int format;                /* config: 0 yaml, 1 json, 2 markdown */
+	const char *keys_out;      /* keygen --out */
+	bool diff_json, diff_all;  /* diff --json, --all */
+	struct kb_agent_opts *agent;
+};
+
+static enum rt_err on_off(const char *opt, const char *val, bool *off)
+{
+	if (strcmp(val, "on") && strcmp(val, "off"))
+		return rt_fail(RT_EINVAL, "%s '%.60s': expected on or off", opt, val);
+	*off = !strcmp(val, "off");
+	return RT_EOK;
+}
+
+static enum rt_err opt_out(struct kb_cli *c, const char *v)
+{
+	return parse_path("--out", v, c->job->result_dir, RT_PATH_MAX - OUT_DIR_SLACK);
+}
+
+static enum rt_err opt_transport(struct kb_cli *c, const char *v)
+{
+	return rt_transport_parse(v, &c->job->transport);
+}
+
+static enum rt_err opt_colocate(struct kb_cli *c, const char *v)
+{
+	return rt_colocate_parse(v, &c->job->colocate);
+}
+
+static enum rt_err opt_mode(struct kb_cli *c, const char *v)
+{
+	return parse_mode(v, &c->job->mode);
+}
+
+static enum rt_err opt_ranks(struct kb_cli *c, const char *v)
+{
+	return parse_u32("--ranks", v, &c->m.ranks);
+}
+
+static enum rt_err opt_pes(struct kb_cli *c, const char *v)
+{
+	return parse_u32("--pes", v, &c->m.pes);
+}
+
+static enum rt_err opt_seed(struct kb_cli *c, const char *v)
+{
+	return parse_number("--seed", v, 0, UINT64_MAX, &c->job->seed);
+}
+
+static enum rt_err opt_arg(struct kb_cli *c, const char *v)
+{
+	return parse_arg(c->job, v);
+}
+
+static enum rt_err opt_set(struct kb_cli *c, const char *v)
+{
+	return add_set(&c->m, v);
+}
+
+static enum rt_err opt_config(struct kb_cli *c, const char *v)
+{
+	return add_config(&c->m, v);
+}
+
+static enum rt_err opt_inputs(struct kb_cli *c, const char *v)
+{
+	return parse_inputs(v, c->job);
+}
+
+static enum rt_err opt_trace(struct kb_cli *c, const char *v)
+{
+	return on_off("--trace", v, &c->job->trace_off);
+}
+
+static enum rt_err opt_trace_windows(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->job->trace_windows = true;
+	return RT_EOK;
+}
+
+static enum rt_err opt_trace_window(struct kb_cli *c, const char *v)
+{
+	return rt_trace_parse_window(v, &c->job->trace);
+}
+
+static enum rt_err opt_trace_ranks(struct kb_cli *c, const char *v)
+{
+	return rt_trace_parse_ranks(v, &c->job->trace);
+}
+
+static enum rt_err opt_trace_flows(struct kb_cli *c, const char *v)
+{
+	return on_off("--trace-flows", v, &c->job->trace.no_flows);
+}
+
+static enum rt_err opt_op_log(struct kb_cli *c, const char *v)
+{
+	return on_off("--op-log", v, &c->job->oplog_off);
+}
+
+static enum rt_err opt_trace_format(struct kb_cli *c, const char *v)
+{
+	return rt_trace_parse_format(v, &c->job->trace);
+}
+
+static enum rt_err opt_progress(struct kb_cli *c, const char *v)
+{
+	return rt_progress_parse(v, &c->job->progress);
+}
+
+/* rerun.c rewrites a first --from DIR into the options it stands for
+ * before this parser runs: one that is left was given twice or beside a
+ * WORKLOAD. */
+static enum rt_err opt_from(struct kb_cli *c, const char *v)
+{
+	(void)c;
+	return rt_fail(RT_EINVAL, "--from %.200s: give it once, without WORKLOAD", v);
+}
+
+static enum rt_err opt_quiet(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->job->quiet = true;
+	return RT_EOK;
+}
+
+static enum rt_err opt_keys(struct kb_cli *c, const char *v)
+{
+	return rt_keys_load(v, &c->job->keys);
+}
+
+static enum rt_err opt_machine(struct kb_cli *c, const char *v)
+{
+	c->m.machine = v;
+	return RT_EOK;
+}
+
+static enum rt_err opt_hosts(struct kb_cli *c, const char *v)
+{
+	c->m.hosts = v;
+	return RT_EOK;
+}
+
+static enum rt_err opt_agent_timeout(struct kb_cli *c, const char *v)
+{
+	return parse_number("--agent-timeout", v, 1, 86400, &c->m.agent_timeout_s);
+}
+
+/* `kernbench run`: one row per option (opts.h). */
+static const struct kb_opt run_opts[] = {
+	{ "out", "DIR", "output directory (default out/WORKLOAD)", opt_out },
+	{ "transport", "T", "inproc | ipc | tcp (default ipc); inproc runs every\n"
+			    "daemon as a thread of this process (with --hosts: of its\n"
+			    "host's agent), built-in kernels and models only", opt_transport },
+	{ "colocate", "C", "none | pe | rank | host | all (default none):\n"
+			   "components per daemon (host: one per --hosts host);\n"
+			   "changes speed, never results", opt_colocate },
+	{ "mode", "M", "timing | data (default timing); data also moves and\n"
+		       "computes real bytes", opt_mode },
+	{ "ranks", "R", "machine size: ranks (default from config: 1)", opt_ranks },
+	{ "pes", "P", "machine size: PEs per rank (default from config: 8)", opt_pes },
+	{ "seed", "N", "seed of every random stream (default 1)", opt_seed },
+	{ "arg", "name=value", "workload argument (repeatable)", opt_arg },
+	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
+			     "path to such a file); default trn2", opt_machine },
+	{ "set", "key=value", "configuration override (repeatable; `kernbench config`)", opt_set },
+	{ "config", "FILE.yaml", "configuration file (repeatable, later files override\n"
+				 "earlier ones; deploy/configs/default.yaml)\n"
+				 "defaults < --machine preset < --config < --set < --ranks/--pes",
+	  opt_config },
+	{ "inputs", "DIR", "input tensors (.npy) for kernels that take them; an\n"
+			   "existing folder, and a usage error for a kernel\n"
+			   "that reads none", opt_inputs },
+	{ "trace", "on|off", "write trace.json (default on)", opt_trace },
+	{ "trace-windows", NULL, "add lockstep window counters to trace.json (their\n"
+				 "timing depends on --colocate, so off by default)",
+	  opt_trace_windows },
+	{ "trace-window", "START:END", "only events in [START, END] simulated us (END may\n"
+				       "be empty: to the end)", opt_trace_window },
+	{ "trace-ranks", "LIST", "only these ranks, e.g. 0,2-3 (each must be in the run)",
+	  opt_trace_ranks },
+	{ "trace-flows", "on|off", "message slices and arrows (default on)", opt_trace_flows },
+	{ "trace-format", "F", "json (trace.json), json.gz (trace.json.gz) or\n"
+			       "perfetto (trace.pftrace, protobuf); all open in Perfetto",
+	  opt_trace_format },
+	{ "op-log", "on|off", "write op_log.jsonl, a line per executed stage\n"
+			      "(default on); off changes no other output", opt_op_log },
+	{ "quiet", NULL, "no report on stdout, no progress on stderr", opt_quiet },
+	{ "progress", "P", "auto | bar | plain | off (default auto: a bar on a\n"
+			   "terminal, else a line every few seconds once the\n"
+			   "run is long)", opt_progress },
+	{ "from", "DIR", "rerun exactly what result folder DIR recorded (its\n"
+			 "summary.json; also --config DIR/summary.json without\n"
+			 "WORKLOAD) and check the delivery digest matches", opt_from },
+	{ "keys", "FILE", "CURVE keys from `kernbench keygen` (tcp/ipc); required\n"
+			  "when run.bind_host is not loopback, or the hosts of\n"
+			  "--hosts are other machines", opt_keys },
+	{ "hosts", "FILE", "ranks on several hosts: this process is only the\n"
+			   "coordinator and waits for one `kernbench agent` per\n"
+			   "host of FILE (deploy/README.md)", opt_hosts },
+	{ "agent-timeout", "S", "how long to wait for the agents (default 60)",
+	  opt_agent_timeout },
+};
+
+#define N_RUN_OPTS (sizeof(run_opts) / sizeof(run_opts[0]))
+
+/* getopt_long's view of the same rows (and --help), for the sweep and
+ * --from, which scan run options with getopt: made from run_opts, so it
+ * never drifts from what `run` takes. */
+const struct option *kb_cli_run_option_table(void)
+{
+	static struct option table[N_RUN_OPTS + 2];
+
+	if (!table[0].name) {
+		for (size_t i = 0; i < N_RUN_OPTS; i++)
+			table[i] = (struct option){ run_opts[i].name,
+						    run_opts[i].metavar ? required_argument
+									: no_argument,
+						    NULL, (int)i + 1 };
+		table[N_RUN_OPTS] = (struct option){ "help", no_argument, NULL, 'h' };
+	}
+	return table;
+}
+
+static const struct kb_command run_command = {
+	.name = "run",
+	.usage = "run WORKLOAD [options]",
+	.about = "WORKLOAD is a built-in (`kernbench list`) or path/lib.so:NAME, a kernel\n"
+		 "compiled against kernel_host/include/tl.h.\n",
+	.epilogue = "Options may come before or after WORKLOAD; a unique prefix of an option\n"
+		    "is that option. Numbers are decimal digits only. An --arg the kernel never\n"
+		    "asks for, or one whose value the kernel or the workload refuses (out of\n"
+		    "range, not a number), is a usage error (exit 2; the line lists the names\n"
+		    "it asks for or the range). A usage error leaves DIR as it was.\n"
+		    "\n"
+		    "Exit status: 0 success, 1 error (one line on stderr names what and where),\n"
+		    "2 usage error, 128+N stopped by signal N (130: Ctrl-C).\n",
+	.opts = run_opts,
+	.n_opts = N_RUN_OPTS,
+	.min_args = 1,
+	.max_args = 1,
+};
+
+static enum rt_err opt_format(struct kb_cli *c, const char *v)
+{
+	static const char *const names[] = { "yaml", "json", "markdown" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i])) {
+			c->format = i;
+			return RT_EOK;
+		}
+	return rt_fail(RT_EINVAL, "--format '%.60s': expected yaml, json or markdown", v);
+}
+
+static const struct kb_opt config_opts[] = {
+	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
+			     "path to such a file); default trn2", opt_machine },
+	{ "config", "FILE.yaml", "configuration file (repeatable)", opt_config },
+	{ "set", "key=value", "configuration override (repeatable)", opt_set },
+	{ "ranks", "R", "machine size: ranks", opt_ranks },
+	{ "pes", "P", "machine size: PEs per rank", opt_pes },
+	{ "format", "F", "yaml (default; loads back with --config), json, or\n"
+			 "markdown (the reference table of every key)", opt_format },
+};
+
+static const struct kb_command config_command = {
+	.name = "config",
+	.usage = "config [options]",
+	.about = "Prints the effective configuration (defaults < --machine preset < files <\n"
+		 "--set < flags) in a form --config loads back, with the preset's sources as\n"
+		 "comments (deploy/configs/machines/NAME.yaml); markdown prints the reference\n"
+		 "table of every key.\n",
+	.opts = config_opts,
+	.n_opts = sizeof(config_opts) / sizeof(config_opts[0]),
+};
+
+static const struct kb_command list_command = {
+	.name = "list",
+	.usage = "list",
+	.about = "Lists the built-in workloads and kernels.\n",
+};
+
+static enum rt_err opt_keys_out(struct kb_cli *c, const char *v)
+{
+	c->keys_out = v;
+	return RT_EOK;
+}
+
+static const struct kb_opt keygen_opts[] = {
+	{ "out", "FILE", "where to write the keys (mode 0600; never overwritten)", opt_keys_out },
+};
+
+static const struct kb_command keygen_command = {
+	.name = "keygen",
+	.usage = "keygen --out FILE",
+	.about = "Writes a run's CURVE keys (one server and one client key pair); give them to\n"
+		 "`kernbench run --keys FILE` and to every `kernbench agent --keys FILE`.\n",
+	.opts = keygen_opts,
+	.n_opts = sizeof(keygen_opts) / sizeof(keygen_opts[0]),
+};
+
+static enum rt_err opt_diff_json(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->diff_json = true;
+	return RT_EOK;
+}
+
+static enum rt_err opt_diff_all(struct kb_cli *c, const char *v)
+{
+	(void)v;
+	c->diff_all = true;
+	return RT_EOK;
+}
+
+static const struct kb_opt diff_opts[] = {
+	{ "json", NULL, "print the comparison as one JSON object", opt_diff_json },
+	{ "all", NULL, "list the equal figures too", opt_diff_all },
+};
+
+static const struct kb_command diff_command = {
+	.name = "diff",
+	.usage = "diff [--json] [--all] A B",
+	.about = "Compares two result folders (or their summary.json): what ran, every\n"
+		 "statistic, the delivery digest and the .npy tensors.\n",
+	.epilogue = "Exit status: 0 the same, 1 they differ, 2 usage error.\n",
+	.opts = diff_opts,
+	.n_opts = sizeof(diff_opts) / sizeof(diff_opts[0]),
+	.min_args = 2,
+	.max_args = 2,
+};
+
+static enum rt_err opt_coordinator(struct kb_cli *c, const char *v)
+{
+	if (strncmp(v, "tcp://", 6) || strlen(v) >= sizeof(c->agent->coordinator) ||
+	    !strrchr(v, ':') || strrchr(v, ':') < v + 6)
+		return rt_fail(RT_EINVAL, "--coordinator '%.200s': expected tcp://ADDRESS:PORT", v);
+	if (strchr(v + 6, '[') || strchr(v + 6, ':') != strrchr(v + 6, ':'))
+		return rt_fail(RT_EINVAL, "--coordinator '%.200s': IPv6 is not supported; give an "
+			       "IPv4 address or a host name", v);
+	snprintf(c->agent->coordinator, sizeof(c->agent->coordinator), "%s", v);
+	return RT_EOK;
+}
+
+static enum rt_err opt_index(struct kb_cli *c, const char *v)
+{
+	uint64_t i;
+
+	if (rt_parse_u64(v, 0, KB_HOSTS_MAX_RANKS, &i) != RT_PARSE_OK)
+		return rt_fail(RT_EINVAL, "--index '%.40s': expected a number from 0 to %d", v,
+			       KB_HOSTS_MAX_RANKS);
+	c->agent->index = (uint32_t)i;
+	c->agent->have_index = true;
+	return RT_EOK;
+}
+
+static enum rt_err opt_agent_keys(struct kb_cli *c, const char *v)
+{
+	enum rt_err err = rt_keys_check_curve();
+
+	return err ? err : rt_keys_load(v, &c->agent->keys);
+}
+
+static enum rt_err opt_agent_wait(struct kb_cli *c, const char *v)
+{
+	uint64_t s;
+	enum rt_err err = parse_number("--agent-wait", v, 1, 86400, &s);
+
+	if (!err)
+		c->agent->hello_wait_s = (unsigned)s;
+	return err;
+}
+
+static const struct kb_opt agent_opts[] = {
+	{ "coordinator", "tcp://ADDRESS:PORT", "the run's coordinator (required)", opt_coordinator },
+	{ "index", "I", "this host's index (default: OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
+			"SLURM_PROCID or JOB_COMPLETION_INDEX)", opt_index },
+	{ "keys", "FILE", "CURVE keys (required for a coordinator off loopback;\n"
+			  "without it, the keys a coordinator of this user on this\n"
+			  "machine left for its agents)", opt_agent_keys },
+	{ "agent-wait", "S", "how long to wait for the coordinator's answer to Hello\n"
+			     "(default 60; a coordinator pod may be Pending longer)", opt_agent_wait },
+};
+
+static const struct kb_command agent_command = {
+	.name = "agent",
+	.usage = "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE] [--agent-wait S]",
+	.about = "Runs this host's ranks of a `kernbench run --hosts FILE` (deploy/README.md).\n",
+	.opts = agent_opts,
+	.n_opts = sizeof(agent_opts) / sizeof(agent_opts[0]),
+};
+
+/* ---------------------------------------------------------------- commands */
+
+/* KB_PARSED_HELP: prints the help; errors: one line. The status to exit
+ * with, or -1 to go on. */
+static int parse_or_exit(const struct kb_command *cmd, int argc, char **argv, struct kb_cli *cli,
+			 const char **args, unsigned *n_args)
+{
+	switch (kb_opts_parse(cmd, argc, argv, cli, args, n_args)) {
+	case KB_PARSED_HELP:
+		kb_opts_help(cmd, stdout);
+		return 0;
+	case KB_PARSED_ERROR:
+		rt_print_error(rt_last_error());
+		return 2;
+	default:
+		return -1;
+	}
+}
+
+enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
+			     bool *have_hosts)
+{
+	struct kb_cli cli = { .job = job };
+	const char *workload = NULL;
+	unsigned n = 0;
+	enum rt_err err = RT_EOK;
+	enum kb_parsed parsed;
+
+	job_defaults(job);
+	*have_hosts = false;
+	parsed = kb_opts_parse(&run_command, argc, argv, &cli, &workload, &n);
+	if (parsed == KB_PARSED_HELP)
+		return RT_EINTERRUPTED;
+	if (parsed == KB_PARSED_ERROR)
+		return RT_EINVAL;
+	err = parse_path("WORKLOAD", workload, job->workload, sizeof(job->workload));
+	if (!err && !job->result_dir[0])
+		default_out(job);
+	if (!err)
+		memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
+	if (!err)
+		err = check_workload(job->workload);
+	if (!err && kb_program_file(job->workload)) /* parsed once, here */
+		err = kb_program_load(job->workload, job->program, sizeof(job->program));
+	if (!err)
+		err = build_config(&job->config, &cli.m, NULL, 0);
+	if (!err)
+		err = check_trace_ranks(job);
+	if (!err)
+		err = kb_check_inproc(job);
+	/* model plug-ins loaded in a short-lived child: RT_EPEER if one crashes */
+	if (!err)
+		err = kb_models_preflight(&job->config);
+	*have_hosts = cli.m.hosts != NULL;
+	if (!err && cli.m.hosts) {
+		hosts->agent_timeout_s = cli.m.agent_timeout_s;
+		err = kb_hosts_load(cli.m.hosts, hosts);
+		if (!err)
+			err = kb_hosts_check(hosts, job);
+		for (uint32_t r = 0; !err && r < hosts->n_ranks; r++)
+			job->host_of_rank[r] = (uint8_t)hosts->host_of_rank[r];
+	} else if (!err && cli.m.agent_timeout_s) {
+		err = rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE");
+	}
+	return err;
+}
+
+void kb_cli_run_usage(FILE *out)
+{
+	kb_opts_help(&run_command, out);
+}
+
+int kb_cli_config(int argc, char **argv)
+{
+	static struct rt_config_notes notes;
+	struct kb_cli cli = { 0 };
+	struct rt_config cfg;
+	struct rt_buf b;
+	char preset[1024];
+	unsigned n;
+	int rc = parse_or_exit(&config_command, argc, argv, &cli, NULL, &n);
+	enum rt_err err;
+
+	if (rc >= 0)
+		return rc;
+	err = build_config(&cfg, &cli.m, preset, sizeof(preset));
+	if (err) {
+		rt_print_error(rt_last_error());
+		return 2;
+	}
+	rt_buf_init(&b);
+	/* a preset's YAML keeps its sources as comments */
+	if (cli.format == 0 && preset[0] && rt_config_notes_read(preset, &notes) == RT_EOK) {
+		err = rt_config_emit_noted(&cfg, &notes, &b);
+		rt_config_notes_release(&notes);
+	} else {
+		err = cli.format == 2 ? rt_config_doc(&b)
+				      : rt_config_emit(&cfg, cli.format ? RT_CONFIG_JSON : RT_CONFIG_YAML,
+						       &b);
+	}
+	if (!err)
+		fputs(b.data ? b.data : "", stdout);
+	rt_buf_release(&b);
+	return err ? 1 : 0;
+}
+
+int kb_cli_list(int argc, char **argv)
+{
+	unsigned n;
+	int rc = parse_or_exit(&list_command, argc, argv, NULL, NULL, &n);
+
+	if (rc >= 0)
+		return rc;
+	puts("workloads (kernbench run NAME):");
+	kb_workload_list(stdout);
+	return 0;
+}
+
+int kb_cli_keygen(int argc, char **argv)
+{
+	struct kb_cli cli = { 0 };
+	struct rt_keys k;
+	unsigned n;
+	int rc = parse_or_exit(&keygen_command, argc, argv, &cli, NULL, &n);
+	enum rt_err err;
+
+	if (rc >= 0)
+		return rc;
+	if (!cli.keys_out) {
+		rt_print_error("keygen: --out FILE is required (usage: kernbench keygen --out FILE)");
+		return 2;
+	}
+	err = rt_keys_generate(&k);
+	if (!err)
+		err = rt_keys_write(&k, cli.keys_out);
+	memset(&k, 0, sizeof(k));
+	if (err) {
+		rt_print_error(rt_last_error());
+		return 1;
+	}
+	return 0;
+}
+
+int kb_cli_diff(int argc, char **argv)
+{
+	struct kb_cli cli = { 0 };
+	const char *dirs[2];
+	unsigned n = 0;
+	int rc = parse_or_exit(&diff_command, argc, argv, &cli, dirs, &n);
+
+	return rc >= 0 ? rc : kb_diff(dirs[0], dirs[1], cli.diff_json, cli.diff_all);
+}
+
+int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out)
+{
+	struct kb_cli cli = { .agent = out };
+	unsigned n;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_or_exit(&agent_command, argc, argv, &cli, NULL, &n);
+	if (rc >= 0)
+		return rc;
+	if (!out->coordinator[0]) {
+		rt_print_error("agent: --coordinator tcp://ADDRESS:PORT is required (see `kernbench "
+			       "agent --help`)");
+		return 2;
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- kernbench */
+
+struct kb_cli_command {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *help; /* its line in `kernbench --help` */
+};
+
+static int cmd_help(int argc, char **argv);
+
+static const struct kb_cli_command commands[] = {
+	{ "run", kb_cli_run, "run WORKLOAD [options]   run a workload (`kernbench run --help`);\n"
+	  "                           run --from DIR: rerun a result folder, check its digest" },
+	{ "sweep", kb_sweep_main,
+	  "sweep WORKLOAD [options] run many points (--set k=v1,v2 --arg n=lo:hi:x2 ...)\n"
+	  "                           into results.csv and a plot (`kernbench sweep --help`)" },
+	{ "diff", kb_cli_diff,
+	  "diff A B                 what differs between two result folders (exit 0 same,\n"
+	  "                           1 different, 2 usage error)" },
+	{ "list", kb_cli_list, "list                     list built-in workloads and kernels" },
+	{ "config", kb_cli_config,
+	  "config [options]         print the effective configuration (loads back with\n"
+	  "                           --config; --machine NAME: a preset's, its sources as\n"
+	  "                           comments); --format markdown: the reference table" },
+	{ "keygen", kb_cli_keygen,
+	  "keygen --out FILE        write a run's CURVE keys (mode 0600, never\n"
+	  "                           overwrites); pass them with `run --keys FILE`" },
+	{ "agent", kb_agent_main,
+	  "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
+	  "                           run one host's ranks of a `run --hosts`" },
+	{ "plot", kb_cli_plot,
+	  "plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
+	  "                           --window START:END, --arrows, --format svg)" },
+	{ "help", cmd_help, "help [COMMAND]           this text, or a command's" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+void kb_cli_usage(FILE *out)
+{
+	fputs("usage: kernbench <command> [options]\n\ncommands:\n", out);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %s\n", commands[i].help);
+	fputs("  --version                release and build commit\n"
+	      "  --help                   this text; `kernbench COMMAND --help`: a command's\n"
+	      "\n"
+	      "kernbench simulates NPU processing elements: one daemon per component\n"
+	      "(kb-host, kb-sched, kb-dma, kb-gemm, kb-math) under a conservative lockstep\n"
+	      "clock, deterministic to the byte. Outputs: summary.json, op_log.jsonl,\n"
+	      "trace.json (open in Perfetto) and tensors as .npy in the output directory.\n",
+	      out);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	char *help[] = { argv[1], (char *)"--help", NULL };
+
+	if (argc < 2) {
+		kb_cli_usage(stdout);
+		return 0;
+	}
+	if (argc > 2 || !strcmp(argv[1], "help")) {
+		rt_print_error("help: usage: kernbench help [COMMAND]");
+		return 2;
+	}
+	return kb_cli_main(2, help);
+}
+
+int kb_cli_main(int argc, char **argv)
+{
+	const char *near = NULL;
+	size_t best = 3;
+
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].main(argc, argv);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (rt_edit_distance(argv[0], commands[i].name) < best) {
+			best = rt_edit_distance(argv[0], commands[i].name);
+			near = commands[i].name;
+		}
+	rt_fail(RT_EINVAL, "unknown command '%.60s'%s%s%s (see `kernbench --help`)", argv[0],
+		near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+	rt_print_error(rt_last_error());
+	return 2;
 }

@@ -402,13 +402,6 @@ static void side_release(struct side *s)
 	rt_jval_release(&s->root);
 }
 
-static int usage(void)
-{
-	fprintf(stderr, "kernbench: error: usage: kernbench diff [--json] [--all] A B (two result "
-		"folders, or their summary.json)\n");
-	return 2;
-}
-
 /* Runs the comparison into r->out (text) or r->j (json). */
 static void compare(struct report *r, struct side *a, struct side *b)
 {
@@ -465,34 +458,14 @@ static void compare(struct report *r, struct side *a, struct side *b)
 	r->n_stats += !digest_same;
 }
 
-int kb_diff_main(int argc, char **argv)
+int kb_diff(const char *dir_a, const char *dir_b, bool json, bool all)
 {
-	struct report r = { 0 };
+	struct report r = { .json = json, .all = all };
 	struct side a = { 0 }, b = { 0 };
-	const char *dirs[2];
-	int n = 0, rc;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			r.json = true;
-		else if (!strcmp(argv[i], "--all"))
-			r.all = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return printf("usage: kernbench diff [--json] [--all] A B\n\nCompares two "
-				      "result folders: what ran, every statistic, the delivery "
-				      "digest and the .npy tensors.\nExit 0: the same, 1: they "
-				      "differ, 2: usage error. --all lists equal ones too.\n"), 0;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return usage();
-		else if (n < 2)
-			dirs[n++] = argv[i];
-		else
-			return usage();
-	}
-	if (n != 2)
-		return usage();
-	a.dir = dirs[0];
-	b.dir = dirs[1];
+	a.dir = dir_a;
+	b.dir = dir_b;
 	rc = load(&a);
 	if (!rc)
 		rc = load(&b);

@@ -14,7 +14,11 @@
 #ifndef KB_DIFF_H
 #define KB_DIFF_H
 
-/* `kernbench diff ...` (argv[0] is "diff"); the exit status. */
-int kb_diff_main(int argc, char **argv);
+#include <stdbool.h>
+
+/* Compares result folders (or their summary.json) a and b and prints
+ * what differs (json: as one JSON object; all: the equal ones too); the
+ * exit status. Its command line is cli.c's (kb_cli_diff). */
+int kb_diff(const char *a, const char *b, bool json, bool all);
 
 #endif

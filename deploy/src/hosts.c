@@ -4,6 +4,7 @@
  * every error should name its line. */
 #include "hosts.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #include <yaml.h>
 
 #include "rt/buf.h"
+#include "rt/infile.h"
+#include "rt/yamlcheck.h"
 #include "rt/wire.h"
 
 /* One parse: the libyaml parser and where errors point. */
@@ -139,6 +142,20 @@ static enum rt_err parse_coordinator(struct hosts_parse *p)
 	if (strncmp(v, "tcp://", 6) || !colon || colon <= v + 6 || strlen(v) >= sizeof(p->h->coordinator) ||
 	    rt_parse_u64(colon + 1, 1, 65535, &port) != RT_PARSE_OK)
 		return bad(p, "coordinator must be tcp://ADDRESS:PORT (a port in 1..65535)");
+	/* what the coordinator binds: an IPv4 address or *, not a name (ZeroMQ
+	 * binds addresses and interfaces) and not IPv6 (not enabled) */
+	{
+		char host[64];
+		struct in_addr ip;
+		size_t n = (size_t)(colon - (v + 6));
+
+		snprintf(host, sizeof(host), "%.*s", (int)(n < sizeof(host) ? n : sizeof(host) - 1),
+			 v + 6);
+		if (strcmp(host, "*") && (n >= sizeof(host) || inet_pton(AF_INET, host, &ip) != 1))
+			return bad(p, "coordinator: ADDRESS is what the coordinator binds, an IPv4 "
+				   "address (127.0.0.1, 0.0.0.0, or * for every interface): not a host "
+				   "name, not IPv6 (agents may connect to a name)");
+	}
 	snprintf(p->h->coordinator, sizeof(p->h->coordinator), "%s", v);
 	return RT_EOK;
 }
@@ -180,10 +197,15 @@ enum rt_err kb_hosts_parse(const char *text, size_t len, const char *where, stru
 {
 	struct hosts_parse p = { .where = where, .h = h };
 	uint64_t timeout = h->agent_timeout_s;
+	char what[300];
 	enum rt_err err;
 
 	memset(h, 0, sizeof(*h));
 	h->agent_timeout_s = timeout ? timeout : 60;
+	snprintf(what, sizeof(what), "hosts file %s", where);
+	err = rt_yaml_check_depth(text, len, RT_YAML_MAX_DEPTH, what);
+	if (err)
+		return err;
 	if (!yaml_parser_initialize(&p.parser))
 		return rt_fail(RT_ENOMEM, "hosts file %s: out of memory", where);
 	yaml_parser_set_input_string(&p.parser, (const unsigned char *)text, len);
@@ -200,23 +222,16 @@ enum rt_err kb_hosts_parse(const char *text, size_t len, const char *where, stru
 
 enum rt_err kb_hosts_load(const char *path, struct kb_hosts *h)
 {
-	FILE *f = fopen(path, "r");
 	struct rt_buf text;
-	char chunk[4096];
-	size_t n;
-	enum rt_err err = RT_EOK;
+	enum rt_err err;
 
-	if (!f)
-		return rt_fail(RT_ECONFIG, "hosts file %s: %s", path, strerror(errno));
+	/* a regular file of at most 1 MiB, or a pipe: never blocks on a FIFO
+	 * no one writes, never reads /dev/zero for ever */
 	rt_buf_init(&text);
-	while (!err && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		err = text.len + n > (1u << 20)
-			      ? rt_fail(RT_ECONFIG, "hosts file %s: larger than 1 MiB", path)
-			      : rt_buf_append(&text, chunk, n);
-	if (!err && ferror(f))
-		err = rt_fail(RT_ECONFIG, "hosts file %s: %s", path, strerror(errno));
-	fclose(f);
-	if (!err)
+	err = rt_infile_read(path, "hosts file", 1u << 20, true, &text);
+	if (err)
+		err = rt_fail(RT_ECONFIG, "%s", rt_last_error());
+	else
 		err = kb_hosts_parse(text.data ? text.data : "", text.len, path, h);
 	rt_buf_release(&text);
 	return err;
@@ -226,8 +241,7 @@ bool kb_hosts_loopback(const char *addr)
 {
 	const char *host = !strncmp(addr, "tcp://", 6) ? addr + 6 : addr;
 
-	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10) ||
-	       !strncmp(host, "[::1]:", 6);
+	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10);
 }
 
 enum rt_err kb_hosts_check(const struct kb_hosts *h, const struct rt_job *job)

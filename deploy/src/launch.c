@@ -30,8 +30,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "stops.h"
+#include "tasks.h"
+#include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
@@ -43,6 +47,7 @@ extern char **environ;
 
 struct launch {
 	struct rt_job *job;
+	unsigned drain_delay_ms; /* KB_DRAIN_DELAY_MS: a test's slow coordinator */
 	struct rt_topology topo;
 	struct rt_coord *coord;
 	void *zctx;
@@ -53,12 +58,13 @@ struct launch {
 	struct rt_daemon_opts *thread_opts;
 	bool *thread_ended;       /* set by each thread as it returns */
 	char (*thread_errors)[256]; /* why a thread returned early, if it said */
+	bool *thread_seen;        /* its early end was counted */
 	uint32_t n_threads;
 	char ipc_dir[64];
 	char endpoint[512];
 	struct rt_buf memfds;     /* "-" or fd list handed to daemons */
 	int job_fd;               /* the resolved job, shared with the daemons */
-	int lock_fd;              /* flock on the output folder */
+	struct kb_outdir outdir;  /* the output folder, locked for the run */
 	int run_argc;
 	char **run_argv;          /* `run WORKLOAD ...` as given, forwarded */
 	char **child_argv;        /* built before forking: no malloc after fork */
@@ -80,6 +86,7 @@ struct launch {
 	struct rt_coord_hooks hooks;   /* an agent's local coordinator keeps them */
 	struct rt_end_reports reports; /* an agent's, for its BYE */
 	Kb__ComponentReport **bye_reports;
+	bool keys_published;       /* ephemeral keys left for local agents (hostkeys.h) */
 };
 
 /* The run in progress, for the exit() and crash guards of inproc daemon
@@ -88,6 +95,8 @@ static struct launch *running;
 
 static void put_text(const char *text);
 static void put_u64(uint64_t v);
+static void *guard_stack(void);
+static void unguard_stack(void *stack);
 
 static double wall_now(void)
 {
@@ -183,51 +192,11 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 
 /* ---------------------------------------------------------------- endpoint */
 
-void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
-		       void *arg)
-{
-	DIR *d = opendir("/tmp");
-	struct dirent *e;
-	char pattern[64];
-
-	snprintf(pattern, sizeof(pattern), "%s%%d-%%n", prefix);
-	while (d && (e = readdir(d))) {
-		struct stat st;
-		int pid = 0, used = 0;
-
-		if (sscanf(e->d_name, pattern, &pid, &used) != 1 || !used || pid <= 0 ||
-		    strlen(e->d_name + used) != 6 || kill(pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
-		    st.st_uid != geteuid())
-			continue;
-		sweep(dirfd(d), e->d_name, arg);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* A launcher that was SIGKILLed could not remove its socket directory; the
- * next one removes it — in it only our socket. */
-static void remove_endpoint_dir(int at, const char *name, void *arg)
-{
-	struct stat st;
-	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	(void)arg;
-	if (fd < 0)
-		return;
-	if (!fstatat(fd, "coord", &st, AT_SYMLINK_NOFOLLOW) && S_ISSOCK(st.st_mode) &&
-	    st.st_uid == geteuid())
-		unlinkat(fd, "coord", 0);
-	close(fd);
-	unlinkat(at, name, AT_REMOVEDIR);
-}
-
+/* run.bind_host is a dotted IPv4 address (rt_config_validate): loopback
+ * is 127.0.0.0/8. */
 static bool is_loopback(const char *host)
 {
-	return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1") ||
-	       !strcmp(host, "[::1]") || !strcmp(host, "lo");
+	return !strncmp(host, "127.", 4);
 }
 
 static enum rt_err make_endpoint(struct launch *l)
@@ -247,7 +216,7 @@ static enum rt_err make_endpoint(struct launch *l)
 		snprintf(l->endpoint, sizeof(l->endpoint), "tcp://%s:*", l->job->config.bind_host);
 		return RT_EOK;
 	default:
-		kb_sweep_dead_tmp("kb-", remove_endpoint_dir, NULL);
+		kb_sweep_dead_tmp("kb-");
 		/* named for the launcher's pid, so a leak is easy to trace */
 		snprintf(l->ipc_dir, sizeof(l->ipc_dir), "/tmp/kb-%d-XXXXXX", (int)getpid());
 		if (!mkdtemp(l->ipc_dir))
@@ -283,10 +252,12 @@ static void *daemon_thread(void *arg)
 {
 	struct launch *l = ((struct thread_arg *)arg)->l;
 	uint32_t i = ((struct thread_arg *)arg)->index;
+	void *alt = guard_stack();
 
 	free(arg);
 	if (rt_daemon_run(&l->thread_opts[i]))
 		snprintf(l->thread_errors[i], sizeof(l->thread_errors[i]), "%s", rt_last_error());
+	unguard_stack(alt);
 	__atomic_store_n(&l->thread_ended[i], true, __ATOMIC_RELEASE);
 	kill(getpid(), SIGCHLD);
 	return NULL;
@@ -310,8 +281,7 @@ static void exit_guard(void)
 				 l->topo.daemons[i].name, l->topo.daemons[i].label);
 			who = name;
 		}
-	if (l->lock_fd >= 0) /* only a run holding the folder may clear it */
-		kb_outputs_abandon(l->job);
+	kb_outputs_abandon(l->job, &l->outdir, false);
 	fprintf(stderr, "kernbench: error: %s called exit() before the end of the run\n", who);
 	fflush(stderr);
 	_exit(1);
@@ -340,15 +310,55 @@ static void crash_guard(int sig)
 		put_text("the launcher");
 	put_text(" died: killed by signal ");
 	put_u64((uint64_t)sig);
-	put_text("\n");
+	put_text(" (");
+	put_text(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	put_text(")\n");
+	/* nothing of the run is left: its staging folder goes now */
+	if (l && l->outdir.lock_fd >= 0)
+		kb_remove_tree_now(l->job->out_dir);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
 
+/* Each daemon thread gets a stack of its own for the crash guard, so that
+ * a kernel overflowing its stack (the guard page below a coroutine's)
+ * still gets its one line. */
+#define GUARD_STACK (64u << 10)
+
+static void *guard_stack(void)
+{
+	stack_t ss = { .ss_size = GUARD_STACK }, old;
+
+	/* one already there (a sanitizer's) serves as well, and is its owner's
+	 * to remove */
+	if (sigaltstack(NULL, &old) || !(old.ss_flags & SS_DISABLE))
+		return NULL;
+	ss.ss_sp = mmap(NULL, GUARD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	if (ss.ss_sp == MAP_FAILED)
+		return NULL;
+	if (sigaltstack(&ss, NULL)) {
+		munmap(ss.ss_sp, GUARD_STACK);
+		return NULL;
+	}
+	return ss.ss_sp;
+}
+
+/* The thread's end: its alternate stack goes with it. */
+static void unguard_stack(void *stack)
+{
+	stack_t off = { .ss_flags = SS_DISABLE };
+
+	if (!stack)
+		return;
+	sigaltstack(&off, NULL);
+	munmap(stack, GUARD_STACK);
+}
+
 static void guard_crashes(void)
 {
-	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
-	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND };
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct sigaction sa = { .sa_handler = crash_guard, .sa_flags = SA_RESETHAND | SA_ONSTACK };
 
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
@@ -364,7 +374,9 @@ static enum rt_err spawn_threads(struct launch *l)
 	l->thread_opts = calloc(n, sizeof(*l->thread_opts));
 	l->thread_ended = calloc(n, sizeof(*l->thread_ended));
 	l->thread_errors = calloc(n, sizeof(*l->thread_errors));
-	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors)
+	l->thread_seen = calloc(n, sizeof(*l->thread_seen));
+	if (!l->threads || !l->thread_opts || !l->thread_ended || !l->thread_errors ||
+	    !l->thread_seen)
 		return rt_fail(RT_ENOMEM, "cannot allocate %u daemon threads", n);
 	if (!guarded && atexit(exit_guard) == 0)
 		guarded = true;
@@ -478,27 +490,35 @@ static int daemon_of(const struct launch *l, pid_t pid)
 	return -1;
 }
 
-static enum rt_err describe_exit(const struct launch *l, int i, pid_t pid, int status)
+/* How daemon `i` ended; no pid in the line: it reads the same each run. */
+static enum rt_err describe_exit(const struct launch *l, int i, int status)
 {
 	const struct rt_daemon_desc *d = &l->topo.daemons[i];
 
 	if (WIFSIGNALED(status))
-		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) died: killed by signal %d (%s)",
-			       d->name, d->label, (int)pid, WTERMSIG(status),
-			       strsignal(WTERMSIG(status)));
+		return rt_fail(RT_EPEER, "daemon %s %s died: killed by signal %d (%s)", d->name,
+			       d->label, WTERMSIG(status), strsignal(WTERMSIG(status)));
 	if (WEXITSTATUS(status) == 0)
-		return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status 0 before the end "
-			       "of the run", d->name, d->label, (int)pid);
-	return rt_fail(RT_EPEER, "daemon %s %s (pid %d) exited with status %d", d->name, d->label,
-		       (int)pid, WEXITSTATUS(status));
+		return rt_fail(RT_EPEER, "daemon %s %s exited with status 0 before the end of the run",
+			       d->name, d->label);
+	return rt_fail(RT_EPEER, "daemon %s %s exited with status %d", d->name, d->label,
+		       WEXITSTATUS(status));
 }
 
+/* The daemons that ended too early, the lowest first (several often end
+ * together, in no fixed order: the line names the lowest). */
+struct early_ends {
+	int lowest;     /* daemon index, -1: none */
+	int status;     /* its wait status (processes) */
+	unsigned count;
+};
+
 /* Reaps exited children. A daemon that did not exit cleanly, or exited
- * before the coordinator released it, ends the run; anything else (a
- * process a kernel forked, re-parented to us) is killed with its group. */
-static enum rt_err reap(struct launch *l)
+ * before the coordinator released it, is an early end; anything else (a
+ * process a kernel forked, re-parented to us) is killed later with its
+ * group. */
+static void reap_into(struct launch *l, struct early_ends *ends)
 {
-	enum rt_err err = RT_EOK;
 	pid_t pid;
 	int status;
 
@@ -509,16 +529,74 @@ static enum rt_err reap(struct launch *l)
 		if (i < 0)
 			continue;
 		l->pids[i] = 0;
-		if (!err && (!clean || !(l->coord && rt_coord_released(l->coord, (uint32_t)i))))
-			err = describe_exit(l, i, pid, status);
+		if (clean && l->coord && rt_coord_released(l->coord, (uint32_t)i))
+			continue;
+		ends->count++;
+		if (ends->lowest < 0 || i < ends->lowest) {
+			ends->lowest = i;
+			ends->status = status;
+		}
 	}
-	for (uint32_t i = 0; !err && i < l->n_threads; i++)
+	for (uint32_t i = 0; i < l->n_threads; i++)
 		if (__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE) &&
-		    !rt_coord_released(l->coord, i))
-			err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of "
-				      "the run%s%s", l->topo.daemons[i].name, l->topo.daemons[i].label,
-				      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
+		    !rt_coord_released(l->coord, i) && !l->thread_seen[i]) {
+			l->thread_seen[i] = true;
+			ends->count++;
+			if (ends->lowest < 0 || (int)i < ends->lowest) {
+				ends->lowest = (int)i;
+				ends->status = -1;
+			}
+		}
+}
+
+static enum rt_err describe_ends(const struct launch *l, const struct early_ends *ends)
+{
+	char line[1200];
+	int i = ends->lowest;
+	enum rt_err err;
+
+	if (i < 0)
+		return RT_EOK;
+	if (ends->status >= 0)
+		err = describe_exit(l, i, ends->status);
+	else
+		err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of the run%s%s",
+			      l->topo.daemons[i].name, l->topo.daemons[i].label,
+			      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
+	if (ends->count > 1) {
+		snprintf(line, sizeof(line), "%s (and %u more daemon%s ended)", rt_last_error(),
+			 ends->count - 1, ends->count == 2 ? "" : "s");
+		err = rt_fail(err, "%s", line);
+	}
 	return err;
+}
+
+/* A daemon of this host still running (process or thread). */
+static bool any_alive_daemon(const struct launch *l)
+{
+	for (uint32_t i = 0; i < l->topo.n_daemons; i++)
+		if ((l->pids && l->pids[i]) ||
+		    (l->threads && i < l->n_threads && l->daemon_here[i] &&
+		     !__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE)))
+			return true;
+	return false;
+}
+
+#define ENDS_GATHER_MS 300 /* daemons ending together: heard out this long */
+
+static enum rt_err reap(struct launch *l)
+{
+	struct early_ends ends = { .lowest = -1 };
+
+	reap_into(l, &ends);
+	/* one end is often the first of several (a kernel crashing on every
+	 * PE): wait a moment for the others, so the line names the lowest */
+	for (int waited = 0; ends.count && waited < ENDS_GATHER_MS && any_alive_daemon(l);
+	     waited += 20) {
+		usleep(20000);
+		reap_into(l, &ends);
+	}
+	return describe_ends(l, &ends);
 }
 
 static enum rt_err on_signal(void *arg)
@@ -534,8 +612,9 @@ static enum rt_err on_signal(void *arg)
 				return err;
 		} else {
 			l->signal_seen = (int)si.ssi_signo;
-			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s; stopped every daemon",
-				       sigabbrev_np((int)si.ssi_signo));
+			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s%s; stopped every daemon",
+				       sigabbrev_np((int)si.ssi_signo),
+				       kb_stop_signal_meaning((int)si.ssi_signo));
 		}
 	}
 	return RT_EOK;
@@ -547,9 +626,7 @@ static enum rt_err watch_signals(struct launch *l)
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	kb_stop_signals_add(&mask);
 	sigprocmask(SIG_BLOCK, &mask, &l->old_mask);
 	l->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (l->sigfd < 0)
@@ -570,7 +647,9 @@ static bool any_alive(const struct launch *l)
 static void reap_all(struct launch *l, int grace_ms)
 {
 	for (int waited = 0; any_alive(l) && waited < grace_ms; waited += 10) {
-		reap(l);
+		struct early_ends ends = { .lowest = -1 };
+
+		reap_into(l, &ends); /* the run is over: how they end no longer matters */
 		if (any_alive(l))
 			usleep(10000);
 	}
@@ -612,6 +691,45 @@ void kb_kill_strays(void)
 	}
 }
 
+void kb_kill_strays_now(void)
+{
+	char path[64] = "/proc/self/task/", buf[4096];
+	size_t used = strlen(path);
+	pid_t self = getpid(), pid = 0;
+	ssize_t n;
+	int fd;
+
+	/* "/proc/self/task/PID/children" without snprintf */
+	for (pid_t p = self, div = 1; p / div >= 10; div *= 10)
+		;
+	{
+		char digits[16];
+		int k = 0;
+
+		for (pid_t p = self; p; p /= 10)
+			digits[k++] = (char)('0' + p % 10);
+		while (k)
+			path[used++] = digits[--k];
+		memcpy(path + used, "/children", 10);
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+			} else {
+				if (pid > 0)
+					kill(pid, SIGKILL);
+				pid = 0;
+			}
+		}
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	close(fd);
+}
+
 static bool join_threads(struct launch *l, int grace_ms)
 {
 	struct timespec until;
@@ -640,6 +758,9 @@ static void teardown(struct launch *l, bool failed)
 	rt_end_reports_release(&l->reports);
 	free(l->bye_reports);
 	rt_coord_destroy(&l->coord);
+	if (l->keys_published)
+		kb_hostkeys_withdraw(l->hosts->coordinator);
+	l->keys_published = false;
 	/* a hung daemon thread still holds a socket; the process exit frees it */
 	if (l->zctx && threads_done)
 		zmq_ctx_term(l->zctx);
@@ -657,6 +778,7 @@ static void teardown(struct launch *l, bool failed)
 	free(l->thread_opts);
 	free(l->thread_ended);
 	free(l->thread_errors);
+	free(l->thread_seen);
 	free(l->child_argv);
 	free(l->child_envp);
 	free(l->token_vars);
@@ -717,17 +839,40 @@ static uint64_t address_space_needed(const struct launch *l)
 	return threads * (ranks * cfg->hbm_bytes + ranks * pes * tcm) + (256ull << 20);
 }
 
+static uint32_t daemons_here(const struct launch *l)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->topo.n_daemons; i++)
+		n += l->daemon_here[i];
+	return n;
+}
+
+/* Processes and threads a run starts: a daemon process is three tasks
+ * (its thread and ZeroMQ's I/O and reaper threads), a daemon thread one,
+ * plus this process's own ZeroMQ and writer threads. */
+static uint64_t tasks_needed(const struct launch *l)
+{
+	uint64_t daemons = daemons_here(l);
+
+	return (l->job->transport == RT_TRANSPORT_INPROC ? daemons : 3 * daemons) + 8;
+}
+
 /* Limits that would otherwise fail deep inside ZeroMQ (an abort) or as a
  * failed mapping: checked before anything is spawned, one line each. */
 static enum rt_err check_limits(const struct launch *l)
 {
 	uint64_t fds = descriptors_needed(l);
 	struct rlimit rl;
+	enum rt_err err;
 
 	if (!raise_limit(RLIMIT_NOFILE, fds, fds, &rl))
 		return rt_fail(RT_ECONFIG, "this run needs about %llu open file descriptors and the "
 			       "limit is %llu (raise it: ulimit -n %llu)", (unsigned long long)fds,
 			       (unsigned long long)rl.rlim_cur, (unsigned long long)fds);
+	err = kb_check_tasks(tasks_needed(l), daemons_here(l));
+	if (err)
+		return err;
 	if (l->job->mode == RT_MODE_DATA) {
 		uint64_t as = address_space_needed(l);
 
@@ -824,6 +969,31 @@ static enum rt_err place_daemons(struct launch *l)
 	return RT_EOK;
 }
 
+/* CPU time daemon `i` used so far (rt_coord_hooks.cpu_ns, ADR 0035): its
+ * process's clock, or its thread's when it is an inproc daemon thread. */
+static uint64_t daemon_cpu_ns(void *arg, uint32_t i)
+{
+	struct launch *l = arg;
+	struct timespec ts;
+	clockid_t clk;
+
+	if (i >= l->topo.n_daemons || !l->daemon_here || !l->daemon_here[i])
+		return RT_COORD_CPU_UNKNOWN;
+	if (l->pids && l->pids[i]) {
+		if (clock_getcpuclockid(l->pids[i], &clk))
+			return RT_COORD_CPU_UNKNOWN;
+	} else if (l->threads && i < l->n_threads &&
+		   !__atomic_load_n(&l->thread_ended[i], __ATOMIC_ACQUIRE)) {
+		if (pthread_getcpuclockid(l->threads[i], &clk))
+			return RT_COORD_CPU_UNKNOWN;
+	} else {
+		return RT_COORD_CPU_UNKNOWN;
+	}
+	if (clock_gettime(clk, &ts))
+		return RT_COORD_CPU_UNKNOWN;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static enum rt_err launch_tick(void *arg)
 {
 	struct launch *l = arg;
@@ -861,6 +1031,8 @@ static enum rt_err start_host(struct launch *l)
 	enum rt_err err = place_daemons(l);
 
 	agent.peer_of = l->peer_of;
+	if (!err && kb_check_inproc(l->job)) /* an agent's job came from afar */
+		err = RT_EUSAGE;
 	if (!err)
 		err = check_limits(l);
 	if (!err)
@@ -888,7 +1060,13 @@ static enum rt_err on_file(void *arg, uint32_t host, const Kb__FilePart *part)
 {
 	struct launch *l = arg;
 	char label[RT_COORD_LABEL_MAX];
-	enum rt_err err = kb_hosts_write_part(l->job->out_dir, part);
+	enum rt_err err;
+
+	/* a test's stand-in for a coordinator slow to take its hosts' files
+	 * (a loaded machine, a slow disk): each piece waits this long */
+	if (l->drain_delay_ms)
+		usleep(l->drain_delay_ms * 1000u);
+	err = kb_hosts_write_part(l->job->out_dir, part);
 
 	if (err)
 		return rt_fail(err, "%s: %s", kb_hosts_label(l->hosts, host, label, sizeof(label)),
@@ -927,11 +1105,19 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 }
 
 /* The job file's bytes, for the agents' Assign: each host's daemons adopt
- * what one host's would. */
+ * what one host's would, without the run's keys (the server secret is the
+ * coordinator's; an agent has its own client keys). */
 static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 {
-	enum rt_err err = share_job(l);
-	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
+	struct rt_keys keys = l->job->keys;
+	enum rt_err err;
+	off_t size;
+
+	memset(&l->job->keys, 0, sizeof(l->job->keys));
+	err = share_job(l);
+	l->job->keys = keys;
+	memset(&keys, 0, sizeof(keys));
+	size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
 
 	if (!err)
 		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
@@ -942,15 +1128,36 @@ static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 	return err;
 }
 
+/* The output folder, and the stop guard told where the staging folder is
+ * (the stop signals are blocked here: watch_signals). */
+static enum rt_err prepare_outputs(struct launch *l)
+{
+	enum rt_err err = kb_outputs_prepare(l->job, &l->outdir);
+
+	if (!err)
+		kb_guard_staging(l->job->out_dir);
+	return err;
+}
+
 static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
 					.arg = l };
 	struct rt_coord_layout lay;
 	struct rt_buf job;
-	enum rt_err err = kb_outputs_prepare(l->job, &l->lock_fd);
+	enum rt_err err = prepare_outputs(l);
 
 	rt_buf_init(&job);
+	if (getenv("KB_DRAIN_DELAY_MS"))
+		l->drain_delay_ms = (unsigned)strtoul(getenv("KB_DRAIN_DELAY_MS"), NULL, 10) % 2000;
+	/* always CURVE (ADR 0036): without --keys, ephemeral keys whose client
+	 * side only agents of this user on this machine can read */
+	if (!err && !l->job->keys.on) {
+		err = rt_keys_generate(&l->job->keys);
+		if (!err)
+			err = kb_hostkeys_publish(&l->job->keys, l->hosts->coordinator);
+		l->keys_published = !err;
+	}
 	if (!err)
 		err = place_hosts(l, &lay);
 	if (!err)
@@ -980,12 +1187,13 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 
 static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 {
-	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .arg = l };
+	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .cpu_ns = daemon_cpu_ns,
+					.arg = l };
 	enum rt_err err;
 
 	if (l->hosts)
 		return run_hosts(l, facts);
-	err = kb_outputs_prepare(l->job, &l->lock_fd);
+	err = prepare_outputs(l);
 	if (!err)
 		err = start_host(l);
 	if (!err)
@@ -995,15 +1203,57 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 	return err;
 }
 
+/* A failed run: every daemon stopped, the output folder put back (as it
+ * was for a usage error, else without results), one line; the status. */
+static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_down)
+{
+	char line[1200];
+
+	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	if (!torn_down)
+		teardown(l, true);
+	kb_outputs_abandon(l->job, &l->outdir, usage);
+	kb_guard_staging(NULL);
+	rt_print_error(line);
+	if (l->signal_seen)
+		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
+	return usage ? 2 : 1;
+}
+
+/* The outputs merged and moved into place (the stop guard removes the
+ * staging folder if a stop signal cuts the merge short; the commit itself
+ * is not cut). */
+static enum rt_err finish_outputs(struct launch *l, struct kb_run_facts *facts)
+{
+	sigset_t held;
+	enum rt_err err;
+
+	rt_topology_init(&l->topo);
+	err = kb_job_topology(l->job, &l->topo);
+	if (!err)
+		err = kb_outputs_merge(l->job, &l->topo, facts);
+	kb_stops_hold(&held);
+	if (!err)
+		err = kb_outputs_commit(l->job, &l->outdir);
+	if (!err)
+		kb_guard_staging(NULL);
+	kb_stops_release(&held);
+	rt_topology_release(&l->topo);
+	return err;
+}
+
 int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char **argv)
 {
-	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
 	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = wall_now() };
-	enum rt_err err = kb_job_topology(job, &l.topo);
+	enum rt_err err;
 	/* a workload refusing its arguments is a usage error, like the CLI's */
-	bool usage = err == RT_EINVAL || err == RT_ENOTFOUND;
+	bool usage;
 
+	kb_guard_stops();
+	err = kb_job_topology(job, &l.topo);
+	usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 	rt_buf_init(&l.memfds);
 	/* what kernels fork outlives its daemon as our child, to be killed */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1014,36 +1264,14 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 	facts.daemons = l.topo.n_daemons;
 	if (!l.hosts)
 		facts.lookahead_ps = l.topo.lookahead_ps;
-	if (err) {
-		char line[1200];
-
-		snprintf(line, sizeof(line), "%s", rt_last_error());
-		teardown(&l, true);
-		if (l.lock_fd >= 0) /* only a run holding the folder may clear it */
-			kb_outputs_abandon(job);
-		fprintf(stderr, "kernbench: error: %s\n", line[0] ? line : rt_err_msg(err));
-		if (l.signal_seen)
-			return l.signal_seen == SIGINT ? 130 : 128 + l.signal_seen;
-		/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
-		return usage || err == RT_EUSAGE ? 2 : 1;
-	}
+	/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
+	if (err)
+		return fail_run(&l, err, usage || err == RT_EUSAGE, false);
 	teardown(&l, false);
-	rt_topology_init(&l.topo);
-	err = kb_job_topology(job, &l.topo);
-	if (!err)
-		err = kb_outputs_merge(job, &l.topo, &facts);
-	if (!err)
-		err = kb_outputs_commit(job);
-	rt_topology_release(&l.topo);
+	err = finish_outputs(&l, &facts);
 	rt_end_reports_release(&facts.reports);
-	if (err) {
-		char line[1200];
-
-		snprintf(line, sizeof(line), "%s", rt_last_error());
-		kb_outputs_abandon(job);
-		fprintf(stderr, "kernbench: error: %s\n", line);
-		return err == RT_EINVAL ? 2 : 1; /* an --arg nothing read is a usage error */
-	}
+	if (err) /* RT_EINVAL: an --arg or --inputs nothing read, a usage error */
+		return fail_run(&l, err, err == RT_EINVAL, true);
 	return 0;
 }
 
@@ -1058,7 +1286,7 @@ enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **a
 	*out = NULL;
 	if (!l)
 		return rt_fail(RT_ENOMEM, "cannot allocate the host's daemons");
-	*l = (struct launch){ .job = job, .sigfd = -1, .job_fd = -1, .lock_fd = -1,
+	*l = (struct launch){ .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			      .run_argc = 1, .run_argv = argv, .rank_here = rank_here };
 	rt_buf_init(&l->memfds);
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1091,7 +1319,7 @@ enum rt_err kb_local_start(struct kb_local *local, enum rt_err (*tick)(void *arg
 	l->tick = tick;
 	l->tick_arg = arg;
 	l->hooks = (struct rt_coord_hooks){ .fd = l->sigfd, .on_fd = on_signal, .tick = launch_tick,
-					    .arg = l };
+					    .cpu_ns = daemon_cpu_ns, .arg = l };
 	return l->direct ? RT_EOK : rt_coord_start(l->coord, &l->hooks);
 }
 
@@ -1199,6 +1427,10 @@ int kb_daemon_main(int argc, char **argv)
 	unsetenv(RT_DAEMON_TOKEN_ENV);
 	prctl(PR_SET_NAME, argv[0]);
 	signal(SIGINT, SIG_IGN); /* the launcher owns Ctrl-C and tells us */
+	/* a write past ulimit -f, or to a closed pipe, fails with a line naming
+	 * the file (EFBIG, EPIPE) instead of killing the daemon */
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
 	err = rt_job_adopt((int)strtol(job_fd, NULL, 10), job);
 	if (!err)
 		err = parse_memfds(job, argv[4]);

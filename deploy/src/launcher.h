@@ -6,6 +6,8 @@
 #ifndef KB_LAUNCHER_H
 #define KB_LAUNCHER_H
 
+struct kb_steps;
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,33 +15,56 @@
 #include "rt/coord.h"
 #include "rt/err.h"
 #include "rt/job.h"
+#include "rt/keys.h"
 #include "rt/topology.h"
 
-/* Parses `run` options into `job` (argv[0] is "run"; options and the
- * workload in any order). RT_EINTERRUPTED: --help was asked for. */
-struct kb_hosts;
-/* ... and --hosts FILE into *hosts (*have_hosts says whether it was given;
- * the file is read and checked against the run). */
-enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
-			     bool *have_hosts);
-/* Parses `config` options into the effective configuration; *format gets
- * 0 (yaml), 1 (json) or 2 (markdown reference). */
-/* `kernbench config`'s options into *cfg; *preset_path receives the file
- * of the preset it starts from ("" when none was read). */
-enum rt_err kb_cli_parse_config(int argc, char **argv, struct rt_config *cfg, int *format,
-				char *preset_path, size_t cap);
-/* The `run` options (getopt_long's table, NULL-terminated): the sweep and
- * --from read it rather than keep a copy. */
+/* The command line (cli.c, opts.h: every command's options are a table).
+ * kb_cli_main runs `kernbench COMMAND ...` (argv[0] is COMMAND) and
+ * returns the exit status; each command's function takes its own argv. */
+int kb_cli_main(int argc, char **argv);
+int kb_cli_run(int argc, char **argv);
+int kb_cli_config(int argc, char **argv);
+int kb_cli_list(int argc, char **argv);
+int kb_cli_keygen(int argc, char **argv);
+int kb_cli_plot(int argc, char **argv);
+int kb_cli_diff(int argc, char **argv);
+/* The `run` options as getopt_long's table (NULL-terminated, made from
+ * cli.c's rows, with --help): the sweep and --from read it rather than
+ * keep a copy. */
 struct option;
 const struct option *kb_cli_run_option_table(void);
 /* Finds the installed or source-tree copy of script `name` (plot
  * scripts) beside this binary; false if there is none. */
 bool kb_find_script(const char *name, char *path, size_t cap);
-/* "kernbench RELEASE (COMMIT)". */
-const char *kb_version(void);
 void kb_cli_usage(FILE *out);
 void kb_cli_run_usage(FILE *out);
 
+/* Parses `run` options into `job` (argv[0] is "run"; options and the
+ * workload in any order) and --hosts FILE into *hosts (*have_hosts says
+ * whether it was given; the file is read and checked against the run).
+ * RT_EINTERRUPTED: --help was asked for. */
+struct kb_hosts;
+enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
+			     bool *have_hosts);
+
+/* `kernbench agent` options. */
+struct kb_agent_opts {
+	char coordinator[256]; /* tcp://ADDRESS:PORT */
+	uint32_t index;
+	bool have_index;       /* --index given */
+	struct rt_keys keys;   /* --keys (keys.on false: none) */
+	unsigned hello_wait_s; /* --agent-wait S (0: the default, 60) */
+};
+/* Parses them: -1 to go on, else the status to exit with (0 after
+ * --help; 2 after one line saying what is wrong). */
+int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out);
+
+/* RT_EINVAL with one line if the job loads a shared object of the user's
+ * (kernel or model plug-in) into daemon threads (--transport inproc),
+ * which cannot contain it (ADR 0037). */
+enum rt_err kb_check_inproc(const struct rt_job *job);
+/* "kernbench RELEASE (COMMIT)". */
+const char *kb_version(void);
 /* Builds and places the job's topology (workload + colocation). */
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 
@@ -76,6 +101,8 @@ void kb_local_close(struct kb_local **local_p, bool failed);
 /* Kills and reaps every child of this process's main thread (what kernels
  * forked and left), at once. */
 void kb_kill_strays(void);
+/* The same from a signal handler: SIGKILL to every child, no waiting. */
+void kb_kill_strays_now(void);
 /* `kernbench agent ...` */
 int kb_agent_main(int argc, char **argv);
 
@@ -83,12 +110,6 @@ int kb_agent_main(int argc, char **argv);
  * small soft limit (and restarts, as thread stacks follow the limit at
  * start-up) or exits with one line saying how much is needed. */
 void kb_check_stack(char **argv);
-
-/* Calls `sweep` for each real directory of ours in /tmp named
- * PREFIX<pid>-XXXXXX whose process is gone (SIGKILLed before it could clean
- * up): the next launcher or agent on the host removes what it left. */
-void kb_sweep_dead_tmp(const char *prefix, void (*sweep)(int at, const char *name, void *arg),
-		       void *arg);
 
 /* Entry of a re-executed daemon process. */
 int kb_daemon_main(int argc, char **argv);
@@ -107,6 +128,7 @@ struct kb_run_facts {
 	char **argv;
 	const char *args;    /* kernel arguments asked for, one
 			      * "name\tgiven|default\tvalue" line each, sorted */
+	const struct kb_steps *steps; /* a program's steps (steps.h), or NULL */
 };
 
 /* Merges the daemons' output parts into op_log.jsonl, trace.json and
@@ -116,16 +138,27 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 /* Removes the parts folder of job->out_dir (never following a link). */
 void kb_outputs_discard(const struct rt_job *job);
 
-/* The output folder (job->result_dir): creates it, locks it against a
- * second run (*lock_fd holds the lock until the process exits), removes
- * the previous run's results (the files its manifest lists, if they are
- * still regular files of ours) and makes a fresh staging folder inside,
- * which job->out_dir then names: everything the run writes goes there. */
-enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd);
-/* Success: moves the staged results into job->result_dir, records them in
- * its manifest and removes the staging folder. */
-enum rt_err kb_outputs_commit(struct rt_job *job);
-/* Failure: removes the staging folder and everything in it. */
-void kb_outputs_abandon(struct rt_job *job);
+/* The output folder (job->result_dir) of one run. */
+struct kb_outdir {
+	int lock_fd;    /* flock on the folder until the run ends (-1: none) */
+	bool made_dir;  /* this run created the folder */
+	bool made_lock; /* ... or only its lock file */
+};
+#define KB_OUTDIR_INIT { .lock_fd = -1 }
+
+/* Creates the folder, locks it against a second run and makes a fresh
+ * staging folder inside, which job->out_dir then names: everything the run
+ * writes goes there. The previous run's results stay until this one ends. */
+enum rt_err kb_outputs_prepare(struct rt_job *job, struct kb_outdir *od);
+/* Success: replaces the previous run's results (the files its manifest
+ * lists, if they are still regular files of ours) with the staged ones,
+ * records them in the manifest and removes the staging folder. */
+enum rt_err kb_outputs_commit(struct rt_job *job, struct kb_outdir *od);
+/* Failure: removes the staging folder. A run that failed (`refused`
+ * false) also removes the previous run's results: a failed run leaves
+ * none. One refused as a usage error (exit 2) leaves the folder as it
+ * found it: previous results kept, and the lock file and the folder
+ * removed again if this run created them (ADR 0038). */
+void kb_outputs_abandon(struct rt_job *job, struct kb_outdir *od, bool refused);
 
 #endif

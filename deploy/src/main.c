@@ -7,11 +7,9 @@
 
 #include <stdbool.h>
 
-#include "diff.h"
 #include "hosts.h"
 #include "launcher.h"
 #include "rerun.h"
-#include "sweep.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
@@ -27,10 +25,10 @@ const char *kb_version(void)
 	return "kernbench " KB_RELEASE " (" KB_BUILD_COMMIT ")";
 }
 
-static int cmd_run(int argc, char **argv)
+int kb_cli_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
-	static char *given[256];  /* argv as typed: getopt permutes argv */
+	static char *given[256];  /* argv as typed, for summary.json */
 	static struct kb_hosts hosts;
 	static struct kb_rerun rerun;
 	bool have_hosts = false;
@@ -38,7 +36,7 @@ static int cmd_run(int argc, char **argv)
 	int rc;
 
 	if (argc >= (int)(sizeof(given) / sizeof(given[0]))) {
-		fprintf(stderr, "kernbench: error: more than %zu arguments\n",
+		fprintf(stderr, "kernbench: error: run: more than %zu arguments\n",
 			sizeof(given) / sizeof(given[0]) - 1);
 		return 2;
 	}
@@ -54,53 +52,17 @@ static int cmd_run(int argc, char **argv)
 		return 0;
 	}
 	if (err) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
+		rt_print_error(rt_last_error());
 		kb_rerun_release(&rerun);
 		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
 	}
 	rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
 	if (rc == 0 && kb_rerun_check(&rerun, job.result_dir)) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
+		rt_print_error(rt_last_error());
 		rc = 1;
 	}
 	kb_rerun_release(&rerun);
 	return rc;
-}
-
-static int cmd_config(int argc, char **argv)
-{
-	static struct rt_config_notes notes;
-	char preset[1024];
-	struct rt_config cfg;
-	struct rt_buf b;
-	int format;
-	enum rt_err err = kb_cli_parse_config(argc, argv, &cfg, &format, preset, sizeof(preset));
-
-	if (err == RT_EINTERRUPTED) {
-		puts("usage: kernbench config [--machine NAME] [--config F]... [--set key=value]...\n"
-		     "                       [--ranks R] [--pes P] [--format yaml|json|markdown]\n\n"
-		     "Prints the effective configuration (defaults < --machine preset < files <\n"
-		     "--set < flags) in a form --config loads back, with the preset's sources as\n"
-		     "comments (deploy/configs/machines/NAME.yaml); markdown prints the reference\n"
-		     "table of every key.");
-		return 0;
-	}
-	if (err) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
-		return 2;
-	}
-	rt_buf_init(&b);
-	if (format == 0 && preset[0] && rt_config_notes_read(preset, &notes) == RT_EOK) {
-		err = rt_config_emit_noted(&cfg, &notes, &b);
-		rt_config_notes_release(&notes);
-	} else {
-		err = format == 2 ? rt_config_doc(&b)
-				  : rt_config_emit(&cfg, format ? RT_CONFIG_JSON : RT_CONFIG_YAML, &b);
-	}
-	if (!err)
-		fputs(b.data ? b.data : "", stdout);
-	rt_buf_release(&b);
-	return err ? 1 : 0;
 }
 
 /* A plot script: installed beside the binary's share/ folder, or in the
@@ -133,7 +95,7 @@ bool kb_find_script(const char *name, char *path, size_t cap)
 
 /* `kernbench plot OUT_DIR [...]`: pictures drawn by a matplotlib script
  * run with Debian's python3 (deploy/plot/kernbench_plot.py). */
-static int cmd_plot(int argc, char **argv)
+int kb_cli_plot(int argc, char **argv)
 {
 	char script[PATH_MAX + 64];
 	char *args[64];
@@ -154,25 +116,20 @@ static int cmd_plot(int argc, char **argv)
 	return 1;
 }
 
-/* `kernbench keygen --out FILE`: the run's CURVE keys, never overwritten */
-static int cmd_keygen(int argc, char **argv)
+/* A command's output that could not be written (> /dev/full, a closed
+ * pipe) fails it: what it printed is lost. */
+static int check_stdout(int rc)
 {
-	struct rt_keys k;
-	enum rt_err err;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	if (!rc) {
+		char line[200];
 
-	if (argc != 3 || strcmp(argv[1], "--out")) {
-		fprintf(stderr, "kernbench: error: usage: kernbench keygen --out FILE\n");
-		return 2;
+		snprintf(line, sizeof(line), "cannot write to standard output: %s",
+			 strerror(errno ? errno : EIO));
+		rt_print_error(line);
 	}
-	err = rt_keys_generate(&k);
-	if (!err)
-		err = rt_keys_write(&k, argv[2]);
-	memset(&k, 0, sizeof(k));
-	if (err) {
-		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
-		return 1;
-	}
-	return 0;
+	return rc ? rc : 1;
 }
 
 int main(int argc, char **argv)
@@ -180,34 +137,17 @@ int main(int argc, char **argv)
 	kb_check_stack(argv);
 	if (argc >= 2 && !strcmp(argv[1], "__daemon"))
 		return kb_daemon_main(argc, argv);
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "help")) {
+	if (argc < 2) {
+		kb_cli_usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		kb_cli_usage(stdout);
-		return argc < 2 ? 2 : 0;
+		return check_stdout(0);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		puts(kb_version());
-		return 0;
+		return check_stdout(0);
 	}
-	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "list")) {
-		puts("workloads (kernbench run NAME):");
-		kb_workload_list(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "agent"))
-		return kb_agent_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "keygen"))
-		return cmd_keygen(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "config"))
-		return cmd_config(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "plot"))
-		return cmd_plot(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "sweep"))
-		return kb_sweep_main(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "diff"))
-		return kb_diff_main(argc - 1, argv + 1);
-	fprintf(stderr, "kernbench: error: unknown command '%s' (see `kernbench --help`)\n", argv[1]);
-	return 2;
+	return check_stdout(kb_cli_main(argc - 1, argv + 1));
 }

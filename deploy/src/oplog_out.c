@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "merge.h"
+#include "steps.h"
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/daemon.h"
@@ -332,8 +333,22 @@ static enum rt_err flush_out(struct rt_buf *b, FILE *out, const char *path)
 	return RT_EOK;
 }
 
-/* Merges the runs into `out` (NULL: only the HBM sweep). */
-static enum rt_err merge_runs(struct oplog *o, FILE *out, const char *path)
+/* One record into the program's steps: its component's place and engine. */
+static void steps_add(const struct oplog *o, struct kb_steps *steps, const struct rt_oplog_bin *r)
+{
+	const struct rt_component_desc *c = &o->topo->components[r->comp];
+	char engine[32];
+	size_t len = name_len(o, r->comp, r->engine); /* a JSON string: quoted */
+
+	if (len < 2 || len >= sizeof(engine))
+		return; /* no engine a step counts has so long a name */
+	*put_name(o, engine, r->comp, r->engine) = '\0';
+	engine[len - 1] = '\0';
+	kb_steps_record(steps, r->start_ps, r->end_ps, c->rank, c->pe, engine + 1);
+}
+
+/* Merges the runs into `out` (NULL: only the HBM sweep and the steps). */
+static enum rt_err merge_runs(struct oplog *o, FILE *out, const char *path, struct kb_steps *steps)
 {
 	struct kb_heap heap;
 	struct rt_buf text;
@@ -353,6 +368,8 @@ static enum rt_err merge_runs(struct oplog *o, FILE *out, const char *path)
 		uint32_t top = heap.ids[0];
 
 		hbm_sweep_add(o, &o->runs[top].head);
+		if (steps && steps->n)
+			steps_add(o, steps, &o->runs[top].head);
 		if (out)
 			err = format_rec(o, &o->runs[top].head, &text);
 		if (!err && text.len > OUT_FLUSH)
@@ -425,7 +442,7 @@ static enum rt_err oplog_init(struct oplog *o, const struct rt_job *job,
 }
 
 enum rt_err kb_oplog_write(const struct rt_job *job, const struct rt_topology *topo,
-			   uint64_t *hbm_busy_ps)
+			   uint64_t *hbm_busy_ps, struct kb_steps *steps)
 {
 	struct oplog o;
 	char path[RT_PATH_MAX + 32];
@@ -444,7 +461,7 @@ enum rt_err kb_oplog_write(const struct rt_job *job, const struct rt_topology *t
 	if (!err && !job->oplog_off && !(out = fopen(path, "wb")))
 		err = rt_fail(RT_EIO, "cannot create %s: %s", path, strerror(errno));
 	if (!err)
-		err = merge_runs(&o, out, path);
+		err = merge_runs(&o, out, path, steps);
 	if (out && fclose(out) && !err)
 		err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
 	*hbm_busy_ps = err ? 0 : hbm_sweep_most(&o);

@@ -25,7 +25,9 @@
 #include "launcher.h"
 #include "merge.h"
 #include "oplog_out.h"
+#include "steps.h"
 #include "report.h"
+#include "tidy.h"
 #include "stats_out.h"
 #include "trace_out.h"
 #include "rt/buf.h"
@@ -220,46 +222,24 @@ const struct kb_stat_set *kb_agg_kind_max(const struct kb_agg *agg, const char *
 #define STAGE_NAME ".kernbench-staging"    /* where a run writes until it succeeds */
 #define MANIFEST_MAX 65536
 
-/* A result file name as a manifest may list it: one plain name. */
+/* A result file name as a manifest may list it: one plain name (the
+ * rule kernels' output names follow, rt_output_name_check), so no name
+ * can split a manifest line. */
 static bool plain_name(const char *name)
 {
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
 	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
 }
 
-/* Removes `name` in folder `at` only if it is ours: a regular file (or, with
- * `dirs`, a folder whose entries are ours) owned by this user. A link is
- * never followed; anything else is left alone. */
-static void remove_owned(int at, const char *name, bool dirs)
-{
-	struct stat st;
-
-	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) || st.st_uid != geteuid())
-		return;
-	if (S_ISREG(st.st_mode)) {
-		unlinkat(at, name, 0);
-	} else if (S_ISDIR(st.st_mode) && dirs) {
-		int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *e;
-
-		if (!d) {
-			if (fd >= 0)
-				close(fd);
-			return;
-		}
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				remove_owned(dirfd(d), e->d_name, true);
-		closedir(d);
-		unlinkat(at, name, AT_REMOVEDIR);
-	}
-}
-
-/* Creates `path` and its missing parents (an existing folder is fine). */
-static enum rt_err make_path(const char *path)
+/* Creates `path` and its missing parents (an existing folder is fine);
+ * *made says whether the last one was created here. */
+static enum rt_err make_path(const char *path, bool *made)
 {
 	char buf[RT_PATH_MAX];
 
+	*made = false;
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = buf + 1; *p; p++)
 		if (*p == '/') {
@@ -267,19 +247,25 @@ static enum rt_err make_path(const char *path)
 			mkdir(buf, 0755); /* the final mkdir reports */
 			*p = '/';
 		}
-	if (mkdir(buf, 0755) && errno != EEXIST)
+	if (!mkdir(buf, 0755))
+		*made = true;
+	else if (errno != EEXIST)
 		return rt_fail(RT_EIO, "cannot create output folder %s: %s", path, strerror(errno));
 	return RT_EOK;
 }
 
 /* Takes the folder's lock; a second run into the same folder is told so. */
-static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
+static enum rt_err lock_folder(int at, const char *dir, struct kb_outdir *od)
 {
-	int fd = openat(at, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			0644);
+	int fd = openat(at, LOCK_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+			O_CLOEXEC, 0644);
 	char pid[32] = "";
 	struct stat st;
 	ssize_t n;
+
+	od->made_lock = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = openat(at, LOCK_NAME, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return rt_fail(RT_EIO, "output folder %s: cannot create %s: %s", dir, LOCK_NAME,
@@ -289,6 +275,7 @@ static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
 		return rt_fail(RT_EIO, "output folder %s: %s is not a regular file", dir, LOCK_NAME);
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		od->made_lock = false;
 		n = pread(fd, pid, sizeof(pid) - 1, 0);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
@@ -301,7 +288,7 @@ static enum rt_err lock_folder(int at, const char *dir, int *lock_fd)
 	if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) {
 		/* the pid is only for the message above */
 	}
-	*lock_fd = fd;
+	od->lock_fd = fd;
 	return RT_EOK;
 }
 
@@ -346,28 +333,34 @@ static void remove_previous_results(int at)
 		text[n] = '\0';
 		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 			if (plain_name(line))
-				remove_owned(at, line, false);
+				kb_remove_owned(at, line, false);
 	}
 	if (fd >= 0)
 		close(fd);
 	free(text);
-	remove_owned(at, MANIFEST_NAME, false);
+	kb_remove_owned(at, MANIFEST_NAME, false);
 }
 
-enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd)
+enum rt_err kb_outputs_prepare(struct rt_job *job, struct kb_outdir *od)
 {
 	const char *dir = job->result_dir;
-	enum rt_err err = make_path(dir);
+	enum rt_err err = make_path(dir, &od->made_dir);
 	int dfd = -1;
 
-	*lock_fd = -1;
+	od->lock_fd = -1;
 	if (!err && (dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		err = rt_fail(RT_EIO, "cannot open output folder %s: %s", dir, strerror(errno));
 	if (!err)
-		err = lock_folder(dfd, dir, lock_fd);
+		err = lock_folder(dfd, dir, od);
 	if (!err) {
-		remove_previous_results(dfd);
-		remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
+		struct stat st;
+
+		kb_remove_owned(dfd, STAGE_NAME, true); /* left by a killed run */
+		/* a link planted under kernbench's own name goes (not what it
+		 * points at): the staging folder is always a fresh real one */
+		if (!fstatat(dfd, STAGE_NAME, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode) &&
+		    st.st_uid == geteuid())
+			unlinkat(dfd, STAGE_NAME, 0);
 		if (mkdirat(dfd, STAGE_NAME, 0700))
 			err = rt_fail(RT_EIO, "cannot create %s/%s: %s", dir, STAGE_NAME,
 				      strerror(errno));
@@ -389,15 +382,24 @@ enum rt_err kb_outputs_prepare(struct rt_job *job, int *lock_fd)
 	return err;
 }
 
-void kb_outputs_abandon(struct rt_job *job)
+void kb_outputs_abandon(struct rt_job *job, struct kb_outdir *od, bool refused)
 {
 	int dfd = open(job->result_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (dfd < 0)
-		return;
-	remove_owned(dfd, STAGE_NAME, true);
-	close(dfd);
 	memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
+	if (dfd < 0 || od->lock_fd < 0) { /* only a run holding the folder may clear it */
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	kb_remove_owned(dfd, STAGE_NAME, true);
+	if (!refused)
+		remove_previous_results(dfd);
+	else if (od->made_lock || od->made_dir)
+		kb_remove_owned(dfd, LOCK_NAME, false); /* still held: no run takes it meanwhile */
+	close(dfd);
+	if (refused && od->made_dir)
+		rmdir(job->result_dir); /* only if empty: nothing else was there */
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -438,7 +440,7 @@ static enum rt_err staged_names(int stagefd, char ***names_out, size_t *n_out)
 
 /* Moves the results into place (a rename replaces a link, never writes
  * through it), then lists them in the manifest for the next run. */
-enum rt_err kb_outputs_commit(struct rt_job *job)
+enum rt_err kb_outputs_commit(struct rt_job *job, struct kb_outdir *od)
 {
 	const char *dir = job->result_dir;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), stagefd = -1;
@@ -453,6 +455,8 @@ enum rt_err kb_outputs_commit(struct rt_job *job)
 		err = rt_fail(RT_EIO, "cannot open %s/%s: %s", dir, STAGE_NAME, strerror(errno));
 	if (!err)
 		err = staged_names(stagefd, &names, &n);
+	if (!err) /* the previous run's results go as this run's come */
+		remove_previous_results(dfd);
 	for (size_t i = 0; !err && i < n; i++) {
 		err = rt_buf_printf(&list, "%s\n", names[i]);
 		if (!err && renameat(stagefd, names[i], dfd, names[i]))
@@ -463,16 +467,19 @@ enum rt_err kb_outputs_commit(struct rt_job *job)
 		err = write_manifest(stagefd, dfd, &list);
 	if (err) /* no half set of results: take back what was moved */
 		for (size_t i = 0; i < n; i++)
-			remove_owned(dfd, names[i], false);
+			kb_remove_owned(dfd, names[i], false);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	rt_buf_release(&list);
 	if (stagefd >= 0)
 		close(stagefd);
-	if (dfd >= 0)
+	if (dfd >= 0) {
+		kb_remove_owned(dfd, STAGE_NAME, true);
 		close(dfd);
-	kb_outputs_abandon(job);
+	}
+	memcpy(job->out_dir, job->result_dir, sizeof(job->out_dir));
+	(void)od; /* the lock stays held until the process ends */
 	return err;
 }
 
@@ -482,7 +489,7 @@ void kb_outputs_discard(const struct rt_job *job)
 
 	if (fd < 0)
 		return;
-	remove_owned(fd, RT_PARTS_DIR, true);
+	kb_remove_owned(fd, RT_PARTS_DIR, true);
 	close(fd);
 }
 
@@ -621,6 +628,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 {
 	double merge_started = monotonic_s();
 	struct kb_run_facts f = *facts;
+	struct kb_steps steps = { 0 };
 	struct kb_agg agg;
 	struct kb_energy energy = { 0 };
 	struct rt_buf args;
@@ -638,7 +646,12 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = check_inputs_read(job, topo);
 	f.args = args.data ? args.data : "";
 	if (!err)
-		err = kb_oplog_write(job, topo, &agg.hbm_busy_ps);
+		err = kb_steps_read(job, topo, &steps);
+	f.steps = &steps;
+	if (!err)
+		err = kb_oplog_write(job, topo, &agg.hbm_busy_ps, &steps);
+	if (!err)
+		kb_steps_finish(&steps);
 	if (!err)
 		err = kb_trace_write(job, topo);
 	if (!err)
@@ -654,6 +667,7 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 	kb_outputs_discard(job);
 	report_peak_rss();
 	rt_buf_release(&args);
+	kb_steps_release(&steps);
 	kb_energy_release(&energy);
 	kb_agg_release(&agg);
 	return err;

@@ -4,6 +4,7 @@
  * function of the inputs and config alone (byte-identical across runs,
  * transports and colocations); "transport" and the keys after it describe
  * how this particular run went (daemons, windows, wall time). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "rt/component.h"
 #include "rt/config_doc.h"
 #include "rt/json.h"
+#include "steps.h"
 
 static int stat_cmp(const void *a, const void *b)
 {
@@ -70,6 +72,10 @@ struct pe_metrics {
 	uint64_t ipcq_wait;        /* kernel waits on receives */
 	uint64_t ipcq_exposed;     /* link time on the critical path */
 	double ipcq_hidden;        /* 1 - link busy time on the path / link busy time */
+	/* a model's layer (llama_*_step): the whole model, and the memory
+	 * roofline of the layer (its bytes over the rank's HBM peak) */
+	uint64_t model_layers;
+	uint64_t roofline_bytes, roofline_ps;
 };
 
 /* What the kernel hosts reported: per-tile dispatch, scratch, IPCQ. */
@@ -193,6 +199,10 @@ static void pe_metrics(const struct rt_job *job, const struct kb_agg *agg, struc
 		m->path = agg->path;
 	utilisation(cfg, agg, m);
 	kernel_metrics(agg, m);
+	m->model_layers = kb_stat_get(host, "model_layers");
+	m->roofline_bytes = kb_stat_get(host, "roofline_bytes");
+	m->roofline_ps = (m->roofline_bytes + cfg->hbm_bytes_per_cycle - 1) /
+			 cfg->hbm_bytes_per_cycle * cycle;
 }
 
 static void json_util(struct rt_json *j, const char *key, const double *v)
@@ -236,6 +246,16 @@ static void summary_pe(struct rt_json *j, const struct pe_metrics *m)
 		rt_json_fixed(j, "ipcq_hidden_fraction", m->ipcq_hidden, 4);
 	else
 		rt_json_null(j, "ipcq_hidden_fraction");
+	if (m->model_layers) { /* identical layers: the model is layers x one */
+		rt_json_u64(j, "model_layers", m->model_layers);
+		rt_json_u64(j, "model_latency_ps", m->model_layers * m->latency_ps);
+	}
+	if (m->roofline_bytes) {
+		rt_json_u64(j, "roofline_bytes", m->roofline_bytes);
+		rt_json_u64(j, "roofline_ps", m->roofline_ps);
+		rt_json_fixed(j, "roofline_fraction",
+			      (double)m->roofline_ps / (double)m->latency_ps, 4);
+	}
 }
 
 /* What the run ran: non-finite counts, the kernel arguments with their
@@ -312,6 +332,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct rt_topolo
 	rt_json_hex64(&j, "delivery_digest", agg->digest);
 	if (m->present)
 		summary_pe(&j, m);
+	kb_steps_json(f->steps, &j);
 	kb_energy_json(&j, energy);
 	summary_provenance(&j, job, f, agg);
 	json_set(&j, "totals", &agg->totals);
@@ -436,7 +457,17 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			       "%.1f%% of link busy time hidden\n", "ipcq",
 			       (unsigned long long)m->ipcq_bytes, (double)m->ipcq_exposed / 1e6,
 			       100.0 * m->ipcq_hidden);
+		if (m->roofline_bytes)
+			printf("  %-22s %.3f us (%llu bytes / HBM peak): the layer runs at %.1f%% of "
+			       "it\n", "memory roofline", (double)m->roofline_ps / 1e6,
+			       (unsigned long long)m->roofline_bytes,
+			       100.0 * (double)m->roofline_ps / (double)m->latency_ps);
+		if (m->model_layers)
+			printf("  %-22s %.3f us (%llu layers x this one)\n", "whole model",
+			       (double)(m->model_layers * m->latency_ps) / 1e6,
+			       (unsigned long long)m->model_layers);
 	}
+	kb_steps_print(f->steps);
 	print_energy(energy);
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
 	       (unsigned long long)(sim % 1000000));
@@ -490,7 +521,12 @@ enum rt_err kb_report_write(const struct rt_job *job, const struct rt_topology *
 	if (!err)
 		err = rt_buf_write_file(&b, path);
 	rt_buf_release(&b);
-	if (!err && !job->quiet)
+	if (!err && !job->quiet) {
 		print_report(job, facts, agg, &m, energy);
+		/* a report that cannot be written fails the run (> /dev/full) */
+		if (fflush(stdout) || ferror(stdout))
+			err = rt_fail(RT_EIO, "cannot write the report to standard output: %s",
+				      strerror(errno ? errno : EIO));
+	}
 	return err;
 }

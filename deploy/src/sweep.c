@@ -12,6 +12,7 @@
 
 #include "agent_env.h"
 #include "launcher.h"
+#include "opts.h"
 #include "rt/buf.h"
 #include "rt/infile.h"
 
@@ -36,7 +37,7 @@ static void sweep_usage(FILE *out)
 	      "options:\n"
 	      "  --out DIR                the sweep folder (default out/sweep-WORKLOAD)\n"
 	      "  --jobs N                 points run at once (default: the cores here)\n"
-	      "  --task I/N | --task auto this process runs points p with p %% N == I: one\n"
+	      "  --task I/N | --task auto this process runs points p with p % N == I: one\n"
 	      "                           task of a Slurm job array or an mpirun job (auto:\n"
 	      "                           SLURM_ARRAY_TASK_ID, OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
 	      "                           SLURM_PROCID); the task that finds every point done\n"
@@ -277,6 +278,11 @@ static enum rt_err parse(struct kb_sweep *s, int argc, char **argv)
 	s->plot = true;
 	s->tasks = 1;
 	s->jobs = cores();
+	/* -h/--help anywhere before `--` is help, as for every command (opts.h) */
+	if (!err && kb_opts_wants_help(argc, argv)) {
+		free(table);
+		return RT_EINTERRUPTED;
+	}
 	optind = 1;
 	opterr = 0;
 	while (!err && (id = getopt_long(argc, argv, "", table, &index)) != -1) {
@@ -284,9 +290,8 @@ static enum rt_err parse(struct kb_sweep *s, int argc, char **argv)
 			err = RT_EINTERRUPTED;
 			break;
 		}
-		if (id == '?')
-			err = rt_fail(RT_EUSAGE, "sweep: unknown or incomplete option '%s' (see "
-				      "`kernbench sweep --help`)", argv[optind - 1]);
+		if (id == '?') /* ambiguous, unknown or a value missing: opts.c's lines */
+			err = kb_opts_getopt_refused("sweep", table, argv[optind - 1]);
 		else
 			err = apply(s, table, id, index, optarg, &file);
 	}

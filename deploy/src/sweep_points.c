@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hosts.h"
 #include "launcher.h"
@@ -234,6 +235,7 @@ enum rt_err kb_sweep_make_points(struct kb_sweep *s)
 enum rt_err kb_sweep_make_dirs(const struct kb_sweep *s)
 {
 	char path[1200];
+	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/points", s->out);
 	for (char *c = path + 1; *c; c++)
@@ -244,6 +246,16 @@ enum rt_err kb_sweep_make_dirs(const struct kb_sweep *s)
 		}
 	if (mkdir(path, 0755) && errno != EEXIST)
 		return rt_fail(RT_EIO, "sweep: cannot create %s: %s", path, strerror(errno));
+	/* the points' folders and logs go in it: a link there (or a folder
+	 * of another user) would put them, and their tidying, elsewhere */
+	if (lstat(path, &st))
+		return rt_fail(RT_EIO, "sweep: %s: %s", path, strerror(errno));
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return rt_fail(RT_EUSAGE, "sweep: %.300s is %s, not a folder of this user; remove it "
+			       "or give another --out", path,
+			       S_ISLNK(st.st_mode)   ? "a link"
+			       : S_ISDIR(st.st_mode) ? "another user's folder"
+						     : "not a folder");
 	return RT_EOK;
 }
 

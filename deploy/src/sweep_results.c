@@ -245,6 +245,7 @@ static enum rt_err write_if_changed(const struct kb_sweep *s, const char *name,
 	struct rt_buf old;
 	FILE *f;
 	bool ok;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", s->out, name);
 	rt_buf_init(&old);
@@ -254,7 +255,13 @@ static enum rt_err write_if_changed(const struct kb_sweep *s, const char *name,
 	if (!*changed)
 		return RT_EOK;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "w");
+	/* a fresh file, never through a link planted at the temporary name;
+	 * the rename replaces whatever `path` was (a link too) unfollowed */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	ok = f && fwrite(b->data ? b->data : "", 1, b->len, f) == b->len;
 	ok = f && !fclose(f) && ok;
 	if (!ok || rename(tmp, path)) {

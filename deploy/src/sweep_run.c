@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,9 +64,16 @@ static void child(const struct kb_sweep *s, const struct kb_point *p, const sigs
 	sigprocmask(SIG_SETMASK, old, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* a sweep that dies takes its points */
 	log_path(s, p, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0)
-		dup2(fd, STDERR_FILENO);
+	/* a fresh log: what was at the name (a link planted there included)
+	 * is removed, never followed or truncated */
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "kernbench: error: sweep: cannot create %s: %s\n", path,
+			strerror(errno));
+		_exit(126);
+	}
+	dup2(fd, STDERR_FILENO);
 	fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0)
 		dup2(fd, STDOUT_FILENO);
@@ -106,12 +114,19 @@ static void error_line(const struct kb_sweep *s, struct kb_point *p)
 {
 	static const char prefix[] = "kernbench: error: ";
 	char path[1400], buf[4096];
+	struct stat st;
 	FILE *f;
 	size_t n;
 	char *line;
+	int fd;
 
 	log_path(s, p, path, sizeof(path));
-	f = fopen(path, "r");
+	/* the log this sweep's child made: a regular file, not what a link
+	 * or a FIFO put there would give */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	f = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
 	if (!f) {
 		snprintf(p->error, sizeof(p->error), "exit status %d", p->status);
 		return;

@@ -218,6 +218,13 @@ struct eng_model {
 /* True when a model name is a path to a plug-in (has a '/' or ends in
  * ".so"), not a built-in's name: the engines and the rank memory agree. */
 bool eng_is_plugin_path(const char *name);
+/* RT_EOK if `name` names a model of `cls` (or, for eng_hbm_check, a rank
+ * memory model) this build can use: a built-in's name, or a plug-in path
+ * to a regular file (not loaded here: the launcher checks before any
+ * daemon starts). Else RT_EINVAL with one line naming the key and what it
+ * may be. */
+enum rt_err eng_model_check(enum eng_class cls, const char *name);
+enum rt_err eng_hbm_check(const char *name);
 
 /* Built-in model i (0, 1, ...), NULL past the last: the one list every
  * user of the built-ins walks (the fuzz harness times a stage with each). */
@@ -325,8 +332,10 @@ bool eng_hbm_local(const struct rt_config *cfg);
 bool eng_hbm_ideal(const struct rt_config *cfg);
 
 /* Loads and checks the rank memory model `name` (a built-in or a plug-in
- * path) and unloads it: what eng_plugins_check does for hbm.model. */
-enum rt_err eng_hbm_check(const char *name);
+ * path) and unloads it: what eng_plugins_check does for hbm.model. Runs
+ * the plug-in's code: only in the preflight child (eng_hbm_check above
+ * checks without loading). */
+enum rt_err eng_hbm_plugin_check(const char *name);
 
 /* The rank's memory component ("hbm", one per rank). */
 extern const struct rt_component_ops eng_hbm_ops;

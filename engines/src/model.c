@@ -3,6 +3,8 @@
 #include "eng.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,31 @@ static enum rt_err find_builtin(enum eng_class cls, const char *name,
 	return rt_fail(RT_ENOTFOUND,
 		       "%s model '%s' is not built in (dma: linear; gemm: systolic, roofline, tensor_engine; math: simd) and is not a plug-in path (needs a '/' or a .so suffix)",
 		       eng_class_name(cls), name);
+}
+
+/* A plug-in path the launcher can vouch for without loading it. */
+static enum rt_err plugin_file(const char *key, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return rt_fail(RT_EINVAL, "%s=%.200s: %s", key, path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return rt_fail(RT_EINVAL, "%s=%.200s: not a regular file", key, path);
+	return RT_EOK;
+}
+
+enum rt_err eng_model_check(enum eng_class cls, const char *name)
+{
+	const struct eng_model_ops *ops;
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s.model", eng_class_name(cls));
+	if (eng_is_plugin_path(name))
+		return plugin_file(key, name);
+	if (find_builtin(cls, name, &ops))
+		return rt_fail(RT_EINVAL, "%s", rt_last_error());
+	return RT_EOK;
 }
 
 /* Checks that a plug-in's table is complete and of the right class. */
@@ -240,7 +267,7 @@ enum rt_err eng_plugins_check(const struct rt_config *cfg)
 			eng_model_release(&m);
 	}
 	if (!err && eng_is_plugin_path(cfg->hbm_model))
-		err = eng_hbm_check(cfg->hbm_model);
+		err = eng_hbm_plugin_check(cfg->hbm_model);
 	return err;
 }
 

@@ -10,7 +10,7 @@ int dma_probe(struct tl *tl, const struct tl_args *args);
 
 int dma_probe(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 128);
+	uint32_t rows = tl_arg_u32(args, "rows", 128, 1, 65536);
 	uint64_t tile = 2ull * rows * 128;
 
 	if (tl_rank(tl) != 0 || tl_program_id(tl) != 0)

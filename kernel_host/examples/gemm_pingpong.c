@@ -29,9 +29,9 @@ int gemm_pingpong(struct tl *tl, const struct tl_args *args);
 
 int gemm_pingpong(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t m = (uint32_t)tl_arg_u64(args, "m", 64);
-	uint32_t k = (uint32_t)tl_arg_u64(args, "k", 64);
-	uint32_t n = (uint32_t)tl_arg_u64(args, "n", 64);
+	uint32_t m = tl_arg_u32(args, "m", 64, 1, 65536);
+	uint32_t k = tl_arg_u32(args, "k", 64, 1, 65536);
+	uint32_t n = tl_arg_u32(args, "n", 64, 1, 65536);
 	uint64_t a = 0, b = ALIGN(a + 2ull * m * k), c = ALIGN(b + 2ull * k * n);
 	uint32_t block = (uint32_t)(256u * 1024u / (4u * n));
 	tl_tensor out[2];

@@ -13,14 +13,12 @@ int hbm_probe(struct tl *tl, const struct tl_args *args);
 
 int hbm_probe(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 128);
-	uint64_t loads = tl_arg_u64(args, "loads", 8);
+	uint32_t rows = tl_arg_u32(args, "rows", 128, 1, 65536);
+	uint64_t loads = tl_arg_u32(args, "loads", 8, 1, MAX_LOADS);
 	uint64_t tile = 2ull * rows * 128;
 	uint64_t base = (uint64_t)tl_program_id(tl) * loads * tile;
 	tl_future f[MAX_LOADS];
 
-	if (loads > MAX_LOADS)
-		loads = MAX_LOADS;
 	for (uint64_t i = 0; i < loads; i++)
 		f[i] = tl_load_async(tl, base + i * tile, rows, 128, TL_F16);
 	for (uint64_t i = 0; i < loads; i++)

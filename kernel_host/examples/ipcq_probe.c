@@ -11,8 +11,8 @@ int ipcq_probe(struct tl *tl, const struct tl_args *args);
 
 int ipcq_probe(struct tl *tl, const struct tl_args *args)
 {
-	uint32_t rows = (uint32_t)tl_arg_u64(args, "rows", 64);
-	uint32_t cols = (uint32_t)tl_arg_u64(args, "cols", 128);
+	uint32_t rows = tl_arg_u32(args, "rows", 64, 1, 65536);
+	uint32_t cols = tl_arg_u32(args, "cols", 128, 1, 65536);
 	tl_tensor t = tl_zeros(tl, rows, cols, TL_F16);
 	tl_future f;
 

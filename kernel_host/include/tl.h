@@ -33,6 +33,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kernel ABI this header describes: raised whenever a kernel built
+ * against an older tl.h would misbehave with this kernbench (a changed
+ * signature, struct or meaning). Every object built against this header
+ * records it as the exported symbol tl_abi_version, which the launcher
+ * reads from the object's ELF symbol table before a run (it never loads
+ * the object itself); a missing or different version is one line, exit 2:
+ * rebuild the object against this kernbench's tl.h. */
+#define TL_ABI_VERSION 1u
+__attribute__((weak, used, visibility("default"))) const uint32_t tl_abi_version =
+	TL_ABI_VERSION;
+
 struct tl;      /* the kernel's runtime (one per program), opaque */
 struct tl_args; /* the workload's --arg name=value list, opaque */
 
@@ -139,6 +150,26 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		 tl_tensor t);
 #define tl_store(tl, addr, t) tl_store_at((tl), TL_HERE, (addr), (t))
 
+/* A window of a wider row-major matrix in HBM: rows x cols elements whose
+ * rows start `row_stride` bytes apart (>= a row; 0: contiguous), e.g.
+ * columns [c0, c0 + cols) of an R x C matrix at addr + c0 * size, row
+ * stride C * size. One DMA (a 2-D descriptor) like the contiguous forms,
+ * timed on the bytes it moves. */
+tl_tensor tl_load_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+			  uint32_t rows, uint32_t cols, uint64_t row_stride,
+			  enum tl_dtype dtype);
+#define tl_load_rows(tl, addr, rows, cols, stride, dtype) \
+	tl_load_rows_at((tl), TL_HERE, (addr), (rows), (cols), (stride), (dtype))
+tl_tensor tl_ref_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+			 uint32_t rows, uint32_t cols, uint64_t row_stride,
+			 enum tl_dtype dtype);
+#define tl_ref_rows(tl, addr, rows, cols, stride, dtype) \
+	tl_ref_rows_at((tl), TL_HERE, (addr), (rows), (cols), (stride), (dtype))
+void tl_store_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		      uint64_t row_stride, tl_tensor t);
+#define tl_store_rows(tl, addr, stride, t) \
+	tl_store_rows_at((tl), TL_HERE, (addr), (stride), (t))
+
 /* TCM -> TCM copy of src's bytes into dst (same shape and dtype, both
  * TCM): writes running state into a persistent handle (scratch-scope design D3.1). */
 void tl_copy_to_at(struct tl *tl, struct tl_site at, tl_tensor dst,
@@ -173,6 +204,11 @@ tl_tensor tl_empty_at(struct tl *tl, struct tl_site at, uint32_t rows,
 tl_tensor tl_dot_at(struct tl *tl, struct tl_site at, tl_tensor a,
 		    tl_tensor b);
 #define tl_dot(tl, a, b) tl_dot_at((tl), TL_HERE, (a), (b))
+/* Rows [row0, row0 + rows) of a TCM tensor, as a tensor of their own (no
+ * data moves; it waits for what `t` waits for). */
+tl_tensor tl_rows_at(struct tl *tl, struct tl_site at, tl_tensor t, uint32_t row0,
+		     uint32_t rows);
+#define tl_rows(tl, t, row0, rows) tl_rows_at((tl), TL_HERE, (t), (row0), (rows))
 /* A transposed view (no data moves). */
 tl_tensor tl_trans_at(struct tl *tl, struct tl_site at, tl_tensor t);
 #define tl_trans(tl, t) tl_trans_at((tl), TL_HERE, (t))
@@ -187,6 +223,7 @@ tl_tensor tl_binary_at(struct tl *tl, struct tl_site at, const char *op,
 
 tl_tensor tl_unary_at(struct tl *tl, struct tl_site at, const char *op,
 		      tl_tensor a);
+#define tl_unary(tl, op, a) tl_unary_at((tl), TL_HERE, (op), (a))
 #define tl_exp(tl, a) tl_unary_at((tl), TL_HERE, "exp", (a))
 #define tl_softmax(tl, a) tl_unary_at((tl), TL_HERE, "softmax", (a))
 
@@ -289,6 +326,167 @@ tl_future tl_recv_async_at(struct tl *tl, struct tl_site at, enum tl_dir dir,
 #define tl_recv_async(tl, dir, rows, cols, dtype) \
 	tl_recv_async_at((tl), TL_HERE, (dir), (rows), (cols), (dtype))
 
+/* Point-to-point: a message to the same PE index on any other rank, over
+ * as many links as links.topology takes (a ring forwards it hop by hop the
+ * shorter way; a switch crosses two ports). The n-th receive of (rank,
+ * tag) matches the n-th message that rank sent this PE with that tag;
+ * tags keep independent streams apart. One dispatch per send. */
+void tl_send_to_at(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+		   tl_tensor t);
+#define tl_send_to(tl, rank, tag, t) tl_send_to_at((tl), TL_HERE, (rank), (tag), (t))
+tl_future tl_recv_from_async_at(struct tl *tl, struct tl_site at, uint32_t rank,
+				uint32_t tag, uint32_t rows, uint32_t cols,
+				enum tl_dtype dtype);
+#define tl_recv_from_async(tl, rank, tag, rows, cols, dtype) \
+	tl_recv_from_async_at((tl), TL_HERE, (rank), (tag), (rows), (cols), (dtype))
+
+/* Waits until every PE of this rank has called tl_barrier as many times
+ * (links.pe_sync_cycles each way through PE 0; free with one PE). Orders
+ * what the other PEs wrote to HBM before it ahead of what this PE reads
+ * after it. */
+void tl_barrier_at(struct tl *tl, struct tl_site at);
+#define tl_barrier(tl) tl_barrier_at((tl), TL_HERE)
+
+/* ------------------------------------------------------------ collectives
+ * All-reduce (sum, f32 partial sums), reduce-scatter, all-gather and
+ * broadcast of HBM buffers, built on the IPCQ messages and DMA above
+ * (docs/kernels.md, "Collectives", gives every algorithm and its α–β
+ * formula). Every member calls the same collective with the same
+ * description, n and dtype; the call returns when this PE's part of the
+ * result is in HBM. Buffers are `n` elements of `dtype` (f16, bf16, f32)
+ * at HBM byte addresses; any n.
+ *
+ * Blocks: reduce-scatter and all-gather cut the n elements into one block
+ * per member, block i = tl_coll_block(n, members, i): the first n mod
+ * members blocks one element longer. Reduce-scatter leaves the sum of
+ * block i at dst of member i; all-gather takes block i from src of member
+ * i and leaves all n elements at every member's dst.
+ *
+ * Spans (tl_coll.span):
+ *   TL_SPAN_RANKS  the PEs with this PE index on the group's ranks, each
+ *                  with its own buffers;
+ *   TL_SPAN_SPLIT  the same group, every PE of each rank calling with the
+ *                  same buffers: PE p moves the p-th part of each block
+ *                  (of the buffer, for all-reduce and broadcast), so the
+ *                  rank's PEs drive its links together;
+ *   TL_SPAN_PES    the PEs of this rank, through its shared HBM: PE p's
+ *                  input is at src + p * pe_stride (0: n elements), the
+ *                  result is one buffer at dst shared by all (reduce-
+ *                  scatter: block p of it is PE p's; all-gather: PE p
+ *                  writes block p of it), ordered by tl_barrier.
+ * Messages of collectives use tags from 2^31 up: keep the tags of
+ * tl_send_to below. */
+enum tl_coll_algo {
+	TL_COLL_AUTO = 0,  /* the smallest α–β time for the size (docs/kernels.md) */
+	TL_COLL_RING = 1,  /* one way round the group's ring */
+	TL_COLL_BIDIR = 2, /* both ways round it: half the steps */
+	TL_COLL_TREE = 3,  /* latency-optimal: recursive doubling / halving,
+			      Bruck's all-gather, binomial broadcast */
+};
+enum tl_coll_span { TL_SPAN_RANKS = 0, TL_SPAN_SPLIT = 1, TL_SPAN_PES = 2 };
+
+struct tl_coll {
+	/* the group: ranks first + i * stride for i < count (count 0: every
+	 * rank from first on; stride 0: 1); members are numbered by i */
+	uint32_t first, count, stride;
+	enum tl_coll_algo algo;
+	enum tl_coll_span span;
+	uint32_t root;         /* broadcast: the root's member index (PES: PE) */
+	uint64_t pe_stride;    /* TL_SPAN_PES: bytes between the PEs' inputs */
+	uint32_t chunk_bytes;  /* most bytes in one message (0: 65536) */
+};
+
+/* `c` may be NULL: every rank, TL_COLL_AUTO, TL_SPAN_RANKS. */
+void tl_all_reduce_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		      uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_all_reduce(tl, c, dst, src, n, dtype) \
+	tl_all_reduce_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+void tl_reduce_scatter_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+			  uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_reduce_scatter(tl, c, dst, src, n, dtype) \
+	tl_reduce_scatter_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+void tl_all_gather_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		      uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_all_gather(tl, c, dst, src, n, dtype) \
+	tl_all_gather_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+/* The root's src to every member's dst (the root's too, unless equal). */
+void tl_broadcast_at(struct tl *tl, struct tl_site at, const struct tl_coll *c,
+		     uint64_t dst, uint64_t src, uint64_t n, enum tl_dtype dtype);
+#define tl_broadcast(tl, c, dst, src, n, dtype) \
+	tl_broadcast_at((tl), TL_HERE, (c), (dst), (src), (n), (dtype))
+/* Block `index` of n elements cut for `members`: [*off, *off + *len). */
+void tl_coll_block(uint64_t n, uint32_t members, uint32_t index, uint64_t *off,
+		   uint64_t *len);
+/* The algorithm TL_COLL_AUTO picks for this call (never TL_COLL_AUTO). */
+enum tl_coll_algo tl_coll_pick(const struct tl *tl, const struct tl_coll *c,
+			       const char *op, uint64_t n, enum tl_dtype dtype);
+
+/* ------------------------------------------------------------ programs
+ * A program is an ordered list of steps, each a kernel with its own
+ * arguments and tensor bindings, run one after the other by every PE
+ * (docs/kernels.md, "Programs"). Its tensors live in HBM, the same
+ * addresses on every rank (each rank its own copy, of the declared
+ * shape); steps pass them on by name. A step starts on a rank once every
+ * PE of the rank has finished the one before (tl_barrier), so a step may
+ * read what any PE of its rank wrote before. Each step gets its own
+ * statistics in summary.json and a slice named after it in the trace; in
+ * data mode the tensors a step writes (TL_OUT) are saved after it as
+ * STEP.TENSOR.npy and the initialised ones before the first as
+ * TENSOR.npy, float32 [ranks, rows, cols]. */
+typedef int (*tl_kernel_fn)(struct tl *tl, const struct tl_args *args);
+
+/* A tensor the program binds to a step's parameter: rows x cols of dtype
+ * at HBM byte address addr, row-major. */
+struct tl_hbm {
+	uint64_t addr;
+	uint32_t rows, cols;
+	enum tl_dtype dtype;
+};
+enum tl_access { TL_IN = 0, TL_OUT = 1 };
+
+/* The tensor bound to parameter `name` of this step; TL_OUT: the step
+ * writes it. A kernel asking for one the step does not bind (or run
+ * outside a program) ends the run with one line naming both. */
+struct tl_hbm tl_arg_tensor(const struct tl_args *args, const char *name,
+			    enum tl_access access);
+/* Whether the step binds a tensor to `name`. */
+bool tl_arg_has_tensor(const struct tl_args *args, const char *name);
+
+enum tl_init { TL_INIT_NONE = 0, TL_INIT_ZEROS, TL_INIT_RANDOM };
+
+struct tl_prog_tensor {
+	const char *name;
+	uint32_t rows, cols;
+	enum tl_dtype dtype;
+	enum tl_init init;    /* data mode, before the first step */
+	double scale, offset; /* random: offset + scale * uniform[-1, 1) */
+	/* random values depend on the rank only through (rank / rank_div) %
+	 * rank_mod (0: 1 and the run's ranks, every rank its own): rank_mod 1
+	 * is one value everywhere (a replicated weight), rank_div = TP degree
+	 * the same activations within a tensor-parallel group */
+	uint32_t rank_div, rank_mod;
+};
+#define TL_PROG_MAX_ARGS 24
+#define TL_PROG_MAX_BINDS 24
+struct tl_prog_step {
+	const char *name;
+	tl_kernel_fn kernel;    /* the step's kernel, or NULL: by name */
+	const char *kernel_name;/* a built-in or path/lib.so:NAME (error lines) */
+	const char *args[TL_PROG_MAX_ARGS][2];  /* name, value; NULL-ended */
+	const char *binds[TL_PROG_MAX_BINDS][2];/* parameter, tensor; NULL-ended */
+};
+struct tl_program {
+	const struct tl_prog_tensor *tensors;
+	uint32_t n_tensors;
+	const struct tl_prog_step *steps;
+	uint32_t n_steps;
+};
+/* Places the tensors in HBM (4 KiB aligned, in order, from address 0),
+ * initialises them (data mode) and runs every step; returns 0 or ends the
+ * run naming the step that failed. */
+int tl_program_run_at(struct tl *tl, struct tl_site at, const struct tl_program *p);
+#define tl_program_run(tl, p) tl_program_run_at((tl), TL_HERE, (p))
+
 /* ------------------------------------------------------------ host data
  * Data mode only (in timing mode these do nothing and return false). They
  * cost no simulated time: they are how a kernel creates its inputs and
@@ -314,7 +512,10 @@ bool tl_hbm_read_at(struct tl *tl, struct tl_site at, uint64_t addr,
 #define tl_hbm_read(tl, addr, dtype, dst, n) \
 	tl_hbm_read_at((tl), TL_HERE, (addr), (dtype), (dst), (n))
 /* Waits for every pending command, then writes the rows x cols HBM tensor
- * at addr as `file` (.npy) in the run's output directory. */
+ * at addr as `file` (.npy) in the run's output directory. `file` is a
+ * plain file name: no '/', no control byte, not starting with '.' and not
+ * one of the run's own results (summary.json, stats.csv, op_log.jsonl,
+ * trace.json, ...); anything else ends the run with one line naming the tensor. */
 bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 		    uint64_t addr, uint32_t rows, uint32_t cols,
 		    enum tl_dtype dtype);

@@ -24,7 +24,7 @@
 
 /* ------------------------------------------------------------ kernels */
 
-typedef int (*tl_kernel_fn)(struct tl *tl, const struct tl_args *args);
+/* tl_kernel_fn: tl.h */
 
 /* A built-in kernel: one line in the registry table. */
 struct tl_kernel_info {
@@ -56,15 +56,16 @@ const struct tl_kernel_info *tl_kernel_builtins(size_t *count);
 
 /* ------------------------------------------------------------ runtime */
 
-/* Where commands go. `dst` is PE_SCHED for commands, or the neighbour host
- * (TL_PORT_LEFT / TL_PORT_RIGHT) for IPCQ; the port maps it to an id. */
-enum tl_port_dst { TL_PORT_SCHED, TL_PORT_LEFT, TL_PORT_RIGHT };
+/* Where messages go: the PE's scheduler (commands), its rank's link
+ * component (IPCQ) or the host of PE q of its rank, TL_PORT_PE(q)
+ * (barriers); the port maps it to a component id. */
+enum tl_port_dst { TL_PORT_SCHED = 0, TL_PORT_LINK = 1, TL_PORT_PE0 = 2 };
+#define TL_PORT_PE(q) ((uint32_t)TL_PORT_PE0 + (q))
 
 struct tl_port_ops {
 	/* `at_send` is the critical path to send_ps (rt/path.h) or NULL; the
-	 * port adds extra_ps (an IPCQ message's serialisation) and the link's
-	 * latency to it, each to its class. */
-	enum rt_err (*send)(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+	 * port adds extra_ps and the latency to dst, each to its class. */
+	enum rt_err (*send)(void *ctx, uint32_t dst, uint64_t send_ps,
 			    uint64_t extra_ps, const Kb__Payload *msg,
 			    const struct rt_path *at_send);
 	/* Statistics (rt/component.h): by name (a kernel's own, made on the
@@ -85,6 +86,8 @@ struct tl_port_ops {
 			    int line, uint64_t start_ps, uint64_t end_ps);
 	void (*trace_counter)(void *ctx, const char *name, uint64_t ts_ps,
 			      uint64_t value);
+	/* A program step's slice, on a track of its own (may be NULL). */
+	void (*trace_step)(void *ctx, const char *name, uint64_t start_ps, uint64_t end_ps);
 	/* The critical path to the kernel's end (may be NULL). */
 	void (*path_report)(void *ctx, const struct rt_path *path);
 };
@@ -111,6 +114,9 @@ struct tl_setup {
 	uint64_t tcm_size;
 	const struct tl_port_ops *port;
 	void *port_ctx;
+	/* a program from a YAML file: its canonical text (tl_program_parse), or
+	 * NULL; the kernel is then the program's driver */
+	const char *program_text;
 };
 
 /* Creates the runtime (the kernel is not started). Caller owns *out. */
@@ -125,10 +131,34 @@ enum rt_err tl_start(struct tl *tl, uint64_t now_ps);
  * the kernel reports no path). */
 enum rt_err tl_on_command_done(struct tl *tl, uint64_t id, uint64_t now_ps,
 			       const struct rt_path *path);
-/* An IPCQ message arrived from the neighbour host at now_ps (`path` as
+/* An IPCQ message arrived from the rank's link component at now_ps (`path` as
  * above). */
 enum rt_err tl_on_ipcq(struct tl *tl, const Kb__IpcqData *msg,
 		       uint64_t now_ps, const struct rt_path *path);
+/* A barrier message from another PE of the rank arrived at now_ps (`path`
+ * as above). */
+enum rt_err tl_on_pe_sync(struct tl *tl, const Kb__PeSync *msg, uint64_t now_ps,
+			  const struct rt_path *path);
+/* A program in its canonical text form, one item a line (what the
+ * launcher makes of a program YAML file and hands every host):
+ *   tensor NAME ROWS COLS f16|bf16|f32 none|zeros|random SCALE OFFSET
+ *   step NAME KERNEL
+ *   arg NAME VALUE          (of the step above)
+ *   bind PARAMETER TENSOR   (of the step above)
+ * Names are 1-63 bytes of [A-Za-z0-9_.-], values have no blanks. */
+struct tl_program_text {
+	struct tl_program prog;
+	struct tl_prog_tensor *tensors;
+	struct tl_prog_step *steps;
+	char *text; /* owned copy the names point into */
+};
+/* Parses `text`; RT_EINVAL with a line naming the item otherwise. Release
+ * with tl_program_text_release. */
+enum rt_err tl_program_parse(const char *text, struct tl_program_text *out);
+void tl_program_text_release(struct tl_program_text *p);
+/* The kernel that runs setup->program_text. */
+int tl_program_text_kernel(struct tl *tl, const struct tl_args *args);
+
 /* True once the kernel has returned and all its commands completed. */
 bool tl_finished(const struct tl *tl);
 

@@ -17,6 +17,11 @@
 _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
 			  ...) __attribute__((format(printf, 3, 4)));
 #define tl_fail(tl, ...) tl_fail_at((tl), TL_HERE, __VA_ARGS__)
+/* The same for an --arg value the kernel checks itself (a name, a list) and
+ * refuses: a usage error, exit 2, as for a number tl_arg_u32 refuses. */
+_Noreturn void tl_arg_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
+			      ...) __attribute__((format(printf, 3, 4)));
+#define tl_arg_fail(tl, ...) tl_arg_fail_at((tl), TL_HERE, __VA_ARGS__)
 
 /* The run's --seed. */
 uint64_t tl_seed(const struct tl *tl);
@@ -26,7 +31,10 @@ uint64_t tl_seed(const struct tl *tl);
 bool tl_inputs_dir(struct tl *tl, char *out, size_t cap);
 
 /* Full path of `file` in the run's output directory; false when the run
- * has none (unit-test ports). */
+ * has none (unit-test ports). `file` is a plain file name (no '/', not
+ * starting with '.', no control byte, not one of the run's own results
+ * such as summary.json): anything else ends the run with one line naming
+ * it. tl_save_npy's file names follow the same rule. */
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap);
 
 /* This PE's statistics: listed per component in stats.csv and
@@ -108,6 +116,15 @@ bool tl_npy_write_at(struct tl *tl, struct tl_site at, const char *file,
 		     uint32_t ndim, const void *data);
 #define tl_npy_write(tl, file, type, shape, ndim, data) \
 	tl_npy_write_at((tl), TL_HERE, (file), (type), (shape), (ndim), (data))
+/* Writes elements [first, first + count) (C order) of a `shape` array as
+ * `file`: programs (and hosts) that each hold a part of one array fill
+ * their parts of one file; each writes the same header and size. */
+bool tl_npy_write_part_at(struct tl *tl, struct tl_site at, const char *file,
+			  enum tl_npy_type type, const uint64_t *shape, uint32_t ndim,
+			  uint64_t first, uint64_t count, const void *data);
+#define tl_npy_write_part(tl, file, type, shape, ndim, first, count, data) \
+	tl_npy_write_part_at((tl), TL_HERE, (file), (type), (shape), (ndim), (first), (count), \
+			     (data))
 /* The name of a type as NumPy spells it ("float16", "int32", ...). */
 const char *tl_npy_type_name(enum tl_npy_type type);
 

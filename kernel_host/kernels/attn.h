@@ -71,6 +71,15 @@ struct attn {
 	uint64_t kv_rows;     /* rows per head of a rank's K/V shard */
 	/* this rank's HBM layout (bytes) */
 	uint64_t q_addr, k_addr, v_addr, o_addr, rel_addr, cols_addr;
+	/* o token-major instead (0: the layout above): query head j at
+	 * position p at o_addr + p * o_token_stride + j * d * 2 (a program's
+	 * [tokens, heads x d] activations, llama.c) */
+	uint64_t o_token_stride;
+	/* ring pass=kv over a subgroup of the run's ranks: ring member i is
+	 * rank ring_base + i * ring_stride (0: the run's ranks, neighbours
+	 * through tl_send / tl_recv; else tl_send_to, a context-parallel group
+	 * of a tensor-parallel run, llama.c) */
+	uint32_t ring_stride, ring_base;
 	tl_tensor cols;       /* [1, tile] f32 0, 1, 2, ...: causal mask, or TL_NONE */
 };
 
@@ -166,6 +175,16 @@ void attn_block_open(struct tl *tl, const struct attn *a, struct attn_block *b,
 		     uint32_t head, uint32_t row0, uint32_t rows);
 void attn_block_take_q(struct tl *tl, const struct attn *a, struct attn_block *b,
 		       tl_tensor q);
+/* Whether a pass=kv window of `rows` query rows in blocks of `q` fits a
+ * TCM scratch of `cap` bytes with the fold of one block. What a window
+ * needs, measured on the opt2 fold (tile 128, head_dim 128: 782 bytes per
+ * query row of state, 3606 per row of the block being folded, 65 KB for
+ * the K and V tiles in flight) and written in the shapes' terms: per
+ * query row its state (O in f32 and q in f16: 6 x head_dim, m, l and rel:
+ * 12 bytes; 14 with room), per row of the folded block the scores and the
+ * softmax-merge recipe's temporaries (about 28.2 bytes per key of the
+ * tile: 29 with room), and the two K/V tiles with 4 KiB to spare. */
+bool attn_window_fits(const struct attn *a, uint64_t q, uint64_t rows, uint64_t cap);
 /* Rows of the block starting at group row `row0` (qblock, or what is left
  * of the group). */
 uint32_t attn_block_rows(const struct attn *a, uint32_t row0);
@@ -230,6 +249,14 @@ void attn_npy_rows(struct tl *tl, const char *file, const uint64_t shape[3], uin
 /* splitmix64's output function (a kernel sees only the tl API, so the
  * attention kernels keep their own copy). */
 uint64_t attn_mix(uint64_t z);
+
+/* The attention of this PE's KV heads on the layout `a` describes (its
+ * addresses may point anywhere): one rank, every query block swept over
+ * the head's keys (what gqa_prefill and gqa_decode_* run), or pass=kv of
+ * ring attention over the run's ranks (what ring_attention runs). Neither
+ * reads inputs or writes files. */
+void attn_heads(struct tl *tl, const struct attn *a);
+void attn_ring_kv(struct tl *tl, const struct attn *a);
 
 int gqa_decode_opt2(struct tl *tl, const struct tl_args *args);
 int gqa_decode_opt3(struct tl *tl, const struct tl_args *args);

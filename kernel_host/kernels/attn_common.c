@@ -17,18 +17,32 @@
 /* Rows per query block when not given: decode takes the whole group;
  * otherwise up to `tile` rows of the longest run of queries a rank owns,
  * or, for short queries, whole heads up to a tile. */
+bool attn_window_fits(const struct attn *a, uint64_t q, uint64_t rows, uint64_t cap)
+{
+	uint64_t per_row = 6ull * a->d + 14, fold = 29ull * a->tile * q;
+	uint64_t fixed = 4ull * a->tile * a->d + 4096;
+
+	return fixed + fold + rows * per_row <= cap;
+}
+
 static uint32_t default_qblock(const struct attn *a, uint64_t span,
-			       bool decode)
+			       bool decode, uint64_t cap)
 {
 	if (decode)
 		return a->g * a->sq;
 	/* zigzag: a rank's two query chunks of S/2R rows would each end in a
 	 * ragged block (150 rows: 128 + 22, twice), so the chunks are cut in
 	 * floor(span/tile) even blocks instead (one of 150): the block count
-	 * no longer grows with the raggedness; a tile multiple keeps tile */
+	 * no longer grows with the raggedness; a tile multiple keeps tile.
+	 * Such blocks are longer than a tile: pass=kv sizes its window of
+	 * blocks for them (window_blocks, attn_ring.c) */
 	if (a->zigzag && !a->pass_q && span > a->tile) {
 		uint64_t n = span / a->tile;
 
+		/* ... but never so long that one block alone cannot be folded */
+		while ((span + n - 1) / n > a->tile &&
+		       !attn_window_fits(a, (span + n - 1) / n, (span + n - 1) / n, cap))
+			n++;
 		return (uint32_t)((span + n - 1) / n);
 	}
 	if (span >= a->tile || span != a->sq)
@@ -157,16 +171,16 @@ static void ring_args(struct tl *tl, const struct tl_args *args,
 
 	a->pass_q = strcmp(pass, "q") == 0;
 	if (!a->pass_q && strcmp(pass, "kv") != 0)
-		tl_fail(tl, "pass=%s: expected kv or q", pass);
+		tl_arg_fail(tl, "pass=%s: expected kv or q", pass);
 	a->zigzag = strcmp(lay, "zigzag") == 0;
 	if (!a->zigzag && strcmp(lay, "contiguous") != 0)
-		tl_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
+		tl_arg_fail(tl, "layout=%s: expected contiguous or zigzag", lay);
 	if (!a->pass_q) /* pass=kv has no merge: never read, so given is an error */
 		return;
 	merge = tl_arg_str(args, "merge", "tree");
 	a->merge_chain = strcmp(merge, "chain") == 0;
 	if (!a->merge_chain && strcmp(merge, "tree") != 0)
-		tl_fail(tl, "merge=%s: expected tree or chain", merge);
+		tl_arg_fail(tl, "merge=%s: expected tree or chain", merge);
 }
 
 /* Decode's sweep holds, per tile in flight, a V tile (f16), its scores
@@ -239,7 +253,8 @@ void attn_init(struct tl *tl, const struct tl_args *args, bool decode,
 	if (a->causal && a->sq > all_keys)
 		tl_fail(tl, "causal: seq_q=%u exceeds ranks*seq_kv=%llu", a->sq,
 			(unsigned long long)all_keys);
-	a->qblock = tl_arg_u32(args, "qblock", default_qblock(a, longest_q_run(a), decode),
+	a->qblock = tl_arg_u32(args, "qblock",
+			       default_qblock(a, longest_q_run(a), decode, tl_scratch_size(tl)),
 			       1, ATTN_MAX_DIM);
 	if (a->qblock > a->g * a->sq) /* a block never spans two KV heads */
 		a->qblock = a->g * a->sq;
@@ -629,8 +644,21 @@ static void file_rows(struct tl *tl, const char *file, const uint64_t shape[3],
 void attn_block_finish(struct tl *tl, const struct attn *a,
 		       const struct attn_block *b)
 {
-	(void)a;
-	tl_store(tl, b->o_hbm, tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16));
+	tl_tensor o = tl_astype(tl, tl_div(tl, b->o, b->l), TL_F16);
+
+	if (!a->o_token_stride) {
+		tl_store(tl, b->o_hbm, o);
+		return;
+	}
+	/* token-major: one strided store per query head the block holds */
+	for (uint32_t r = 0; r < b->rows;) {
+		uint32_t row = b->row0 + r, p = row % a->sq, qh = b->head * a->g + row / a->sq;
+		uint32_t n = a->sq - p < b->rows - r ? a->sq - p : b->rows - r;
+
+		tl_store_rows(tl, a->o_addr + (uint64_t)p * a->o_token_stride + (uint64_t)qh * a->d * 2,
+			      a->o_token_stride, tl_rows(tl, o, r, n));
+		r += n;
+	}
 }
 
 void attn_save_rows(struct tl *tl, const struct attn *a, const char *file,

@@ -39,6 +39,12 @@ static void decode_head(struct tl *tl, const struct attn *a, uint32_t h)
 	}
 }
 
+void attn_heads(struct tl *tl, const struct attn *a)
+{
+	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
+		decode_head(tl, a, h);
+}
+
 static void single_rank_init(struct tl *tl, const struct tl_args *args,
 			     bool decode, unsigned knobs, struct attn *a)
 {
@@ -67,8 +73,7 @@ static int attn_single_rank(struct tl *tl, const struct tl_args *args,
 			 ATTN_KNOB_SWEEP | (decode ? 0u : ATTN_KNOB_OPT), &a);
 	if (decode)
 		a.opt = opt;
-	for (uint32_t h = a.pe; h < a.hkv; h += a.pes)
-		decode_head(tl, &a, h);
+	attn_heads(tl, &a);
 	save_heads(tl, &a);
 	return 0;
 }

@@ -58,11 +58,11 @@ static uint32_t parse_lens(struct tl *tl, const char *s, uint32_t *out,
 		while (*p >= '0' && *p <= '9' && v <= ATTN_MAX_DIM)
 			v = v * 10 + (uint64_t)(*p++ - '0');
 		if (p == start || v < 1 || v > ATTN_MAX_DIM || (*p && *p != ',') || n == cap)
-			tl_fail(tl, "--arg lens=%s: expected up to %u comma-separated decimal lengths from 1 to %u",
+			tl_arg_fail(tl, "--arg lens=%s: expected up to %u comma-separated decimal lengths from 1 to %u",
 				s, cap, ATTN_MAX_DIM);
 		out[n++] = (uint32_t)v;
 		if (*p == ',' && !*++p)
-			tl_fail(tl, "--arg lens=%s: trailing comma", s);
+			tl_arg_fail(tl, "--arg lens=%s: trailing comma", s);
 	}
 	return n;
 }
@@ -82,19 +82,20 @@ static void seeded_setup(struct tl *tl, const struct tl_args *args,
 			 struct paged *p)
 {
 	const char *lens = tl_arg_str(args, "lens", NULL);
-	uint32_t *buf = xcalloc(tl, PAGED_MAX_BATCH, sizeof(uint32_t)), n, *perm;
+	/* on the kernel's stack (4 MiB): a refused --arg lens ends the kernel
+	 * inside parse_lens, which would leave a heap copy behind */
+	uint32_t buf[PAGED_MAX_BATCH], n, *perm;
 	uint64_t state = attn_mix(tl_seed(tl) ^ 0x7061676564ull), used = 0;
 
 	n = lens ? parse_lens(tl, lens, buf, PAGED_MAX_BATCH) : 0;
 	p->batch = tl_arg_u32(args, "batch", n ? n : 8, 1, PAGED_MAX_BATCH);
 	if (n > 1 && n != p->batch)
-		tl_fail(tl, "--arg lens has %u lengths for batch=%u (give one per sequence, or one for all)",
+		tl_arg_fail(tl, "--arg lens has %u lengths for batch=%u (give one per sequence, or one for all)",
 			n, p->batch);
 	p->page = tl_arg_u32(args, "page", 128, 1, 65536);
 	p->lens = xcalloc(tl, p->batch, sizeof(uint32_t));
 	for (uint32_t b = 0; b < p->batch; b++)
 		p->lens[b] = n == 0 ? 1024 : buf[n == 1 ? 0 : b];
-	free(buf);
 	for (uint32_t b = 0; b < p->batch; b++) {
 		used += pages_of(p, b);
 		p->max_pages = pages_of(p, b) > p->max_pages ? pages_of(p, b) : p->max_pages;

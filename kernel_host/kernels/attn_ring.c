@@ -45,6 +45,36 @@ static tl_tensor recv_timed(struct tl *tl, struct ring *rg, enum tl_dir dir,
 	return t;
 }
 
+/* Ring pass=kv's tiles: from the member on the left, to the one on the
+ * right (tag 1: the only traffic of the pass). */
+static tl_tensor kv_recv(struct tl *tl, const struct attn *a, struct ring *rg, uint32_t rows,
+			 uint32_t cols)
+{
+	uint32_t from = (a->rank + a->ranks - 1) % a->ranks;
+	tl_future f;
+	uint64_t t0;
+	tl_tensor t;
+
+	if (!a->ring_stride)
+		return recv_timed(tl, rg, TL_LEFT, rows, cols, TL_F16);
+	f = tl_recv_from_async(tl, a->ring_base + from * a->ring_stride, 1, rows, cols, TL_F16);
+	t0 = tl_now_ps(tl);
+	t = tl_wait(tl, f);
+	rg->wait_ps += tl_now_ps(tl) - t0;
+	rg->transfer_ps += tl_ipcq_transfer_ps(tl, (uint64_t)rows * cols * 2);
+	return t;
+}
+
+static void kv_send(struct tl *tl, const struct attn *a, tl_tensor t)
+{
+	uint32_t to = (a->rank + 1) % a->ranks;
+
+	if (a->ring_stride)
+		tl_send_to(tl, a->ring_base + to * a->ring_stride, 1, t);
+	else
+		tl_send(tl, TL_RIGHT, t);
+}
+
 static void ring_stats(struct tl *tl, const struct ring *rg)
 {
 	tl_stat_add(tl, "ipcq_wait_ps", rg->wait_ps, "ps", "time the ring steps waited on receives");
@@ -131,12 +161,12 @@ static void pass_kv_step(struct tl *tl, const struct attn *a, uint32_t h,
 				k = tl_load(tl, attn_kv_addr(a, a->k_addr, h, row), w, a->d, TL_F16);
 				v = tl_load(tl, attn_kv_addr(a, a->v_addr, h, row), w, a->d, TL_F16);
 			} else {
-				k = recv_timed(tl, rg, TL_LEFT, w, a->d, TL_F16);
-				v = recv_timed(tl, rg, TL_LEFT, w, a->d, TL_F16);
+				k = kv_recv(tl, a, rg, w, a->d);
+				v = kv_recv(tl, a, rg, w, a->d);
 			}
 			if (s + 1 < a->ranks) {
-				tl_send(tl, TL_RIGHT, k);
-				tl_send(tl, TL_RIGHT, v);
+				kv_send(tl, a, k);
+				kv_send(tl, a, v);
 			}
 			fold_tile_all(tl, a, blk, nb, k, v,
 				      r[i].pos + (uint64_t)t * a->tile, w);
@@ -158,16 +188,30 @@ static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h,
 		attn_block_finish(tl, a, &blk[b]);
 }
 
+/* How many query blocks of a->qblock rows a pass=kv window holds at once:
+ * up to 512 query rows, fewer when the TCM cannot hold them and the fold
+ * of one more (attn_window_fits). Blocks of at most a tile of rows always
+ * got 512 rows, and still do. */
+static uint32_t window_blocks(struct tl *tl, const struct attn *a)
+{
+	uint64_t q = a->qblock, rows = q >= 512 ? q : 512 / q * q;
+
+	while (rows > q && !attn_window_fits(a, q, rows, tl_scratch_size(tl)))
+		rows -= q;
+	return (uint32_t)(rows / q);
+}
+
 /* The running state of every query block of a rank may not fit the TCM
  * (Llama-3-70B prefill: G x chunk rows of f32 O), so the blocks go round
- * the ring in windows of `qwindow` blocks, each window a full ring pass of
- * the KV blocks (more IPCQ traffic, bounded scratch). Every rank makes as
- * many passes as the rank with the most blocks. */
+ * the ring in windows of `qwindow` blocks (window_blocks by default), each
+ * window a full ring pass of the KV blocks (more IPCQ traffic, bounded
+ * scratch). Every rank makes as many passes as the rank with the most
+ * blocks. */
 static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 			 struct ring *rg)
 {
 	uint32_t nb = kv_blocks(a, a->rank, NULL), most = 0;
-	uint32_t window = a->qwindow ? a->qwindow : a->qblock >= 512 ? 1 : 512 / a->qblock;
+	uint32_t window = a->qwindow ? a->qwindow : window_blocks(tl, a);
 	struct qspan *qs = calloc(nb ? nb : 1, sizeof(*qs));
 	struct attn_block *blk = blocks_new(tl, nb);
 
@@ -191,15 +235,23 @@ static void pass_kv_head(struct tl *tl, const struct attn *a, uint32_t h,
 	free(qs);
 }
 
-static void pass_kv(struct tl *tl, const struct attn *a, struct ring *rg)
+void attn_ring_kv(struct tl *tl, const struct attn *a)
+{
+	struct ring rg = { 0, 0 };
+
+	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
+		TL_SCRATCH_SCOPE(tl) {
+			pass_kv_head(tl, a, h, &rg);
+		}
+	ring_stats(tl, &rg);
+}
+
+static void pass_kv(struct tl *tl, const struct attn *a)
 {
 	struct attn_run r[ATTN_MAX_RUNS];
 	uint32_t nr = attn_q_runs(a, a->rank, r);
 
-	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
-		TL_SCRATCH_SCOPE(tl) {
-			pass_kv_head(tl, a, h, rg);
-		}
+	attn_ring_kv(tl, a);
 	for (uint32_t h = a->pe; h < a->hkv; h += a->pes)
 		for (uint32_t g = 0; g < a->g; g++)
 			for (uint32_t i = 0; i < nr; i++)
@@ -367,10 +419,11 @@ int ring_attention(struct tl *tl, const struct tl_args *args)
 		tl_fail(tl, "ring_attention needs --ranks 2 or more (gqa_prefill and gqa_decode_* run on one rank)");
 	attn_inputs(tl, &a);
 	attn_mask_prepare(tl, &a);
-	if (a.pass_q)
+	if (a.pass_q) {
 		pass_q(tl, &a, &rg);
-	else
-		pass_kv(tl, &a, &rg);
-	ring_stats(tl, &rg);
+		ring_stats(tl, &rg);
+	} else {
+		pass_kv(tl, &a);
+	}
 	return 0;
 }

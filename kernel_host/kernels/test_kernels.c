@@ -302,6 +302,28 @@ int test_dma_sweep(struct tl *tl, const struct tl_args *args)
 	return 0;
 }
 
+/* Recursion without end: the kernel overflows its stack (the guard page
+ * below its coroutine stack). What the launcher says about it is tested
+ * (tests/hostile/test_inproc.c). */
+static unsigned recurse(volatile unsigned char *up, unsigned depth, unsigned limit)
+{
+	volatile unsigned char frame[512];
+
+	frame[0] = (unsigned char)depth;
+	frame[511] = up ? up[0] : 0;
+	if (depth == limit)
+		return frame[0];
+	return recurse(frame, depth + 1, limit) + frame[511];
+}
+
+int test_overflow(struct tl *tl, const struct tl_args *args)
+{
+	if (tl_program_id(tl) || tl_rank(tl))
+		return 0;
+	/* a gigabyte of frames: far past any kernel stack */
+	return (int)recurse(NULL, 0, tl_arg_u32(args, "depth", 2000000, 1, 4000000));
+}
+
 /* Critical-path probe (tests/integration/test_critical_path.c): one
  * dependent chain of `steps` rounds on program 0 of every rank; each round
  * loads a rows x 128 tile (DMA read), takes its exp (MATH), multiplies it by

@@ -13,31 +13,26 @@ struct host_state {
 	struct tl *tl;
 	struct tl_kernel_ref kernel;
 	struct tl_arg args[RT_MAX_ARGS];
-	uint32_t sched, left, right; /* component ids */
-	bool shared_links;           /* left and right are the rank's link */
+	uint32_t sched, link, pe0; /* component ids: scheduler, rank link, PE 0's host */
 };
 
 /* The critical path of what the host sends: the kernel's path to the send,
- * then the serialisation the kernel computed (one PE per rank: the host is
- * its rank's link) and the link's latency — an IPCQ hop to a neighbour, or
- * a doorbell to the scheduler or to the rank's link component. */
-static enum rt_err port_send(void *p, enum tl_port_dst dst, uint64_t send_ps,
-			     uint64_t extra_ps, const Kb__Payload *msg,
-			     const struct rt_path *at_send)
+ * then the doorbell to the scheduler, the rank's link component or another
+ * PE's host (every IPCQ hop is the link component's, src/link.c). */
+static enum rt_err port_send(void *p, uint32_t dst, uint64_t send_ps, uint64_t extra_ps,
+			     const Kb__Payload *msg, const struct rt_path *at_send)
 {
 	struct host_state *h = p;
 	uint32_t id = dst == TL_PORT_SCHED ? h->sched
-		    : dst == TL_PORT_LEFT  ? h->left
-					   : h->right;
+		    : dst == TL_PORT_LINK  ? h->link
+					   : h->pe0 + (dst - TL_PORT_PE0) * PE_UNITS;
 	struct rt_path arrival;
-	bool hop = dst != TL_PORT_SCHED && !h->shared_links;
 
 	if (!at_send)
 		return rt_send_delayed(h->ctx, id, send_ps, extra_ps, 0, msg);
 	arrival = *at_send;
 	rt_path_add(&arrival, RT_PATH_LINK_SERIALISATION, extra_ps);
-	rt_path_add(&arrival, hop ? RT_PATH_LINK_LATENCY : RT_PATH_DOORBELL,
-		    rt_latency_to(h->ctx, id));
+	rt_path_add(&arrival, RT_PATH_DOORBELL, rt_latency_to(h->ctx, id));
 	return rt_send_path(h->ctx, id, send_ps, extra_ps, 0, msg, &arrival);
 }
 
@@ -95,6 +90,17 @@ static void port_trace_counter(void *p, const char *name, uint64_t ts_ps, uint64
 	rt_trace_counter(((struct host_state *)p)->ctx, name, ts_ps, value);
 }
 
+/* Program steps get a track of their own beside the kernel's clock. */
+static void port_trace_step(void *p, const char *name, uint64_t start_ps, uint64_t end_ps)
+{
+	struct rt_trace_span span = {
+		.track = 2, .track_name = "steps", .name = name, .cat = "step",
+		.start_ps = start_ps, .end_ps = end_ps,
+	};
+
+	rt_trace_slice(((struct host_state *)p)->ctx, &span);
+}
+
 static const struct tl_port_ops host_port = {
 	.send = port_send,
 	.stat_add = port_stat_add,
@@ -105,6 +111,7 @@ static const struct tl_port_ops host_port = {
 	.output_path = port_output_path,
 	.trace_slice = port_trace_slice,
 	.trace_counter = port_trace_counter,
+	.trace_step = port_trace_step,
 	.path_report = port_path_report,
 };
 
@@ -140,17 +147,9 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 	s->port = &host_port;
 	s->port_ctx = h;
 	h->sched = pe_component_id(cfg->pes, me->rank, me->pe, PE_SCHED);
-	h->left = pe_component_id(cfg->pes,
-				  pe_ring_neighbour(cfg->ranks, me->rank, PE_DIR_LEFT),
-				  me->pe, PE_HOST);
-	h->right = pe_component_id(cfg->pes,
-				   pe_ring_neighbour(cfg->ranks, me->rank, PE_DIR_RIGHT),
-				   me->pe, PE_HOST);
-	/* several PEs share the rank's ring links: both directions go through
-	 * the rank's link component (src/link.c) */
-	h->shared_links = pe_shared_links(cfg->ranks, cfg->pes);
-	if (h->shared_links)
-		h->left = h->right = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
+	/* every IPCQ message goes through the rank's link component (src/link.c) */
+	h->link = pe_link_component_id(cfg->ranks, cfg->pes, me->rank);
+	h->pe0 = pe_component_id(cfg->pes, me->rank, 0, PE_HOST);
 }
 
 static enum rt_err host_init(struct rt_ctx *ctx, void *state)
@@ -160,10 +159,16 @@ static enum rt_err host_init(struct rt_ctx *ctx, void *state)
 	enum rt_err rc;
 
 	h->ctx = ctx;
-	rc = tl_kernel_find(rt_job(ctx)->workload, &h->kernel);
-	if (rc != RT_EOK)
-		return rc;
+	if (rt_job(ctx)->program[0]) { /* a program file: its driver runs it */
+		snprintf(h->kernel.name, sizeof(h->kernel.name), "program");
+		h->kernel.fn = tl_program_text_kernel;
+	} else {
+		rc = tl_kernel_find(rt_job(ctx)->workload, &h->kernel);
+		if (rc != RT_EOK)
+			return rc;
+	}
 	fill_setup(ctx, h, &s);
+	s.program_text = rt_job(ctx)->program[0] ? rt_job(ctx)->program : NULL;
 	rc = tl_new(&s, &h->tl);
 	if (rc != RT_EOK)
 		return rc;
@@ -180,6 +185,8 @@ static enum rt_err host_deliver(struct host_state *h, const struct rt_delivery *
 					  d->time_ps, d->path);
 	case KB__PAYLOAD__BODY_IPCQ:
 		return tl_on_ipcq(h->tl, d->msg->ipcq, d->time_ps, d->path);
+	case KB__PAYLOAD__BODY_PE_SYNC:
+		return tl_on_pe_sync(h->tl, d->msg->pe_sync, d->time_ps, d->path);
 	default:
 		return rt_fail(RT_EPROTOCOL,
 			       "unexpected message (body %d) from component %u",
@@ -222,6 +229,17 @@ static void describe_cmd(const struct tl *tl, uint64_t id, char *buf, size_t cap
 	uint32_t from;
 
 	site_text(c->at, site, sizeof(site));
+	if (c->kind == TL_CMD_BARRIER) {
+		snprintf(buf, cap, "the barrier of rank %u's %u PEs entered at %s (barrier %llu), "
+			 "which another PE never reached", tl->s.rank, tl->s.pes, site,
+			 (unsigned long long)tl->bar_epoch + 1);
+		return;
+	}
+	if (c->kind == TL_CMD_RECV && c->p2p) {
+		snprintf(buf, cap, "the IPCQ receive posted at %s from rank %u with tag %u, "
+			 "and no message came", site, c->src_rank, c->tag);
+		return;
+	}
 	if (c->kind != TL_CMD_RECV) {
 		snprintf(buf, cap, "%s command %llu issued at %s, which the scheduler never completed",
 			 kinds[c->kind], (unsigned long long)id, site);

@@ -3,6 +3,7 @@
  * executable is linked -rdynamic, so the object resolves tl_* from it).
  * Only daemons load objects; the launcher checks the name against the
  * object's ELF dynamic symbols (runtime/src/elf_syms.c) without loading it. */
+#include "tl.h"
 #include "tl_host.h"
 
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/elf_syms.h"
 #include "rt/infile.h"
@@ -84,19 +86,26 @@ enum rt_err tl_kernel_find(const char *workload, struct tl_kernel_ref *out)
 		       workload);
 }
 
-/* The exported function `want`, or the one closest to it (two edits). */
+/* The exported function `want`, the one closest to it (two edits), and
+ * the names of all of them (for the line when `want` is not there). */
 struct sym_search {
 	const char *want;
 	bool found;
 	size_t best;
 	char near[128];
+	struct rt_buf all;  /* "a, b, c" */
+	unsigned n_all;
 };
+
+#define LISTED_MAX 12 /* exports named in the line; then "and N more" */
 
 static void sym_seen(void *ctx, const char *name)
 {
 	struct sym_search *s = ctx;
 	size_t d;
 
+	if (s->n_all++ < LISTED_MAX)
+		rt_buf_printf(&s->all, "%s%.60s", s->all.len ? ", " : "", name);
 	if (!strcmp(name, s->want)) {
 		s->found = true;
 		return;
@@ -107,9 +116,30 @@ static void sym_seen(void *ctx, const char *name)
 	snprintf(s->near, sizeof(s->near), "%s", name);
 }
 
+/* The object was built against this tl.h: its tl_abi_version (tl.h) is
+ * this kernbench's, read from the file's bytes, not by loading it. */
+static enum rt_err check_abi(const char *path, const struct rt_buf *file)
+{
+	uint32_t abi = 0;
+	enum rt_err err = rt_elf_u32(file->data, file->len, "tl_abi_version", &abi);
+
+	if (err == RT_ENOTFOUND)
+		return rt_fail(RT_ENOTFOUND, "kernel object %s carries no tl.h ABI version (no "
+			       "tl_abi_version symbol): rebuild it against this kernbench's tl.h "
+			       "(ABI %u)", path, TL_ABI_VERSION);
+	if (err)
+		return rt_fail(RT_ENOTFOUND, "kernel object %s: %s", path, rt_last_error());
+	if (abi != TL_ABI_VERSION)
+		return rt_fail(RT_ENOTFOUND, "kernel object %s was built against tl.h ABI %u and this "
+			       "kernbench has ABI %u: rebuild it against this kernbench's tl.h", path,
+			       abi, TL_ABI_VERSION);
+	return RT_EOK;
+}
+
 /* A misspelt kernel in a user's object is a usage error before any daemon
  * starts, found in the file's ELF symbol table: the launcher never loads
- * the object (its constructors must not run here). */
+ * the object (its constructors must not run here). The line lists what the
+ * object does export. */
 static enum rt_err check_symbol(const char *path, const char *name)
 {
 	struct sym_search s = { .want = name, .best = 3 };
@@ -117,14 +147,20 @@ static enum rt_err check_symbol(const char *path, const char *name)
 	enum rt_err err;
 
 	rt_buf_init(&file);
+	rt_buf_init(&s.all);
 	err = rt_infile_read(path, "kernel object", (size_t)1 << 30, false, &file);
 	if (!err && (err = rt_elf_functions(file.data, file.len, sym_seen, &s)) != RT_EOK)
 		err = rt_fail(RT_ENOTFOUND, "kernel object %s: %s", path, rt_last_error());
+	if (!err && !s.found)
+		err = rt_fail(RT_ENOTFOUND, "kernel '%s' not found in %s (it exports %s%s%s%s%s%s)",
+			      name, path, s.n_all ? s.all.data : "no functions",
+			      s.n_all > LISTED_MAX ? ", ..." : "", s.near[0] ? "; did you mean '" : "",
+			      s.near, s.near[0] ? "'?" : "", "");
+	if (!err)
+		err = check_abi(path, &file);
 	rt_buf_release(&file);
-	if (err || s.found)
-		return err;
-	return rt_fail(RT_ENOTFOUND, "kernel '%s' not found in %s%s%s%s", name, path,
-		       s.near[0] ? "; did you mean '" : "", s.near, s.near[0] ? "'?" : "");
+	rt_buf_release(&s.all);
+	return err;
 }
 
 enum rt_err tl_kernel_check(const char *workload)

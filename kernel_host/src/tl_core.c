@@ -126,6 +126,7 @@ void tl_destroy(struct tl **tl_p)
 	free(tl->lowering_buf);
 	tl_sites_release(tl);
 	rt_buf_release(&tl->args_log);
+	tl_program_release(tl);
 	free(tl);
 	*tl_p = NULL;
 }
@@ -170,6 +171,7 @@ static void report_end(struct tl *tl)
 	if (tl->s.port->path_report && tl->path_ok)
 		tl->s.port->path_report(tl->s.port_ctx, &tl->path);
 	report_args(tl);
+	tl_program_report(tl);
 }
 
 /* The coroutine body: the kernel, then a drain of its commands. */
@@ -488,7 +490,7 @@ struct tl_tref tl_tref_of(const struct tl_rec *r)
 	struct tl_tref t = {
 		.tcm = r->tcm, .pinned = r->pinned, .trans = r->trans,
 		.addr = r->addr, .rows = r->rows, .cols = r->cols,
-		.dtype = r->dtype,
+		.dtype = r->dtype, .row_stride = r->row_stride,
 	};
 	return t;
 }
@@ -618,25 +620,38 @@ uint32_t tl_num_ranks(const struct tl *tl) { return tl->s.ranks; }
 enum tl_mode tl_mode(const struct tl *tl) { return tl->s.mode; }
 uint64_t tl_now_ps(const struct tl *tl) { return tl->clock_ps; }
 
-/* Finds the last --arg called `name` (the last one wins). */
-static const char *arg_find(const struct tl_args *args, const char *name)
+/* Finds the last --arg called `name` (the last one wins: a program
+ * step's own arguments come after the run's); *step: it is the step's. */
+static const char *arg_find_in(const struct tl_args *args, const char *name, bool *step)
 {
+	*step = false;
 	for (uint32_t i = args->n; i-- > 0;)
-		if (strcmp(args->items[i].name, name) == 0)
+		if (strcmp(args->items[i].name, name) == 0) {
+			*step = args->n_global && i >= args->n_global;
 			return args->items[i].value;
+		}
 	return NULL;
 }
 
+static const char *arg_find(const struct tl_args *args, const char *name)
+{
+	bool step;
+
+	return arg_find_in(args, name, &step);
+}
+
 /* Records that the kernel asked for `name` and what it resolved to (the
- * first lookup of a name counts; names are short, lookups few). */
+ * first lookup of a name counts; names are short, lookups few). A program
+ * step's own argument is the program's, not the run's: not listed. */
 static void arg_note(const struct tl_args *args, const char *name, bool given,
 		     const char *value)
 {
 	struct tl *tl = args->owner;
 	struct rt_buf *log;
 	size_t len = strlen(name);
+	bool step;
 
-	if (!tl)
+	if (!tl || (arg_find_in(args, name, &step) && step))
 		return;
 	log = &tl->args_log;
 	for (const char *p = log->data; p && *p; p = strchr(p, '\n') + 1)
@@ -676,6 +691,12 @@ uint64_t tl_arg_u64(const struct tl_args *args, const char *name,
 uint32_t tl_arg_u32(const struct tl_args *args, const char *name,
 		    uint32_t def, uint32_t min, uint32_t max)
 {
+	/* the kernel's own mistake, not the command line's: a range that is
+	 * empty or leaves out the default would never hold */
+	if (min > max || def < min || def > max)
+		tl_abort(args->owner, (struct tl_site){ NULL, 0 }, RT_EINVAL,
+			 "tl_arg_u32(\"%.40s\", default %u, range %u to %u): the default must lie "
+			 "in a non-empty range", name, def, min, max);
 	return (uint32_t)arg_number(args, name, def, min, max);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rt/half.h"
+#include "rt/component.h"
 #include "rt/npy.h"
 #include "rt/rand.h"
 
@@ -153,6 +154,11 @@ bool tl_save_npy_at(struct tl *tl, struct tl_site at, const char *file,
 	float *wide = NULL;
 	enum rt_err rc;
 
+	const char *bad = rt_output_name_check(file);
+
+	/* a plain file of the output folder, never a path out of it */
+	if (bad)
+		tl_abort(tl, at, RT_EINVAL, "tl_save_npy: %s", bad);
 	tl_wait_all(tl, at);
 	if (tl->s.mode != TL_DATA || !tl->s.port->output_path)
 		return false;

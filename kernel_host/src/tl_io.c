@@ -26,6 +26,17 @@ _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,
 	tl_abort(tl, at, RT_EINVAL, "%s", detail);
 }
 
+_Noreturn void tl_arg_fail_at(struct tl *tl, struct tl_site at, const char *fmt, ...)
+{
+	char detail[640];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	tl_abort(tl, at, RT_EUSAGE, "%s", detail);
+}
+
 uint64_t tl_seed(const struct tl *tl)
 {
 	return tl->s.seed;
@@ -47,6 +58,10 @@ bool tl_inputs_dir(struct tl *tl, char *out, size_t cap)
 
 bool tl_output_file(struct tl *tl, const char *file, char *path, size_t cap)
 {
+	const char *bad = rt_output_name_check(file);
+
+	if (bad)
+		tl_abort(tl, (struct tl_site){ NULL, 0 }, RT_EINVAL, "tl_output_file: %s", bad);
 	if (!tl->s.port->output_path)
 		return false;
 	return tl->s.port->output_path(tl->s.port_ctx, file, path, cap) ==
@@ -205,6 +220,20 @@ bool tl_npy_write_at(struct tl *tl, struct tl_site at, const char *file,
 	if (!tl_output_file(tl, file, path, sizeof(path)))
 		return false;
 	if (rt_npy_write(path, (enum rt_npy_type)type, shape, ndim, data) != RT_EOK)
+		tl_abort(tl, at, RT_EIO, "writing %s: %s", path, rt_last_error());
+	return true;
+}
+
+bool tl_npy_write_part_at(struct tl *tl, struct tl_site at, const char *file,
+			  enum tl_npy_type type, const uint64_t *shape, uint32_t ndim,
+			  uint64_t first, uint64_t count, const void *data)
+{
+	char path[1200];
+
+	if (!tl_output_file(tl, file, path, sizeof(path)))
+		return false;
+	if (rt_npy_write_part(path, (enum rt_npy_type)type, shape, ndim, first, count, data) !=
+	    RT_EOK)
 		tl_abort(tl, at, RT_EIO, "writing %s: %s", path, rt_last_error());
 	return true;
 }

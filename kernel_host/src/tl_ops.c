@@ -127,11 +127,30 @@ void tl_wait_hbm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 }
 
 static struct tl_tref hbm_tref(uint64_t addr, uint32_t rows, uint32_t cols,
-			       enum tl_dtype dtype)
+			       uint64_t stride, enum tl_dtype dtype)
 {
 	struct tl_tref t = { .tcm = false, .pinned = false, .addr = addr,
-			     .rows = rows, .cols = cols, .dtype = dtype };
+			     .rows = rows, .cols = cols, .dtype = dtype, .row_stride = stride };
 	return t;
+}
+
+/* HBM bytes from the first element of rows x cols, rows `stride` apart
+ * (0: contiguous), to the end of the last row. */
+static uint64_t hbm_span(uint32_t rows, uint32_t cols, uint64_t stride, enum tl_dtype dtype)
+{
+	uint64_t row = (uint64_t)cols * tl_dtype_size(dtype);
+
+	return stride ? (uint64_t)(rows - 1) * stride + row : rows * row;
+}
+
+static void check_stride(struct tl *tl, struct tl_site at, const char *what, uint32_t cols,
+			 uint64_t stride, enum tl_dtype dtype)
+{
+	if (stride && stride < (uint64_t)cols * tl_dtype_size(dtype))
+		tl_abort(tl, at, RT_EKERNEL,
+			 "%s: a row stride of %llu bytes is below a row of %u elements (%llu bytes)",
+			 what, (unsigned long long)stride, cols,
+			 (unsigned long long)cols * tl_dtype_size(dtype));
 }
 
 static void emit_dma(struct tl *tl, struct tl_site at, uint64_t id,
@@ -158,34 +177,41 @@ static void emit_dma(struct tl *tl, struct tl_site at, uint64_t id,
 /* One DMA read of r's shape from hbm_addr into r (TCM); r's consumers
  * wait for it (lazy, lazy-load design D2). */
 static void emit_load(struct tl *tl, struct tl_site at, struct tl_rec *r,
-		      uint64_t hbm_addr)
+		      uint64_t hbm_addr, uint64_t stride)
 {
 	uint64_t bytes = tl_rec_bytes(r);
 	uint64_t id = tl_cmd_new(tl, at, TL_CMD_DMA);
-	struct tl_tref src = hbm_tref(hbm_addr, r->rows, r->cols, r->dtype);
+	struct tl_tref src = hbm_tref(hbm_addr, r->rows, r->cols, stride, r->dtype);
 	struct tl_tref dst = tl_tref_of(r);
 
 	tl->cmds[id].load = true;
 	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
-	tl_cmd_read_hbm(tl, id, hbm_addr, bytes);
+	tl_cmd_read_hbm(tl, id, hbm_addr, hbm_span(r->rows, r->cols, stride, r->dtype));
 	emit_dma(tl, at, id, false, &src, &dst);
 	r->producer = id;
 }
 
-tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
-		     uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+tl_tensor tl_load_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint32_t rows,
+			  uint32_t cols, uint64_t row_stride, enum tl_dtype dtype)
 {
 	uint64_t bytes;
 	tl_tensor t;
 
 	check_dims(tl, at, "tl_load", rows, cols, dtype);
-	bytes = (uint64_t)rows * cols * tl_dtype_size(dtype);
+	check_stride(tl, at, "tl_load_rows", cols, row_stride, dtype);
+	bytes = hbm_span(rows, cols, row_stride, dtype);
 	check_hbm(tl, at, "tl_load", hbm_addr, bytes);
 	/* a read must not overtake a pending store of the same bytes */
 	tl_wait_cmd(tl, at, pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes));
 	t = tl_scratch_tensor(tl, at, rows, cols, dtype);
-	emit_load(tl, at, &tl->slots[t.slot], hbm_addr);
+	emit_load(tl, at, &tl->slots[t.slot], hbm_addr, row_stride);
 	return t;
+}
+
+tl_tensor tl_load_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		     uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	return tl_load_rows_at(tl, at, hbm_addr, rows, cols, 0, dtype);
 }
 
 tl_future tl_load_async_at(struct tl *tl, struct tl_site at,
@@ -213,7 +239,7 @@ tl_future tl_load_async_into_at(struct tl *tl, struct tl_site at,
 	/* RAW on the HBM bytes, WAR/WAW on dst: earlier commands first */
 	tl_wait_cmd(tl, at, pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes));
 	tl_wait_tcm_range(tl, at, r->addr, r->addr + bytes);
-	emit_load(tl, at, r, hbm_addr);
+	emit_load(tl, at, r, hbm_addr, 0);
 	return (tl_future){ dst };
 }
 
@@ -223,31 +249,107 @@ tl_tensor tl_wait_at(struct tl *tl, struct tl_site at, tl_future f)
 	return f.t;
 }
 
-tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
-		    uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+tl_tensor tl_row_view(struct tl *tl, struct tl_site at, tl_tensor t, uint64_t col,
+		      uint32_t cols, uint64_t producer)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "view source"), *v;
+	struct tl_rec copy = *r;
+	tl_tensor view;
+	uint32_t gen, scope;
+
+	if (!copy.tcm || copy.trans || copy.rows != 1 || cols == 0 || col + cols > copy.cols)
+		tl_abort(tl, at, RT_EKERNEL, "view of columns [%llu, %llu) of a %ux%u tensor",
+			 (unsigned long long)col, (unsigned long long)(col + cols), copy.rows,
+			 copy.cols);
+	view = tl_rec_new(tl, at, &v);
+	gen = v->gen;
+	scope = v->scope;
+	*v = copy;
+	v->gen = gen;
+	v->scope = scope;
+	v->addr = copy.addr + col * tl_dtype_size(copy.dtype);
+	v->cols = cols;
+	v->producer = producer;
+	return view;
+}
+
+tl_tensor tl_rows_at(struct tl *tl, struct tl_site at, tl_tensor t, uint32_t row0,
+		     uint32_t rows)
+{
+	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_rows source"), *v;
+	struct tl_rec copy = *r;
+	tl_tensor view;
+	uint32_t gen, scope;
+
+	if (!copy.tcm || copy.trans || rows == 0 || row0 > copy.rows || rows > copy.rows - row0)
+		tl_abort(tl, at, RT_EKERNEL,
+			 "tl_rows: rows [%u, %u) of a %ux%u%s tensor (it needs a TCM tensor, not a "
+			 "tl_ref or a transposed view)", row0, row0 + rows, copy.rows, copy.cols,
+			 copy.tcm ? "" : " HBM");
+	view = tl_rec_new(tl, at, &v);
+	gen = v->gen;
+	scope = v->scope;
+	*v = copy;
+	v->gen = gen;
+	v->scope = scope;
+	v->addr = copy.addr + (uint64_t)row0 * copy.cols * tl_dtype_size(copy.dtype);
+	v->rows = rows;
+	return view;
+}
+
+tl_tensor tl_ref_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint32_t rows,
+			 uint32_t cols, uint64_t row_stride, enum tl_dtype dtype)
 {
 	struct tl_rec *r;
 	uint64_t bytes;
 	tl_tensor t;
 
 	check_dims(tl, at, "tl_ref", rows, cols, dtype);
-	bytes = (uint64_t)rows * cols * tl_dtype_size(dtype);
+	check_stride(tl, at, "tl_ref_rows", cols, row_stride, dtype);
+	bytes = hbm_span(rows, cols, row_stride, dtype);
 	check_hbm(tl, at, "tl_ref", hbm_addr, bytes);
 	t = tl_rec_new(tl, at, &r);
 	r->addr = hbm_addr;
 	r->rows = rows;
 	r->cols = cols;
 	r->dtype = dtype;
+	r->row_stride = row_stride;
 	r->producer = pending_hbm_writer(tl, hbm_addr, hbm_addr + bytes);
 	return t;
 }
 
+tl_tensor tl_ref_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
+		    uint32_t rows, uint32_t cols, enum tl_dtype dtype)
+{
+	return tl_ref_rows_at(tl, at, hbm_addr, rows, cols, 0, dtype);
+}
+
+static void store(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint64_t stride,
+		  tl_tensor t, bool wait);
+
 void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 		 tl_tensor t)
 {
+	store(tl, at, hbm_addr, 0, t, true);
+}
+
+void tl_store_rows_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint64_t row_stride,
+		      tl_tensor t)
+{
+	store(tl, at, hbm_addr, row_stride, t, true);
+}
+
+void tl_store_queued(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t)
+{
+	store(tl, at, hbm_addr, 0, t, false);
+}
+
+static void store(struct tl *tl, struct tl_site at, uint64_t hbm_addr, uint64_t stride,
+		  tl_tensor t, bool wait)
+{
 	struct tl_rec *r = tl_rec_get(tl, at, t, "tl_store source");
 	struct tl_tref src, dst;
-	uint64_t bytes = tl_rec_bytes(r), id;
+	uint64_t bytes, id;
 
 	if (!r->tcm)
 		tl_abort(tl, at, RT_EKERNEL,
@@ -255,14 +357,22 @@ void tl_store_at(struct tl *tl, struct tl_site at, uint64_t hbm_addr,
 	if (r->trans)
 		tl_abort(tl, at, RT_EKERNEL,
 			 "tl_store of a transposed view; store the tensor itself");
+	check_stride(tl, at, "tl_store_rows", r->cols, stride, r->dtype);
+	bytes = hbm_span(r->rows, r->cols, stride, r->dtype);
 	check_hbm(tl, at, "tl_store", hbm_addr, bytes);
-	tl_wait_operand(tl, at, r->producer);
+	/* a plain store waits as every operand does (tl_wait_operand); a
+	 * queued one leaves the ordering to the scheduler except after a
+	 * receive, which is the host's own */
+	if (wait)
+		tl_wait_operand(tl, at, r->producer);
+	else if (r->producer && tl->cmds[r->producer].kind == TL_CMD_RECV)
+		tl_wait_cmd(tl, at, r->producer);
 	id = tl_cmd_new(tl, at, TL_CMD_DMA);
-	tl_cmd_touch_tcm(tl, id, r->addr, bytes);
+	tl_cmd_touch_tcm(tl, id, r->addr, tl_rec_bytes(r));
 	tl->cmds[id].hbm_lo = hbm_addr;
 	tl->cmds[id].hbm_hi = hbm_addr + bytes;
 	src = tl_tref_of(r);
-	dst = hbm_tref(hbm_addr, r->rows, r->cols, r->dtype);
+	dst = hbm_tref(hbm_addr, r->rows, r->cols, stride, r->dtype);
 	emit_dma(tl, at, id, true, &src, &dst);
 }
 
@@ -343,7 +453,8 @@ static void touch_tref(struct tl *tl, uint64_t id, const struct tl_tref *t)
 	if (t->tcm)
 		tl_cmd_touch_tcm(tl, id, t->addr, bytes);
 	else /* a streamed tl_ref: the composite reads these HBM bytes */
-		tl_cmd_read_hbm(tl, id, t->addr, bytes);
+		tl_cmd_read_hbm(tl, id, t->addr,
+				hbm_span(t->rows, t->cols, t->row_stride, t->dtype));
 }
 
 uint64_t tl_issue_lowered(struct tl *tl, struct tl_site at,

@@ -22,6 +22,7 @@ struct tl_rec {
 	uint32_t rows, cols;/* stored dims */
 	enum tl_dtype dtype;
 	uint64_t producer;  /* last command writing it (0: none) */
+	uint64_t row_stride;/* HBM: bytes between rows (0: contiguous) */
 };
 
 /* Internal, wire-independent form of a TensorRef. */
@@ -30,6 +31,7 @@ struct tl_tref {
 	uint64_t addr;
 	uint32_t rows, cols;
 	enum tl_dtype dtype;
+	uint64_t row_stride; /* 0: contiguous */
 };
 
 #define TL_OP_MAX_OPERANDS 3
@@ -65,7 +67,7 @@ struct tl_lowered {
 	struct tl_tref rw[TL_CMD_MAX_RW];
 };
 
-enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV };
+enum tl_cmd_kind { TL_CMD_COMPOSITE, TL_CMD_DMA, TL_CMD_COPY, TL_CMD_RECV, TL_CMD_BARRIER };
 
 /* A command the host issued (or an IPCQ receive it waits for). */
 struct tl_cmd {
@@ -78,6 +80,8 @@ struct tl_cmd {
 	uint64_t hbm_rlo, hbm_rhi; /* HBM bytes it reads (bounding span) */
 	struct tl_site at;       /* where the kernel issued it */
 	uint32_t dir;            /* TL_CMD_RECV: the direction it receives from */
+	bool p2p;                /* TL_CMD_RECV: from (src_rank, tag), not a direction */
+	uint32_t src_rank, tag;
 	bool has_path;           /* done_path is known */
 	struct rt_path done_path;/* critical path to done_ps (rt/path.h) */
 };
@@ -98,7 +102,7 @@ struct tl_ipcq_msg {
 	struct rt_path path; /* critical path to arrive_ps */
 };
 
-/* Per-direction IPCQ state. */
+/* The receive FIFOs of one direction, or of one (source rank, tag). */
 struct tl_ipcq_dir {
 	struct tl_ipcq_msg *early; /* arrived, not yet received (FIFO) */
 	uint32_t n_early, cap_early, head_early;
@@ -111,12 +115,22 @@ struct tl_ipcq_dir {
 	struct rt_path link_free_path;
 };
 
+/* Point-to-point FIFOs, one per (source rank, tag) seen. */
+struct tl_ipcq_key {
+	uint32_t src_rank, tag;
+	struct tl_ipcq_dir q;
+};
+
 enum tl_state { TL_IDLE, TL_RUNNING, TL_WAITING, TL_DONE, TL_FAILED };
 
 struct tl_args {
 	const struct tl_arg *items;
 	uint32_t n;
 	struct tl *owner; /* to end the kernel on a malformed value */
+	/* a program step's (program.c): items[n_global..n) are the step's
+	 * own arguments, which summary.json's args do not list */
+	uint32_t n_global;
+	const char *const (*binds)[2]; /* parameter, tensor; NULL-ended */
 };
 
 /* The kernel host's own statistics (tl_stats.c has their units and
@@ -125,7 +139,8 @@ enum tl_stat_id {
 	TL_ST_DISPATCH, TL_ST_COMMANDS, TL_ST_KERNEL_PS, TL_ST_KERNEL_END, TL_ST_PEAK_SCRATCH,
 	TL_ST_WAIT, TL_ST_NONFINITE_OUT, TL_ST_IPCQ_BYTES, TL_ST_IPCQ_LINK_BUSY,
 	TL_ST_IPCQ_LINK_LEFT_BUSY, TL_ST_IPCQ_LINK_RIGHT_BUSY, TL_ST_IPCQ_LINK_LEFT_BYTES,
-	TL_ST_IPCQ_LINK_RIGHT_BYTES, TL_ST_IPCQ_RECV_WAIT, TL_ST_COUNT
+	TL_ST_IPCQ_LINK_RIGHT_BYTES, TL_ST_IPCQ_RECV_WAIT, TL_ST_BARRIERS, TL_ST_COLLECTIVES,
+	TL_ST_COLLECTIVE_PS, TL_ST_COUNT
 };
 
 /* PE_CPU time spent at one call site of the kernel: dispatching the
@@ -168,7 +183,28 @@ struct tl {
 	uint32_t n_saves, cap_saves;
 	uint32_t scope_serial;
 
+	/* the program being run (program.c), or NULL */
+	const struct tl_program *prog;
+	uint64_t *prog_addr;  /* each tensor's HBM address */
+	bool *prog_out;       /* the step being run writes it (TL_OUT) */
+	/* what a failing step leaves behind (tl_abort never returns to free
+	 * it): the step's argument list and a parsed program text, freed by
+	 * tl_program_release */
+	struct tl_arg *prog_args;
+	void *prog_text;
+	struct rt_buf steps_log; /* one line per step run: the steps part */
+
 	struct tl_ipcq_dir ipcq[2];
+	struct tl_ipcq_key *p2p; /* tl_send_to / tl_recv_from_async */
+	uint32_t n_p2p, cap_p2p, p2p_hit; /* p2p_hit: the last key found */
+
+	/* barriers among the PEs of the rank (barrier.c) */
+	uint64_t bar_epoch;   /* barriers this PE has passed */
+	uint32_t bar_arrived; /* PE 0: other PEs arrived at the current one */
+	uint64_t bar_cmd;     /* the barrier command this PE waits on (0: none) */
+	bool bar_waiting;     /* PE 0: it reached the barrier itself */
+	bool bar_has_path;    /* PE 0: bar_path is the last arrival's path */
+	struct rt_path bar_path;
 	struct tl_totals tot;
 	uint32_t stat_h[TL_ST_COUNT]; /* handle + 1 (0: not declared yet) */
 	struct tl_site_acc *sites;    /* open addressing by (file, line) */
@@ -228,6 +264,10 @@ uint32_t tl_rec_lrows(const struct tl_rec *r);
 uint32_t tl_rec_lcols(const struct tl_rec *r);
 
 /* ---- ops (tl_ops.c) */
+/* tl_store without waiting for the tensor's producer when the scheduler
+ * can order the DMA write after it (a composite, DMA or copy: its strict
+ * FIFO on overlapping bytes): the kernel goes on at once. */
+void tl_store_queued(struct tl *tl, struct tl_site at, uint64_t hbm_addr, tl_tensor t);
 void tl_wait_tcm_range(struct tl *tl, struct tl_site at, uint64_t lo,
 		       uint64_t hi);
 /* Waits for every pending command reading or writing HBM [lo, hi). */
@@ -305,8 +345,28 @@ struct tl_recipe {
 };
 const struct tl_recipe *tl_recipe_find(const char *name);
 
+/* ---- programs (program.c) */
+/* The steps part (steps.R.P) the launcher reads for summary.json. */
+void tl_program_report(struct tl *tl);
+void tl_program_release(struct tl *tl);
+
 /* ---- ipcq (ipcq.c) */
 void tl_ipcq_release(struct tl *tl);
+/* Ring route of a point-to-point send (IpcqData.route). */
+enum tl_route { TL_ROUTE_SHORTEST = 0, TL_ROUTE_LEFT = 1, TL_ROUTE_RIGHT = 2 };
+/* tl_send_to with an explicit ring route (collectives send both ways
+ * round a ring of two). */
+void tl_ipcq_send_to(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+		     enum tl_route route, tl_tensor t);
+/* tl_recv_from_async into an existing TCM tensor `dst` (after every
+ * pending command that touches its bytes). */
+tl_future tl_ipcq_recv_into(struct tl *tl, struct tl_site at, uint32_t rank, uint32_t tag,
+			    tl_tensor dst);
+/* A 1 x cols view of columns [col, col + cols) of the 1 x N TCM tensor t:
+ * the same bytes, a handle of its own (the current scope's) whose producer
+ * is `producer`. */
+tl_tensor tl_row_view(struct tl *tl, struct tl_site at, tl_tensor t, uint64_t col,
+		      uint32_t cols, uint64_t producer);
 /* The kernel waited on receive `id` from kernel clock `from_ps`: adds the
  * wait to the ring figures (docs/attention.md). */
 void tl_ipcq_waited(struct tl *tl, uint64_t id, uint64_t from_ps);

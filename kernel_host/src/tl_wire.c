@@ -35,6 +35,7 @@ void tl_wire_tref(struct tl_wire_tref *w, const struct tl_tref *t)
 	w->ref.dtype = (Kb__DType)t->dtype;
 	w->ref.pinned = t->pinned;
 	w->ref.trans = t->trans;
+	w->ref.row_stride = t->row_stride;
 }
 
 /* Everything one lowered composite needs on the wire, by value. */

@@ -11,10 +11,12 @@
  * file an overlay over the previous values; the values themselves go through
  * the same parser as `--set`, so both report type errors in the same words. */
 #include "rt/config.h"
+#include "rt/yamlcheck.h"
 
 #include <assert.h>
 #include <cyaml/cyaml.h>
 #include <yaml.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,6 +146,10 @@ const struct rt_config_field rt_config_fields[] = {
 	    "IPCQ ring link latency (per rank pair and direction)"),
 	U64("links.ipcq_bytes_per_cycle", ipcq_bytes_per_cycle, "160", "bytes/cycle", 1, MI,
 	    "IPCQ ring link bandwidth per rank pair and direction, shared by all PEs of the rank"),
+	STR("links.topology", link_topology, "ring", "name",
+	    "how ranks are joined: `ring` (a link each way to each ring neighbour; a message to a farther rank is forwarded hop by hop, cut-through) or `switch` (one port per rank into a non-blocking switch: a message crosses the sender's egress and the receiver's ingress port, links.ipcq_cycles apart)"),
+	U64("links.pe_sync_cycles", link_pe_sync_cycles, "100", "cycles", 1, GIGA,
+	    "latency of a notification between two PEs of a rank (tl_barrier, program steps); a modelling choice, not a published figure"),
 
 	U64("dispatch.fixed_cycles", dispatch_fixed_cycles, "40", "cycles", 0, GIGA,
 	    "PE_CPU cost of dispatching one command, fixed part (dispatch-cost design)"),
@@ -188,7 +194,7 @@ const struct rt_config_field rt_config_fields[] = {
 	U32("run.critical_path", critical_path, "1", "0 or 1", 0, 1,
 	    "1: every message carries the critical path to it and summary.json splits the latency by resource class (`critical_path`, docs/metrics.md); 0: none (to measure what it costs)"),
 	STR("run.bind_host", bind_host, "127.0.0.1", "address",
-	    "TCP address the daemons bind to"),
+	    "TCP address the daemons bind to: an IPv4 address (not a host name, not IPv6)"),
 };
 
 #define FIELD_COUNT (sizeof(rt_config_fields) / sizeof(rt_config_fields[0]))
@@ -410,6 +416,15 @@ uint64_t rt_config_cycle_ps(const struct rt_config *cfg)
 	return cfg->clock_mhz ? 1000000 / cfg->clock_mhz : 0;
 }
 
+enum rt_topology_kind rt_config_topology(const struct rt_config *cfg)
+{
+	if (!strcmp(cfg->link_topology, "ring"))
+		return RT_TOPOLOGY_RING;
+	if (!strcmp(cfg->link_topology, "switch"))
+		return RT_TOPOLOGY_SWITCH;
+	return RT_TOPOLOGY_UNKNOWN;
+}
+
 /* ------------------------------------------------------------ validation */
 
 /* A numeric field outside its documented range (a struct filled by hand
@@ -418,6 +433,11 @@ static enum rt_err check_range(const struct rt_config *cfg, const struct rt_conf
 {
 	uint64_t v = field_u64(cfg, f);
 
+	/* a configuration can come as bytes (an agent's job): a string must
+	 * end inside its field before anything reads it */
+	if (f->type == RT_CFG_STR && !memchr((const char *)cfg + f->offset, '\0', f->size))
+		return rt_fail(RT_ECONFIG, "config: %s is not a string of at most %zu bytes", f->key,
+			       f->size - 1);
 	if (f->type == RT_CFG_STR || (v >= f->min && v <= f->max))
 		return RT_EOK;
 	return rt_fail(RT_ECONFIG, "config: %s = %llu, must be %llu to %llu (%s)", f->key,
@@ -437,6 +457,26 @@ static enum rt_err check_cost(const struct rt_config *cfg, const struct rt_confi
 		       (unsigned long long)v, RT_CONFIG_MAX_COST_PS,
 		       (unsigned long long)cfg->clock_mhz,
 		       (unsigned long long)(RT_CONFIG_MAX_COST_PS / cycle));
+}
+
+/* run.bind_host is what the coordinator binds and every daemon connects
+ * to: a dotted IPv4 address. A name ("localhost") cannot be bound, and
+ * IPv6 ("::1") is not enabled on the sockets: both are refused here, with
+ * what to write instead, rather than failing at the bind. */
+static enum rt_err check_bind_host(const char *host)
+{
+	struct in_addr ip;
+
+	if (inet_pton(AF_INET, host, &ip) == 1)
+		return RT_EOK;
+	if (!strcmp(host, "localhost"))
+		return rt_fail(RT_ECONFIG, "config: run.bind_host 'localhost': a host name cannot be "
+			       "bound; give the address (127.0.0.1 for loopback)");
+	if (strchr(host, ':'))
+		return rt_fail(RT_ECONFIG, "config: run.bind_host '%.63s': IPv6 is not supported; give "
+			       "an IPv4 address (127.0.0.1 for loopback)", host);
+	return rt_fail(RT_ECONFIG, "config: run.bind_host '%.63s': expected an IPv4 address such as "
+		       "127.0.0.1 or 10.0.0.5", host);
 }
 
 enum rt_err rt_config_validate(const struct rt_config *cfg)
@@ -460,7 +500,10 @@ enum rt_err rt_config_validate(const struct rt_config *cfg)
 		if (f->type == RT_CFG_STR && !*((const char *)cfg + f->offset))
 			err = rt_fail(RT_ECONFIG, "config: %s is empty", f->key);
 	}
-	return err;
+	if (!err && rt_config_topology(cfg) == RT_TOPOLOGY_UNKNOWN)
+		err = rt_fail(RT_ECONFIG, "config: links.topology = '%.40s': expected ring or switch",
+			      cfg->link_topology);
+	return err ? err : check_bind_host(cfg->bind_host);
 }
 
 /* ------------------------------------------------------------ YAML schema */
@@ -1037,7 +1080,7 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	struct key_lines *kl = malloc(sizeof(*kl));
 	struct rt_config next = *cfg;
 	bool mark[RT_CONFIG_FIELDS_MAX] = { false }, no_memory;
-	char ***doc = NULL, *blanked;
+	char ***doc = NULL, *blanked, what[RT_PATH_MAX + 16];
 	cyaml_err_t cerr;
 	enum rt_err err;
 
@@ -1047,7 +1090,10 @@ static enum rt_err load_text(struct rt_config *cfg, const char *text, size_t len
 	}
 	if (!kl)
 		return rt_fail(RT_ENOMEM, "config %s: out of memory", origin);
-	err = yaml_precheck(text, len, origin, kl);
+	snprintf(what, sizeof(what), "config %s", origin);
+	err = rt_yaml_check_depth(text, len, RT_YAML_MAX_DEPTH, what);
+	if (!err)
+		err = yaml_precheck(text, len, origin, kl);
 	if (err)
 		goto out_free_lines;
 	blanked = blank_machine_scalar(text, len, kl, &no_memory);

@@ -17,6 +17,13 @@
 #include "rt/trace.h"
 #include "rt/wire.h"
 
+/* What arrived of one output file of an agent (FilePart frames). */
+struct file_tally {
+	char *path;
+	uint64_t parts; /* frames, the size-only first one included */
+	uint64_t bytes; /* data bytes */
+};
+
 struct peer {
 	bool present;           /* hosted here: an agent's coordinator leaves
 				 * the daemons of other hosts out */
@@ -30,11 +37,16 @@ struct peer {
 	bool assigned;          /* agents: an agent was given this host */
 	char token[RT_COORD_TOKEN_MAX]; /* its routing id: "INDEX.SECRET" */
 	uint64_t events;        /* last PROGRESS count */
+	uint64_t cpu_ns;        /* CPU time at the last liveness sample */
 	pid_t pid;
 	uint64_t next_local_ps;
 	Kb__Envelope **inbound; /* for its next GRANT (borrowed from rounds) */
 	size_t n_in;
 	size_t cap_in;
+	/* agents: the files it shipped, as they arrived (checked at its BYE) */
+	struct file_tally *files;
+	size_t n_files, cap_files;
+	uint64_t parts_taken, bytes_taken; /* over all its files (FileAck) */
 };
 
 struct rt_coord {
@@ -56,6 +68,7 @@ struct rt_coord {
 	uint64_t progress_ps;       /* latest simulated time a daemon reported */
 	bool progress_printed;      /* a plain progress line went out */
 	uint64_t recvs;         /* waits for a frame (signals: every 64th) */
+	uint64_t cpu_sampled_ms; /* last liveness sample (hooks->cpu_ns) */
 	int rcvtimeo_ms;        /* the socket's receive timeout now */
 	uint64_t strangers;     /* frames ignored from peers it did not spawn */
 	uint64_t strangers_shown;
@@ -101,10 +114,9 @@ static const char *peer_name(const struct rt_coord *c, uint32_t i, char *buf, si
 {
 	const struct rt_daemon_desc *d = &c->topo->daemons[i];
 
+	/* no pid: an error line must read the same run after run */
 	if (c->labels)
 		snprintf(buf, cap, "%s", c->labels[i]);
-	else if (c->peers[i].pid)
-		snprintf(buf, cap, "%s %s (pid %d)", d->name, d->label, (int)c->peers[i].pid);
 	else
 		snprintf(buf, cap, "%s %s", d->name, d->label);
 	return buf;
@@ -334,8 +346,12 @@ void rt_coord_destroy(struct rt_coord **cp)
 	free(c->labels);
 	rt_buf_release(&c->job_bytes);
 	rt_end_reports_release(&c->reports);
-	for (uint32_t i = 0; c->peers && i < c->n_peers; i++)
+	for (uint32_t i = 0; c->peers && i < c->n_peers; i++) {
 		free(c->peers[i].inbound);
+		for (size_t k = 0; k < c->peers[i].n_files; k++)
+			free(c->peers[i].files[k].path);
+		free(c->peers[i].files);
+	}
 	free(c->peers);
 	if (c->sock)
 		zmq_close(c->sock);
@@ -586,6 +602,15 @@ static bool maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t
 	return true;
 }
 
+/* Whether a frame is queued on the socket, unread. */
+static bool frames_waiting(struct rt_coord *c)
+{
+	int events = 0;
+	size_t len = sizeof(events);
+
+	return !zmq_getsockopt(c->sock, ZMQ_EVENTS, &events, &len) && (events & ZMQ_POLLIN);
+}
+
 /* Agents: a heartbeat to every ready host every RT_COORD_BEAT_MS (a send to
  * one whose connection dropped fails at once), and a host that sent nothing
  * for RT_COORD_SILENCE_MS since its Assign is gone (an agent beats while it
@@ -611,7 +636,10 @@ static enum rt_err keep_agents(struct rt_coord *c)
 			continue;
 		/* sending its files, an agent may wait its turn behind another's */
 		silence = (p->released ? 2u : 1u) * RT_COORD_SILENCE_MS;
-		if (now - p->heard_ms > silence)
+		/* silence is what did not arrive, not what this process has not
+		 * read yet: busy writing another host's files on a loaded
+		 * machine, it may be behind on its queue */
+		if (now - p->heard_ms > silence && !frames_waiting(c))
 			return rt_fail(RT_EPEER, "%s is gone: nothing from its agent for %u s (agent "
 				       "killed, host down or network cut)",
 				       peer_name(c, i, name, sizeof(name)), silence / 1000);
@@ -789,14 +817,49 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 		       (unsigned long long)c->job->config.watchdog_ms);
 }
 
+#define LIVE_SAMPLE_MS 250 /* how often the waited-for daemons' CPU clocks are read */
+#define LIVE_CPU_SHARE 100 /* alive: at least 1/100 of a core since the last read */
+
+/* Whether a daemon this wait is for consumed CPU since the last sample at
+ * more than 1% of a core (ADR 0035). Computing inside one long event (a
+ * data-mode kernel start can take minutes on a loaded machine) is
+ * progress; a stopped, blocked or deadlocked daemon uses next to nothing
+ * (its receive timeouts cost microseconds a second). Each waited daemon's
+ * clock is re-read at every sample, so a trickle never adds up. */
+static bool peers_computing(struct rt_coord *c, enum wait_for what)
+{
+	uint64_t now = wall_ms(), since = now - c->cpu_sampled_ms;
+	bool computing = false;
+
+	if (!c->hooks || !c->hooks->cpu_ns || since < LIVE_SAMPLE_MS)
+		return false;
+	c->cpu_sampled_ms = now;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		struct peer *p = &c->peers[i];
+		uint64_t cpu;
+
+		if (!p->present || (what == WAIT_READY ? p->ready : p->answered))
+			continue;
+		cpu = c->hooks->cpu_ns(c->hooks->arg, i);
+		if (cpu == RT_COORD_CPU_UNKNOWN)
+			continue;
+		if (p->cpu_ns && cpu > p->cpu_ns &&
+		    cpu - p->cpu_ns >= since * (1000000 / LIVE_CPU_SHARE))
+			computing = true;
+		p->cpu_ns = cpu;
+	}
+	return computing;
+}
+
 /* Waits for one frame from a daemon; keeps an eye on the hooks and the
  * watchdog. A blocking receive, not a poll: the fewest system calls on the
  * path of every window. Signals and ended children (hooks->fd) are looked
  * at after every idle slice (RECV_SLICE_MS) and every 64 waits, heartbeats
  * (keep_agents, tick) between frames. The watchdog counts only time this
  * process could run without any daemon making progress: a PROGRESS
- * heartbeat resets it, and a receive that returns late (the process was
- * stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
+ * heartbeat with more events, or CPU a waited-for daemon consumed
+ * (peers_computing), resets it, and a receive that returns late (the
+ * process was stopped, e.g. Ctrl-Z) counts only what it asked for. Strangers' frames
  * neither count nor end the run. On success *peer is the sender and *out
  * its decoded frame (caller frees). */
 static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **out,
@@ -830,8 +893,10 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 		if (err || taken == TAKEN_FRAME)
 			return err;
 		watch = taken == TAKEN_NOTHING;
-		/* an agent's heartbeat while others are missing is no progress */
-		if (taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) {
+		/* an agent's heartbeat while others are missing is no progress;
+		 * a daemon computing in a long event is (liveness, ADR 0035) */
+		if ((taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) ||
+		    peers_computing(c, what)) {
 			idle = 0;
 			started = wall_ms();
 		}
@@ -900,13 +965,87 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 	}
 }
 
-static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected)
+#define GATHER_MS 5000 /* how long the others of a round may take to answer */
+
+/* Whether participant `i` is still to answer the round `what` waits for. */
+static bool awaited(const struct rt_coord *c, uint32_t i, enum wait_for what)
+{
+	const struct peer *p = &c->peers[i];
+
+	return p->present && (what == WAIT_READY ? !p->ready : !p->answered);
+}
+
+/* Participant `first` reported a failure (`e`). Several often fail at once
+ * (every kernel host refusing the same --arg), and which frame comes first
+ * depends on the machine: so the others of the round are heard out (each
+ * answers DONE, READY or ERROR; at most GATHER_MS, or until something else
+ * ends the wait) and the line is the failure of the lowest participant,
+ * with how many others failed: the same text run after run. */
+static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb__Error *e,
+				   enum wait_for what)
+{
+	bool *settled = calloc(c->n_peers ? c->n_peers : 1, sizeof(*settled));
+	/* no longer than a silence the watchdog would tolerate */
+	uint64_t deadline = wall_ms() + (c->job->config.watchdog_ms < GATHER_MS
+						 ? c->job->config.watchdog_ms : GATHER_MS);
+	uint32_t lowest = first, more = 0;
+	char name[128];
+	enum rt_err err;
+	Kb__Sync *kept = NULL;
+
+	err = peer_error(e, peer_name(c, first, name, sizeof(name)));
+	if (!settled)
+		return err;
+	settled[first] = true;
+	for (;;) {
+		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
+		bool waiting = false;
+		Kb__Sync *s = NULL;
+		uint32_t i;
+		enum taken taken;
+		uint64_t now = wall_ms();
+
+		for (uint32_t k = 0; k < c->n_peers && !waiting; k++)
+			waiting = awaited(c, k, what) && !settled[k];
+		if (!waiting || now >= deadline || zmq_poll(&item, 1, (long)(deadline - now)) <= 0 ||
+		    take_frame(c, 0, &i, &s, &taken))
+			break;
+		if (taken != TAKEN_FRAME)
+			continue;
+		settled[i] = true;
+		if (s->body_case == KB__SYNC__BODY_ERROR) {
+			more++;
+			if (i < lowest) {
+				lowest = i;
+				rt_wire_free_sync(kept);
+				kept = s;
+				continue;
+			}
+		}
+		rt_wire_free_sync(s);
+	}
+	if (kept)
+		err = peer_error(kept->error, peer_name(c, lowest, name, sizeof(name)));
+	if (more) {
+		char line[1200];
+
+		snprintf(line, sizeof(line), "%s (and %u more daemon%s failed)", rt_last_error(), more,
+			 more == 1 ? "" : "s");
+		err = rt_fail(err, "%s", line);
+	}
+	rt_wire_free_sync(kept);
+	free(settled);
+	return err;
+}
+
+static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, const char *expected,
+			       enum wait_for what)
 {
 	char name[128];
 
 	peer_name(c, i, name, sizeof(name));
 	if (s->body_case == KB__SYNC__BODY_ERROR)
-		return peer_error(s->error, name);
+		return gather_failures(c, i, s->error, what);
 	return rt_fail(RT_EPROTOCOL, "daemon %s sent frame type %d, expected %s", name,
 		       s->body_case, expected);
 }
@@ -923,7 +1062,7 @@ static enum rt_err handshake(struct rt_coord *c)
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_READY || c->peers[i].ready)
-			err = frame_error(c, i, s, "READY once");
+			err = frame_error(c, i, s, "READY once", WAIT_READY);
 		else
 			err = check_ready(c, i, s->ready);
 		rt_wire_free_sync(s);
@@ -1040,7 +1179,7 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		if (err)
 			return err;
 		if (s->body_case != KB__SYNC__BODY_DONE || c->peers[i].answered)
-			err = frame_error(c, i, s, "one DONE");
+			err = frame_error(c, i, s, "one DONE", WAIT_DONE);
 		else if (s->done->window != k)
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
@@ -1299,6 +1438,113 @@ static enum rt_err check_unfinished(struct rt_coord *c)
 	return err;
 }
 
+/* The tally of `path` among what agent `p` shipped (files arrive one after
+ * another: the last one first), added if new. NULL: out of memory. */
+static struct file_tally *tally_of(struct peer *p, const char *path)
+{
+	struct file_tally *f;
+
+	if (p->n_files && !strcmp(p->files[p->n_files - 1].path, path))
+		return &p->files[p->n_files - 1];
+	for (size_t k = 0; k < p->n_files; k++)
+		if (!strcmp(p->files[k].path, path))
+			return &p->files[k];
+	if (p->n_files == p->cap_files) {
+		size_t cap = p->cap_files ? p->cap_files * 2 : 16;
+		struct file_tally *grown = realloc(p->files, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		p->files = grown;
+		p->cap_files = cap;
+	}
+	f = &p->files[p->n_files];
+	*f = (struct file_tally){ .path = strdup(path) };
+	if (!f->path)
+		return NULL;
+	p->n_files++;
+	return f;
+}
+
+/* FileAck to agent `i`: what of its files was written so far (its credit
+ * to send more), or, with `bye`, that its BYE was taken and it may exit.
+ * A send that fails is no error here: an agent that is gone is found by
+ * the silence rule, and one that left after its BYE needs nothing more. */
+static void ack_files(struct rt_coord *c, uint32_t i, bool bye)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__FileAck ack = KB__FILE_ACK__INIT;
+
+	ack.parts = c->peers[i].parts_taken;
+	ack.bytes = c->peers[i].bytes_taken;
+	ack.bye = bye;
+	sync.body_case = KB__SYNC__BODY_FILE_ACK;
+	sync.file_ack = &ack;
+	send_to(c, i, &sync);
+}
+
+/* An agent's output file piece: written by the hook, counted, credited. */
+static enum rt_err take_file_part(struct rt_coord *c, uint32_t i, const Kb__FilePart *part)
+{
+	struct peer *p = &c->peers[i];
+	struct file_tally *f = tally_of(p, part->path);
+	enum rt_err err;
+
+	if (!f)
+		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	err = c->hooks->on_file(c->hooks->arg, i, part);
+	if (err)
+		return err;
+	f->parts++;
+	f->bytes += part->data.len;
+	p->parts_taken++;
+	p->bytes_taken += part->data.len;
+	ack_files(c, i, false);
+	return RT_EOK;
+}
+
+/* An agent's BYE lists every file it shipped: each must have arrived
+ * whole (as many pieces and bytes as it sent), and nothing else. */
+static enum rt_err check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
+{
+	struct peer *p = &c->peers[i];
+	char name[128];
+	size_t listed = 0;
+
+	if (!c->agents)
+		return RT_EOK;
+	peer_name(c, i, name, sizeof(name));
+	for (size_t k = 0; k < bye->n_files; k++) {
+		const Kb__FileSent *sent = bye->files[k];
+		const struct file_tally *f = NULL;
+
+		for (size_t j = 0; j < p->n_files && !f; j++)
+			if (!strcmp(p->files[j].path, sent->path))
+				f = &p->files[j];
+		if (!f || f->parts != sent->parts || f->bytes != sent->bytes)
+			return rt_fail(RT_EPEER, "%s: output file %s arrived incomplete: its agent sent "
+				       "%llu pieces (%llu bytes), %llu (%llu bytes) arrived", name,
+				       sent->path, (unsigned long long)sent->parts,
+				       (unsigned long long)sent->bytes,
+				       (unsigned long long)(f ? f->parts : 0),
+				       (unsigned long long)(f ? f->bytes : 0));
+		listed++;
+	}
+	if (listed != p->n_files) {
+		for (size_t j = 0; j < p->n_files; j++) {
+			bool found = false;
+
+			for (size_t k = 0; k < bye->n_files && !found; k++)
+				found = !strcmp(p->files[j].path, bye->files[k]->path);
+			if (!found)
+				return rt_fail(RT_EPEER, "%s: output file %s arrived but its agent's BYE "
+					       "does not list it", name, p->files[j].path);
+		}
+		return rt_fail(RT_EPEER, "%s: its agent's BYE lists a file twice", name);
+	}
+	return RT_EOK;
+}
+
 static enum rt_err collect_bye(struct rt_coord *c)
 {
 	struct rt_end_reports *r = &c->reports;
@@ -1317,22 +1563,35 @@ static enum rt_err collect_bye(struct rt_coord *c)
 			return err;
 		if (s->body_case == KB__SYNC__BODY_FILE_PART && c->agents && !c->peers[i].answered &&
 		    c->hooks && c->hooks->on_file) {
-			err = c->hooks->on_file(c->hooks->arg, i, s->file_part);
+			err = take_file_part(c, i, s->file_part);
 			rt_wire_free_sync(s);
 			if (err)
 				return err;
 			continue;
 		}
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
-			err = frame_error(c, i, s, "BYE");
+			err = frame_error(c, i, s, "BYE", WAIT_BYE);
 		else
 			err = index_reports(c, i, s->bye);
+		if (!err && s->body_case == KB__SYNC__BODY_BYE)
+			err = check_files(c, i, s->bye);
 		r->byes[r->n_byes++] = s; /* the index points into it */
 		if (err)
 			return err;
 		c->peers[i].answered = true;
 		c->peers[i].gone = true;
+		/* everything it sent is written: it may exit (ADR 0050) */
+		if (c->agents)
+			ack_files(c, i, true);
 		got++;
+	}
+	/* every agent waits for its BYE's ack, queued now: closing the socket
+	 * must deliver them (they are alive, so this takes a round trip),
+	 * where a failed run's socket drops what it still holds */
+	if (c->agents) {
+		int linger = RT_COORD_SILENCE_MS;
+
+		zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof(linger));
 	}
 	return check_unfinished(c);
 }

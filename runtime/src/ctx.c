@@ -107,6 +107,7 @@ static const char *payload_kind(const Kb__Payload *msg)
 	case KB__PAYLOAD__BODY_IPCQ: return "ipcq";
 	case KB__PAYLOAD__BODY_HBM_REQUEST: return "hbm_request";
 	case KB__PAYLOAD__BODY_HBM_DONE: return "hbm_done";
+	case KB__PAYLOAD__BODY_PE_SYNC: return "pe_sync";
 	default: return "message";
 	}
 }
@@ -611,6 +612,41 @@ static void printable_name(const char *name, char *out, size_t cap)
 					 c);
 	}
 	out[used] = '\0';
+}
+
+/* The files a run writes itself, and what `kernbench plot` adds. */
+static const char *const run_files[] = {
+	"summary.json", "op_log.jsonl", "trace.json", "trace.json.gz", "trace.pftrace",
+	"critical_path.jsonl", "stats.csv", "timeline.png", "timeline.svg", "utilisation.png",
+	"utilisation.svg", "utilisation.json",
+};
+
+const char *rt_output_name_check(const char *name)
+{
+	static _Thread_local char why[256];
+	char shown[80];
+	size_t len = name ? strlen(name) : 0;
+	const char *what = NULL;
+
+	if (!len)
+		return "output file name is empty";
+	for (size_t i = 0; i < len && !what; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			what = "has a control byte";
+		else if (name[i] == '/')
+			what = "has a '/' (it must be a file in the output folder itself)";
+	if (!what && name[0] == '.')
+		what = "starts with '.' (., .. and the folder's own .kernbench-* and .parts files)";
+	if (!what && len > 255)
+		what = "is longer than 255 bytes";
+	for (size_t i = 0; !what && i < sizeof(run_files) / sizeof(run_files[0]); i++)
+		if (!strcmp(name, run_files[i]))
+			what = "is one of the run's own results";
+	if (!what)
+		return NULL;
+	printable_name(name, shown, sizeof(shown));
+	snprintf(why, sizeof(why), "output file name \"%s\" %s", shown, what);
+	return why;
 }
 
 const char *rt_stat_name_check(const char *name)

@@ -64,20 +64,62 @@ static enum rt_err each_symbol(const unsigned char *d, const Elf64_Shdr *sym,
 	return RT_EOK;
 }
 
+/* The dynamic symbol table and its strings, or an error. */
+static enum rt_err dynsym(const unsigned char *d, size_t len, Elf64_Ehdr *eh, Elf64_Shdr *sym,
+			  Elf64_Shdr *str)
+{
+	enum rt_err err = check_header(d, len, eh);
+
+	for (uint32_t i = 0; !err && i < eh->e_shnum; i++) {
+		err = section(d, len, eh, i, sym);
+		if (err || sym->sh_type != SHT_DYNSYM)
+			continue;
+		err = section(d, len, eh, sym->sh_link, str);
+		if (!err && (sym->sh_entsize != sizeof(Elf64_Sym) || str->sh_type != SHT_STRTAB))
+			err = rt_fail(RT_EINVAL, "malformed ELF dynamic symbol table");
+		return err;
+	}
+	return err ? err : rt_fail(RT_EINVAL, "ELF file has no dynamic symbol table");
+}
+
+enum rt_err rt_elf_u32(const void *data, size_t len, const char *name, uint32_t *out)
+{
+	const unsigned char *d = data;
+	Elf64_Ehdr eh;
+	Elf64_Shdr sym, str, home;
+	enum rt_err err = dynsym(d, len, &eh, &sym, &str);
+	const char *names = (const char *)d + str.sh_offset;
+
+	for (uint64_t i = 0; !err && i < sym.sh_size / sizeof(Elf64_Sym); i++) {
+		Elf64_Sym s;
+
+		memcpy(&s, d + sym.sh_offset + i * sizeof(s), sizeof(s));
+		if (ELF64_ST_TYPE(s.st_info) != STT_OBJECT || s.st_shndx == SHN_UNDEF ||
+		    s.st_shndx >= SHN_LORESERVE || s.st_name >= str.sh_size ||
+		    !memchr(names + s.st_name, '\0', str.sh_size - s.st_name) ||
+		    strcmp(names + s.st_name, name))
+			continue;
+		err = section(d, len, &eh, s.st_shndx, &home);
+		if (err)
+			return err;
+		/* its bytes: an offset into the section that holds it */
+		if (home.sh_type == SHT_NOBITS || s.st_size != sizeof(*out) ||
+		    s.st_value < home.sh_addr || s.st_value - home.sh_addr > home.sh_size ||
+		    home.sh_size - (s.st_value - home.sh_addr) < sizeof(*out))
+			return rt_fail(RT_EINVAL, "ELF symbol %s is not a 4-byte value in the file", name);
+		memcpy(out, d + home.sh_offset + (s.st_value - home.sh_addr), sizeof(*out));
+		return RT_EOK;
+	}
+	return err ? err : RT_ENOTFOUND;
+}
+
 enum rt_err rt_elf_functions(const void *data, size_t len,
 			     void (*fn)(void *ctx, const char *name), void *ctx)
 {
 	const unsigned char *d = data;
 	Elf64_Ehdr eh;
-	Elf64_Shdr sh, str;
-	enum rt_err err = check_header(d, len, &eh);
+	Elf64_Shdr sym, str;
+	enum rt_err err = dynsym(d, len, &eh, &sym, &str);
 
-	for (uint32_t i = 0; !err && i < eh.e_shnum; i++) {
-		err = section(d, len, &eh, i, &sh);
-		if (err || sh.sh_type != SHT_DYNSYM)
-			continue;
-		err = section(d, len, &eh, sh.sh_link, &str);
-		return err ? err : each_symbol(d, &sh, &str, fn, ctx);
-	}
-	return err ? err : rt_fail(RT_EINVAL, "ELF file has no dynamic symbol table");
+	return err ? err : each_symbol(d, &sym, &str, fn, ctx);
 }

@@ -3,6 +3,7 @@
 #include "rt/job.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,57 @@ enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *top
 	return RT_EOK;
 }
 
+/* Whether `len` bytes at `p` hold a NUL. */
+static bool terminated(const char *p, size_t len)
+{
+	return memchr(p, '\0', len) != NULL;
+}
+
+/* A bool read from bytes is 0 or 1, or reading it is undefined. */
+static bool is_bool(const void *p)
+{
+	unsigned char c;
+
+	memcpy(&c, p, 1);
+	return c <= 1;
+}
+
+enum rt_err rt_job_check(const struct rt_job *job)
+{
+	const void *bools[] = { &job->trace_windows, &job->trace_off, &job->quiet,
+				&job->trace.no_flows, &job->keys.on };
+	const struct rt_keys *k = &job->keys;
+
+	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
+		if (!is_bool(bools[i]))
+			return rt_fail(RT_EDECODE, "job: a flag is neither true nor false");
+	if (!terminated(job->workload, sizeof(job->workload)) ||
+	    !terminated(job->out_dir, sizeof(job->out_dir)) ||
+	    !terminated(job->result_dir, sizeof(job->result_dir)) ||
+	    !terminated(job->inputs_dir, sizeof(job->inputs_dir)) ||
+	    !terminated(k->server_public, sizeof(k->server_public)) ||
+	    !terminated(k->server_secret, sizeof(k->server_secret)) ||
+	    !terminated(k->client_public, sizeof(k->client_public)) ||
+	    !terminated(k->client_secret, sizeof(k->client_secret)))
+		return rt_fail(RT_EDECODE, "job: a path or a key does not end inside its field");
+	if ((unsigned)job->transport > RT_TRANSPORT_TCP || (unsigned)job->colocate > RT_COLOCATE_ALL ||
+	    (unsigned)job->mode > RT_MODE_DATA || (unsigned)job->trace.format > RT_TRACE_PERFETTO)
+		return rt_fail(RT_EDECODE, "job: transport, colocation, mode or trace format out of range");
+	if (job->n_args > RT_MAX_ARGS)
+		return rt_fail(RT_EDECODE, "job: %u arguments (at most %d)", job->n_args, RT_MAX_ARGS);
+	for (uint32_t i = 0; i < job->n_args; i++)
+		if (!terminated(job->args[i].name, sizeof(job->args[i].name)) ||
+		    !terminated(job->args[i].value, sizeof(job->args[i].value)))
+			return rt_fail(RT_EDECODE, "job: argument %u does not end inside its field", i);
+	for (size_t r = 0; r < sizeof(job->host_of_rank); r++)
+		if (job->host_of_rank[r] >= RT_MAX_RANKS)
+			return rt_fail(RT_EDECODE, "job: rank %zu is on host %u (at most %d hosts)", r,
+				       job->host_of_rank[r], RT_MAX_RANKS);
+	if (rt_config_validate(&job->config))
+		return rt_fail(RT_EDECODE, "job: %s", rt_last_error());
+	return RT_EOK;
+}
+
 enum rt_err rt_job_adopt(int fd, struct rt_job *job)
 {
 	struct job_frame fr;
@@ -138,7 +190,8 @@ enum rt_err rt_job_adopt(int fd, struct rt_job *job)
 	if (fr.magic != JOB_MAGIC || fr.size != sizeof(*job) ||
 	    fr.checksum != rt_hash(RT_HASH_INIT, job, sizeof(*job)))
 		return rt_fail(RT_EDECODE, "daemon: the job file is corrupt or from another build");
-	return RT_EOK;
+	/* whole and summed, and still outside bytes to an agent: checked */
+	return rt_job_check(job);
 }
 
 enum rt_err rt_job_topology(int fd, struct rt_topology *topo)

@@ -52,12 +52,22 @@ enum rt_err rt_keys_generate(struct rt_keys *k)
 	return RT_EOK;
 }
 
+/* The file's lines; the server secret only if the keys have it. */
+static int key_text(const struct rt_keys *k, char *text, size_t cap)
+{
+	int n = 0;
+
+	for (int i = 0; i < 4; i++)
+		if (key_slot((struct rt_keys *)k, i)[0])
+			n += snprintf(text + n, cap - (size_t)n, "%s %s\n", key_names[i],
+				      key_slot((struct rt_keys *)k, i));
+	return n;
+}
+
 enum rt_err rt_keys_write(const struct rt_keys *k, const char *path)
 {
 	char text[512];
-	int n = snprintf(text, sizeof(text), "%s %s\n%s %s\n%s %s\n%s %s\n", key_names[0],
-			 k->server_public, key_names[1], k->server_secret, key_names[2],
-			 k->client_public, key_names[3], k->client_secret);
+	int n = key_text(k, text, sizeof(text));
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0)
@@ -136,14 +146,46 @@ enum rt_err rt_keys_parse(const char *text, size_t len, const char *where, struc
 		}
 		at += n + 1;
 	}
+	/* the server secret is the coordinator's alone: an agent's file may
+	 * leave it out (rt_keys_client_side) */
 	for (int i = 0; i < 4; i++)
-		if (!(seen & (1u << i))) {
+		if (!(seen & (1u << i)) && i != 1) {
 			memset(k, 0, sizeof(*k));
 			return rt_fail(RT_ECONFIG, "%s: missing '%s' (write the file with "
 				       "`kernbench keygen --out FILE`)", where, key_names[i]);
 		}
 	k->on = true;
 	return RT_EOK;
+}
+
+void rt_keys_client_side(const struct rt_keys *k, struct rt_keys *out)
+{
+	*out = *k;
+	memset(out->server_secret, 0, sizeof(out->server_secret));
+}
+
+/* Who may read a key file: its owner only (mode 0600, 0400), or also
+ * its group (0640, 0440: a Kubernetes Secret mounted with fsGroup, which a
+ * non-root container reads through its group) when the owner is root or
+ * this user — no one else could have handed it to us — and the folder it
+ * is in cannot be written by others (no one swapped it in). */
+static bool key_mode_ok(const char *path, const struct stat *st)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat ds;
+
+	if (!(st->st_mode & 077))
+		return true;
+	if ((st->st_mode & 077) != 040 || (st->st_uid != 0 && st->st_uid != geteuid()))
+		return false;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return stat(dir, &ds) == 0 && !(ds.st_mode & S_IWOTH);
 }
 
 enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
@@ -155,13 +197,15 @@ enum rt_err rt_keys_load(const char *path, struct rt_keys *k)
 
 	if (rt_keys_check_curve())
 		return RT_ETRANSPORT;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* non-blocking: a FIFO planted as the key file must not hang */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return rt_fail(RT_ECONFIG, "--keys '%s': %s", path, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !key_mode_ok(path, &st)) {
 		close(fd);
-		return rt_fail(RT_ECONFIG, "--keys '%s': not a regular file of mode 0600 "
-			       "(others may read the secret keys)", path);
+		return rt_fail(RT_ECONFIG, "--keys '%s': not a regular file of mode 0600 or 0400, "
+			       "or 0640/0440 owned by root or this user in a folder others cannot "
+			       "write (others may read or replace the secret keys)", path);
 	}
 	n = read(fd, text, sizeof(text));
 	close(fd);
@@ -239,6 +283,11 @@ enum rt_err rt_keys_serve(const struct rt_keys *k, void *zctx, void *sock, struc
 	int one = 1, zero = 0;
 
 	*out = NULL;
+	if (!k->server_secret[0]) {
+		free(z);
+		return rt_fail(RT_ECONFIG, "--keys: the file has no server-secret, which the "
+			       "coordinator needs (give it the file `kernbench keygen` wrote)");
+	}
 	if (!z)
 		return rt_fail(RT_ENOMEM, "coordinator: no memory for the ZAP handler");
 	zmq_z85_decode(z->client, k->client_public);

@@ -9,6 +9,7 @@
 #include "rt/npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,6 +487,48 @@ enum rt_err rt_npy_write(const char *path, enum rt_npy_type type,
 		err = rt_buf_append(&b, data, (size_t)count * dt->size);
 	if (!err)
 		err = rt_buf_write_file(&b, path);
+	rt_buf_release(&b);
+	return err;
+}
+
+enum rt_err rt_npy_write_part(const char *path, enum rt_npy_type type, const uint64_t *shape,
+			      uint32_t ndim, uint64_t first, uint64_t count, const void *data)
+{
+	const struct npy_dtype *dt = NULL;
+	uint64_t total = 1;
+	struct rt_buf b;
+	enum rt_err err;
+	int fd;
+
+	for (size_t i = 0; i < NPY_DTYPE_COUNT; i++)
+		if (npy_dtypes[i].type == type)
+			dt = &npy_dtypes[i];
+	if (!dt || ndim > RT_NPY_MAX_DIMS)
+		return rt_fail(RT_EINVAL, "npy %s: cannot write type %d with %u dimensions (at most %d)",
+			       path, (int)type, ndim, RT_NPY_MAX_DIMS);
+	for (uint32_t d = 0; d < ndim; d++) {
+		if (shape[d] && total > SIZE_MAX / dt->size / shape[d])
+			return rt_fail(RT_EINVAL, "npy %s: shape too large to write", path);
+		total *= shape[d];
+	}
+	if (first > total || count > total - first)
+		return rt_fail(RT_EINVAL, "npy %s: elements [%llu, %llu) outside its %llu", path,
+			       (unsigned long long)first, (unsigned long long)(first + count),
+			       (unsigned long long)total);
+	rt_buf_init(&b);
+	err = write_header(&b, dt->descr, shape, ndim);
+	if (err) {
+		rt_buf_release(&b);
+		return err;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || pwrite(fd, b.data, b.len, 0) != (ssize_t)b.len ||
+	    ftruncate(fd, (off_t)(b.len + total * dt->size)) ||
+	    (count && pwrite(fd, data, (size_t)(count * dt->size),
+			     (off_t)(b.len + first * dt->size)) != (ssize_t)(count * dt->size)))
+		err = rt_fail(RT_EIO, "npy %s: cannot write: %s", path, strerror(errno));
+	if (fd >= 0 && close(fd) && !err)
+		err = rt_fail(RT_EIO, "npy %s: cannot close: %s", path, strerror(errno));
 	rt_buf_release(&b);
 	return err;
 }

@@ -110,6 +110,11 @@ static enum rt_err check_bye(const Kb__Bye *bye)
 					       "BYE: component %u: unfinished-work line has a control byte",
 					       r->component);
 	}
+	/* an agent's shipped files: names the coordinator may look up */
+	for (size_t i = 0; i < bye->n_files; i++)
+		if (!bye->files[i] || rt_wire_check_part_path(bye->files[i]->path))
+			return rt_fail(RT_EDECODE, "BYE: shipped file %zu: %s", i,
+				       bye->files[i] ? rt_last_error() : "empty");
 	return RT_EOK;
 }
 
@@ -153,6 +158,7 @@ static enum rt_err check_sync(const Kb__Sync *m)
 	case KB__SYNC__BODY_PROGRESS:
 	case KB__SYNC__BODY_HELLO:
 	case KB__SYNC__BODY_ASSIGN:
+	case KB__SYNC__BODY_FILE_ACK:
 		return RT_EOK;
 	case KB__SYNC__BODY_FILE_PART:
 		return rt_wire_check_part_path(m->file_part->path);
@@ -297,6 +303,7 @@ enum rt_err rt_wire_check_payload(const Kb__Payload *p)
 	case KB__PAYLOAD__BODY_IPCQ:
 	case KB__PAYLOAD__BODY_HBM_REQUEST:
 	case KB__PAYLOAD__BODY_HBM_DONE:
+	case KB__PAYLOAD__BODY_PE_SYNC:
 		return RT_EOK;
 	case KB__PAYLOAD__BODY_COMMAND:
 		return check_command(p->command);

@@ -37,7 +37,8 @@ static enum rt_err push_range(struct sched_range **arr, uint32_t *n,
 	return RT_EOK;
 }
 
-/* The bytes `t` covers (contiguous row-major). Empty for a NULL tensor. */
+/* The bytes `t` spans (row-major, rows row_stride apart). Empty for a
+ * NULL tensor. */
 static struct sched_range tensor_range(const Kb__TensorRef *t, uint32_t rank,
 				       uint32_t pe)
 {
@@ -49,6 +50,12 @@ static struct sched_range tensor_range(const Kb__TensorRef *t, uint32_t rank,
 	bytes = rt_dtype_bytes(t->dtype);
 	for (size_t d = 0; d < t->n_shape; d++)
 		bytes *= t->shape[d]; /* dims are u32 and <= 4 once planned */
+	if (t->row_stride && t->n_shape) { /* a window: first row to last row's end */
+		uint64_t rows = bytes / rt_dtype_bytes(t->dtype) / t->shape[t->n_shape - 1];
+
+		bytes = (rows - 1) * t->row_stride +
+			(uint64_t)t->shape[t->n_shape - 1] * rt_dtype_bytes(t->dtype);
+	}
 	r.space = t->space;
 	r.pe = t->space == KB__SPACE__SPACE_TCM ? pe : 0;
 	r.lo = t->addr;

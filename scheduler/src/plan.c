@@ -195,13 +195,19 @@ static enum rt_err tensor_view(const struct builder *bd, const Kb__TensorRef *t,
 	if (rows > UINT32_MAX)
 		return rt_fail(RT_EDECODE, "%s %llu: tensor %s has too many rows",
 			       bd->what, (unsigned long long)bd->id, name);
+	if (t->row_stride && t->row_stride < (uint64_t)t->shape[t->n_shape - 1] *
+						     rt_dtype_bytes(t->dtype))
+		return rt_fail(RT_EDECODE, "%s %llu: tensor %s has a row stride of %llu bytes, "
+			       "below its row", bd->what, (unsigned long long)bd->id, name,
+			       (unsigned long long)t->row_stride);
 	*v = (struct sched_view){
 		.space = t->space,
 		.addr = t->addr,
 		.rows = (uint32_t)rows,
 		.cols = t->shape[t->n_shape - 1],
-		.row_stride = (uint64_t)t->shape[t->n_shape - 1] *
-			      rt_dtype_bytes(t->dtype),
+		.row_stride = t->row_stride ? t->row_stride
+					    : (uint64_t)t->shape[t->n_shape - 1] *
+						      rt_dtype_bytes(t->dtype),
 		.dtype = t->dtype,
 		.trans = t->trans,
 	};

@@ -3,11 +3,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../integration/harness.h"
@@ -35,6 +38,38 @@ pid_t kbh_spawn(char *const argv[], const char *errpath, int resource, rlim_t va
 	if (own_group)
 		setpgid(pid, pid);
 	return pid;
+}
+
+pid_t kbh_spawn_as(uid_t uid, char *const argv[], const char *errpath)
+{
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd >= 0)
+			fchmod(fd, 0666); /* the test reads it back whoever wrote it */
+		dup2(fd, 2);
+		dup2(null, 1);
+		if (setgroups(0, NULL) || setgid((gid_t)uid) || setuid(uid))
+			_exit(126);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* cleared by the change of user */
+		execv(kb_bin(), argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+uid_t kbh_nobody(void)
+{
+	struct passwd *pw = getpwnam("nobody");
+
+	return pw ? pw->pw_uid : 65534;
 }
 
 bool kbh_ipc_endpoint(pid_t launcher, char *endpoint, size_t cap)

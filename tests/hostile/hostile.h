@@ -14,6 +14,12 @@
  * first; own_group puts it in a new process group (its pid). */
 pid_t kbh_spawn(char *const argv[], const char *errpath, int resource, rlim_t value,
 		bool own_group);
+/* Starts `kernbench ARGV...` as user `uid` (group `uid`, no supplementary
+ * groups) with stderr to `errpath`; -1 if this process may not change
+ * user (not root). */
+pid_t kbh_spawn_as(uid_t uid, char *const argv[], const char *errpath);
+/* The uid of `nobody` (65534 when unknown). */
+uid_t kbh_nobody(void);
 /* The ipc endpoint of a running launcher ("ipc:///tmp/kb-PID-XXXXXX/coord"). */
 bool kbh_ipc_endpoint(pid_t launcher, char *endpoint, size_t cap);
 /* The tcp port a running launcher listens on (0 if none found). */

@@ -6,12 +6,25 @@
 //     joining two events);
 //   - on each track (pid, tid) slices nest: none partially overlaps another;
 //   - no displayTimeUnit (older Perfetto scales timestamps by it).
+// The engine and its whole dependency tree are pinned by package-lock.json
+// beside this file (`npm ci`); it runs on Node 18 (Debian 12) and later.
 // usage: node check_trace.mjs ENGINE_DIR TRACE(.json|.json.gz)
 // Prints "ok flows=N slices=M tracks=T" or one line per problem; exit 1.
 import fs from 'node:fs';
 import path from 'node:path';
 import url from 'node:url';
 import zlib from 'node:zlib';
+
+// Node before 20.18 (Debian 12 ships 18.20) has no static URL.parse, which
+// the trace engine calls; the WHATWG definition is `new URL` or null.
+if (typeof URL.parse !== 'function')
+  URL.parse = (input, base) => {
+    try {
+      return new URL(input, base);
+    } catch {
+      return null;
+    }
+  };
 
 const [engineDir, file] = process.argv.slice(2);
 if (!engineDir || !file) {

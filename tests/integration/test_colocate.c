@@ -5,7 +5,7 @@
  * ring attention (IPCQ bytes between ranks) and the pipelined GEMM
  * plug-in kernel (DMA, GEMM and scheduler traffic inside a PE) run with
  * a daemon per component, per PE, per rank and one for all, over inproc
- * and ipc; every output file, the delivery digest and the simulation's
+ * (tcp for the plug-in kernel, ADR 0037) and ipc; every output file, the delivery digest and the simulation's
  * part of summary.json must equal the reference's. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -91,7 +91,8 @@ static int compare_outputs(const char *ref, const char *dir, const char *what)
 static void check_all_placements(const char *tag, const char *const *args, int min_files)
 {
 	static const char *const colocations[] = { "none", "pe", "rank", "all" };
-	static const char *const transports[] = { "inproc", "ipc" };
+	/* a kernel object never runs in daemon threads (ADR 0037): tcp then */
+	const char *const transports[] = { strchr(args[0], ':') ? "tcp" : "inproc", "ipc" };
 	char base[256], ref[400], dir[400], what[128];
 
 	kb_tmpdir(base, sizeof(base), tag);
@@ -157,7 +158,7 @@ Test(colocate, message_bigger_than_the_decode_arena_in_every_grouping, .timeout 
 	snprintf(so, sizeof(so), "%s/ipcq_probe.so:ipcq_probe", plugins);
 	kb_tmpdir(base, sizeof(base), "coloc-big");
 	snprintf(ref, sizeof(ref), "%s/ref", base);
-	run_placed(ref, args, "all", "inproc");
+	run_placed(ref, args, "all", "tcp"); /* one daemon; a kernel object never in a thread */
 	for (size_t c = 0; c < sizeof(colocations) / sizeof(colocations[0]); c++) {
 		snprintf(dir, sizeof(dir), "%s/%s", base, colocations[c]);
 		run_placed(dir, args, colocations[c], "ipc");

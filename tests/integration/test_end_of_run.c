@@ -194,7 +194,8 @@ Test(end_of_run, receive_never_waited_for_blocks_the_kernel_return, .timeout = 6
 }
 
 /* The same deadlock, the same line, whatever the transport and colocation
- * (daemon threads with inproc, one daemon for everything). */
+ * (tcp, one daemon for everything; a kernel object never runs in daemon
+ * threads: ADR 0037). */
 Test(end_of_run, deadlock_line_is_the_same_across_deployments, .timeout = 90)
 {
 	char dir[256], so[600], first[4096];
@@ -204,7 +205,7 @@ Test(end_of_run, deadlock_line_is_the_same_across_deployments, .timeout = 90)
 	run_kernel(&r, so, "ring", dir, "2", NULL, NULL);
 	cr_assert_eq(r.status, 1, "%s", r.err);
 	snprintf(first, sizeof(first), "%s", r.err);
-	run_kernel(&r, so, "ring", dir, "2", "--transport", "inproc");
+	run_kernel(&r, so, "ring", dir, "2", "--transport", "tcp");
 	cr_expect_eq(r.status, 1, "%s", r.err);
 	cr_expect_str_eq(r.err, first);
 	run_kernel(&r, so, "ring", dir, "2", "--colocate", "all");

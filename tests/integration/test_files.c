@@ -361,10 +361,17 @@ Test(files_outputs, failed_run_leaves_no_results, .timeout = 60)
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
 		cr_assert(exists(dir, results[i]), "%s missing after a good run", results[i]);
-	/* fails inside the kernel, after the daemons started */
+	/* a usage error, even one the kernel finds, leaves DIR as it was */
 	kb_run(&r, "run", "gemm", "--pes", "1", "--mode", "data", "--quiet", "--out", dir, "--arg",
 	       "m=0", NULL);
 	cr_assert_eq(r.status, 2, "%s", r.err); /* the kernel refused it: a usage error */
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+		cr_expect(exists(dir, results[i]), "a usage error removed %s", results[i]);
+	/* fails after the daemons started (a daemon dies) */
+	setenv("KB_FAULT", "crash@r0.pe0.dma:2", 1);
+	kb_run(&r, "run", "gemm", "--pes", "1", "--mode", "data", "--quiet", "--out", dir, NULL);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(r.status, 1, "%s", r.err);
 	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
 		cr_expect(!exists(dir, results[i]), "%s left after a failed run", results[i]);
 	cr_expect(!exists(dir, ".kernbench-staging"), "staging folder left behind");
@@ -398,8 +405,10 @@ Test(files_outputs, files_kernbench_did_not_write_are_kept, .timeout = 60)
 	write_file(mine, "mine\n");
 	kb_run(&r, "run", "traffic", "--quiet", "--out", dir, NULL);
 	cr_assert_eq(r.status, 0, "%s", r.err);
-	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, "--arg", "m=0", NULL);
-	cr_assert_eq(r.status, 2, "%s", r.err);
+	setenv("KB_FAULT", "crash@r0.pe0.dma:2", 1);
+	kb_run(&r, "run", "gemm", "--pes", "1", "--quiet", "--out", dir, NULL);
+	unsetenv("KB_FAULT");
+	cr_assert_eq(r.status, 1, "%s", r.err);
 	cr_expect(!exists(dir, "summary.json"), "the failed run left the previous summary");
 	cr_expect(exists(dir, "notes.txt"), "a file kernbench did not write was deleted");
 }

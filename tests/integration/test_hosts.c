@@ -570,16 +570,43 @@ Test(hosts, agents_index_from_mpirun_environment_with_keys, .timeout = 120)
 	kb_expect_same_run(c.one, c.two, true);
 }
 
-/* Strangers on the coordinator's port during a run across hosts: garbage,
- * a Hello for a host that has its agent, a READY under a made-up token.
- * None joins or stalls the run; the result is the one-host run's. */
+/* The client side of the keys a coordinator without --keys left for its
+ * user's agents (ADR 0036): "name KEY" lines. */
+static void read_run_keys(int port, char server[41], char pub[41], char sec[41])
+{
+	char path[96], *text, *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "/tmp/kernbench-%u/coordinator-%d.keys", (unsigned)geteuid(),
+		 port);
+	text = kb_slurp(path, NULL);
+	cr_assert(text, "no key file %s", path);
+	server[0] = pub[0] = sec[0] = '\0';
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *key = strchr(line, ' ');
+
+		if (!key || strlen(key + 1) != 40)
+			continue;
+		*key++ = '\0';
+		memcpy(!strcmp(line, "server-public") ? server : !strcmp(line, "client-public") ? pub
+											   : sec,
+		       key, 41);
+	}
+	free(text);
+	cr_assert(server[0] && pub[0] && sec[0], "incomplete key file %s", path);
+}
+
+/* Strangers on the coordinator's port during a run across hosts: one
+ * without the run's keys (its frames never arrive: CURVE), and one holding
+ * them that sends garbage, a Hello for a host that has its agent and a
+ * READY under a made-up token. None joins or stalls the run; the result
+ * is the one-host run's. */
 Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 {
 	struct hosts_case c;
 	char at[64];
-	char *argv[32], reply[512];
+	char *argv[32], reply[512], server[41], pub[41], sec[41];
 	struct kb_result res;
-	int port = test_port(10), zero = 0, wait_ms = 3000;
+	int port = test_port(10), zero = 0, wait_ms = 1500;
 	pid_t coord, a0, a1;
 	void *zctx = zmq_ctx_new(), *s;
 	Kb__Sync sync = KB__SYNC__INIT;
@@ -592,29 +619,47 @@ Test(hosts, strangers_neither_join_nor_change_the_run, .timeout = 120)
 	snprintf(at, sizeof(at), "tcp://127.0.0.1:%d", port);
 	hosts_case(&c, "hosts_strangers", port, "  - ranks: [0]\n  - ranks: [1]\n");
 	ring_argv(argv, c.one, "q", "none", NULL);
-	argv[12] = (char *)"seq_kv=2048";
+	argv[12] = (char *)"seq_kv=8192"; /* long enough for the probes */
 	kb_runv(&res, argv);
 	cr_assert_eq(res.status, 0, "one host: %s", res.err);
 	ring_argv(argv, c.two, "q", "none", c.hosts);
-	argv[12] = (char *)"seq_kv=2048";
+	argv[12] = (char *)"seq_kv=8192"; /* long enough for the probes */
 	coord = kb_spawn(argv, c.ec);
 	a0 = spawn_agent(port, 0, c.e0);
 	a1 = spawn_agent(port, 1, c.e1);
 	/* both agents have their hosts (they made their folders after Assign) */
 	cr_assert(agent_started(a0) && agent_started(a1));
+	/* the key file lives as long as the run: read it before the probes */
+	read_run_keys(port, server, pub, sec);
 
-	s = zmq_socket(zctx, ZMQ_DEALER);
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
-	zmq_setsockopt(s, ZMQ_ROUTING_ID, "hello-stranger", 14);
-	cr_assert_eq(zmq_connect(s, at), 0);
-	zmq_send(s, "\xff\x01 garbage", 10, 0);
-	/* a Hello for host 0, which has its agent: refused in one frame */
+	/* without the keys: a Hello is never answered */
 	hello.index = 0;
 	sync.schema_version = KB__SCHEMA__SCHEMA_VERSION;
 	sync.body_case = KB__SYNC__BODY_HELLO;
 	sync.hello = &hello;
 	len = kb__sync__pack(&sync, frame);
+	s = zmq_socket(zctx, ZMQ_DEALER);
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+	cr_assert_eq(zmq_connect(s, at), 0);
+	zmq_send(s, frame, len, 0);
+	cr_expect_lt(zmq_recv(s, reply, sizeof(reply) - 1, 0), 0,
+		     "a stranger without the run's keys was answered");
+	zmq_close(s);
+
+	/* with the keys (read from the run's key file, as its agents do) */
+	s = zmq_socket(zctx, ZMQ_DEALER);
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	/* an answer is expected here: wait as long as a loaded machine needs */
+	wait_ms = 30000;
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+	zmq_setsockopt(s, ZMQ_ROUTING_ID, "hello-stranger", 14);
+	zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server, 41);
+	zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 41);
+	zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 41);
+	cr_assert_eq(zmq_connect(s, at), 0);
+	zmq_send(s, "\xff\x01 garbage", 10, 0);
+	/* a Hello for host 0, which has its agent: refused in one frame */
 	zmq_send(s, frame, len, 0);
 	got = zmq_recv(s, reply, sizeof(reply) - 1, 0);
 	cr_expect(got > 0, "a refused Hello is answered");

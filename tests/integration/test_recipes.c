@@ -669,3 +669,140 @@ Test(recipes, agents_indexed_by_each_launcher_variable_match_one_host, .timeout 
 		kb_expect_same_run(one, many, true);
 	}
 }
+
+/* ---------------------------------------------------------------- image */
+
+/* The words of `VAR := ...` in the Makefile (continuation lines joined),
+ * space-separated and sorted, into `out`. */
+static void make_list(const char *makefile, const char *var, char *out, size_t cap);
+
+/* Sorts the space-separated words of `in` into `out`. */
+static void sorted_words(const char *in, char *out, size_t cap)
+{
+	char copy[4096], *words[256], *save = NULL;
+	int n = 0;
+
+	snprintf(copy, sizeof(copy), "%s", in);
+	for (char *w = strtok_r(copy, " \t\n", &save); w && n < 256; w = strtok_r(NULL, " \t\n", &save))
+		words[n++] = w;
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && strcmp(words[k - 1], words[k]) > 0; k--) {
+			char *t = words[k];
+
+			words[k] = words[k - 1];
+			words[k - 1] = t;
+		}
+	out[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", words[i]);
+}
+
+static void make_list(const char *makefile, const char *var, char *out, size_t cap)
+{
+	char head[64], joined[4096] = "";
+	const char *at;
+
+	snprintf(head, sizeof(head), "\n%s := ", var);
+	at = strstr(makefile, head);
+	cr_assert(at, "the Makefile has no %s", var);
+	at += strlen(head);
+	for (size_t n = 0; *at && *at != '\n' && n + 1 < sizeof(joined); at++) {
+		if (*at == '\\' && at[1] == '\n') {
+			at++;
+			joined[n++] = ' ';
+		} else {
+			joined[n++] = *at;
+		}
+		joined[n] = '\0';
+	}
+	sorted_words(joined, out, cap);
+}
+
+/* The packages of every `apt-get install` in stage `stage` (0-based, by
+ * FROM) of a Dockerfile, sorted; its FROM image into `from`. */
+static void docker_stage_pkgs(const char *text, int stage, char *from, size_t from_cap,
+			      char *out, size_t cap)
+{
+	char joined[16384] = "", pkgs[4096] = "", *line, *save = NULL;
+	int at = -1;
+	size_t n = 0;
+
+	/* join continuation lines */
+	for (const char *p = text; *p && n + 1 < sizeof(joined); p++) {
+		if (*p == '\\' && p[1] == '\n')
+			p++, joined[n++] = ' ';
+		else
+			joined[n++] = *p;
+	}
+	joined[n] = '\0';
+	from[0] = '\0';
+	for (line = strtok_r(joined, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *inst, *word, *wsave = NULL;
+
+		if (!strncmp(line, "FROM ", 5)) {
+			if (++at == stage)
+				sscanf(line + 5, "%127s", from);
+			continue;
+		}
+		if (at != stage || strncmp(line, "RUN ", 4) || !(inst = strstr(line, "apt-get install")))
+			continue;
+		inst += strlen("apt-get install");
+		for (word = strtok_r(inst, " \t", &wsave); word && strcmp(word, "&&");
+		     word = strtok_r(NULL, " \t", &wsave))
+			if (word[0] != '-')
+				snprintf(pkgs + strlen(pkgs), sizeof(pkgs) - strlen(pkgs), " %s", word);
+	}
+	cr_assert(from[0], "the Dockerfile has no stage %d", stage);
+	sorted_words(pkgs, out, cap);
+}
+
+/* deploy/k8s/Dockerfile builds with the Makefile's RUN_DEB_PKGS on Debian
+ * 12 and runs on IMAGE_DEB_PKGS, which hold every library the binary
+ * needs (NEEDED entries, owned by those packages or libc6). */
+Test(recipes, dockerfile_installs_the_makefiles_packages, .timeout = 30)
+{
+	char *docker = recipe_text("deploy/k8s/Dockerfile");
+	char *makefile = recipe_text("Makefile");
+	char want[4096], got[4096], from[128], cmd[1200], lib[256], list[4200];
+	FILE *p;
+
+	docker_stage_pkgs(docker, 0, from, sizeof(from), got, sizeof(got));
+	make_list(makefile, "RUN_DEB_PKGS", want, sizeof(want));
+	cr_expect_str_eq(got, want, "the build stage installs \"%s\", the Makefile's RUN_DEB_PKGS "
+			 "are \"%s\"", got, want);
+	cr_expect(!strncmp(from, "debian:12", 9), "the build stage is FROM %s", from);
+	docker_stage_pkgs(docker, 1, from, sizeof(from), got, sizeof(got));
+	make_list(makefile, "IMAGE_DEB_PKGS", want, sizeof(want));
+	cr_expect_str_eq(got, want, "the image installs \"%s\", the Makefile's IMAGE_DEB_PKGS "
+			 "are \"%s\"", got, want);
+	cr_expect(!strncmp(from, "debian:12", 9), "the image is FROM %s", from);
+	cr_expect(strstr(docker, "make install"), "the Dockerfile does not install the binary");
+
+	snprintf(cmd, sizeof(cmd), "objdump -p '%s' | awk '/NEEDED/{print $2}'",
+		 getenv("KB_RELEASE_BIN") ? getenv("KB_RELEASE_BIN") : kb_bin());
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(lib, sizeof(lib), p)) {
+		char owner[512] = "", q[600];
+		FILE *d;
+
+		lib[strcspn(lib, "\n")] = '\0';
+		snprintf(q, sizeof(q), "dpkg -S '*/%s' 2>/dev/null | grep -v i386 | head -1 | "
+			 "cut -d: -f1", lib);
+		d = popen(q, "r");
+		if (d && fgets(owner, sizeof(owner), d))
+			owner[strcspn(owner, "\n")] = '\0';
+		if (d)
+			pclose(d);
+		if (!owner[0])
+			continue; /* not from a Debian package here: nothing to compare */
+		snprintf(list, sizeof(list), " %s ", want);
+		snprintf(q, sizeof(q), " %s ", owner);
+		cr_expect(!strcmp(owner, "libc6") || strstr(list, q),
+			  "kernbench needs %s from %s, which IMAGE_DEB_PKGS (%s) lacks", lib, owner,
+			  want);
+	}
+	pclose(p);
+	free(docker);
+	free(makefile);
+}

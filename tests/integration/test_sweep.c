@@ -478,3 +478,84 @@ Test(sweep, machine_presets_are_an_axis, .timeout = 240)
 	cr_expect_str_neq(at(&c, 0, "pes"), at(&c, 1, "pes"));
 	free(c.text);
 }
+
+/* Issue 19 item 2 for the sweep: nothing outside OUT. A link planted at
+ * OUT/points, at a point's log or at results.csv, sweep.json or
+ * sweep.png is never followed: the sweep refuses the first (exit 2) and
+ * replaces the others with its own files; the victim keeps its bytes. */
+Test(sweep, planted_links_are_never_followed, .timeout = 240)
+{
+	static const char *const outs[] = { "results.csv", "sweep.json", "sweep.png" };
+	static const char *const two[] = { "sweep", "gemm", "--arg", "m=64,128", "--arg", "k=96",
+					   "--jobs", "2", NULL };
+	char dir[256], out[300], victim[300], vdir[300], path[700], log[1000];
+	struct kb_result r;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	char *text;
+	FILE *f;
+
+	kb_tmpdir(dir, sizeof(dir), "sweep-links");
+	snprintf(out, sizeof(out), "%s/sw", dir);
+	snprintf(victim, sizeof(victim), "%s/victim.txt", dir);
+	snprintf(vdir, sizeof(vdir), "%s/victim-dir", dir);
+	f = fopen(victim, "w");
+	cr_assert_not_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	cr_assert_eq(mkdir(vdir, 0755), 0);
+	cr_assert_eq(mkdir(out, 0755), 0);
+
+	/* OUT/points a link to another folder: refused before anything runs */
+	snprintf(path, sizeof(path), "%s/points", out);
+	cr_assert_eq(symlink(vdir, path), 0);
+	run_sweep(&r, two, out, NULL);
+	cr_expect_eq(r.status, 2, "%s", r.err);
+	cr_expect(strstr(r.err, "points") && strstr(r.err, "link"), "%s", r.err);
+	cr_expect_eq(kb_count_lines(r.err), 1, "%s", r.err);
+	d = opendir(vdir);
+	cr_assert_not_null(d);
+	while ((e = readdir(d)))
+		cr_expect(e->d_name[0] == '.', "%s written into the linked folder", e->d_name);
+	closedir(d);
+	cr_assert_eq(unlink(path), 0);
+
+	/* the sweep's own files links to the victim */
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", out, outs[i]);
+		cr_assert_eq(symlink(victim, path), 0);
+	}
+	run_sweep(&r, two, out, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", out, outs[i]);
+		cr_expect(!lstat(path, &st) && S_ISREG(st.st_mode), "%s is not the sweep's own file",
+			  outs[i]);
+	}
+	text = kb_slurp(victim, NULL);
+	cr_expect_str_eq(text ? text : "", "precious\n", "the victim was written through a link");
+	free(text);
+
+	/* a point's log a link: the point runs again (its folder removed)
+	 * into a fresh log, the victim untouched */
+	snprintf(path, sizeof(path), "%s/points", out);
+	d = opendir(path);
+	cr_assert_not_null(d);
+	log[0] = '\0';
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".log") && !log[0])
+			snprintf(log, sizeof(log), "%s/%s", path, e->d_name);
+	closedir(d);
+	cr_assert(log[0], "no point log in %s", path);
+	snprintf(path, sizeof(path), "rm -rf '%.*s'", (int)(strlen(log) - 4), log);
+	cr_assert_eq(system(path), 0);
+	cr_assert_eq(unlink(log), 0);
+	cr_assert_eq(symlink(victim, log), 0);
+	run_sweep(&r, two, out, NULL);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_expect(!lstat(log, &st) && S_ISREG(st.st_mode), "%s is not a fresh log", log);
+	text = kb_slurp(victim, NULL);
+	cr_expect_str_eq(text ? text : "", "precious\n", "the victim was written through a link");
+	free(text);
+}

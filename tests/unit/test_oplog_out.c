@@ -195,7 +195,7 @@ static void expect_same_as_old(const char *chunk)
 		setenv("KB_MERGE_CHUNK", chunk, 1);
 	make_parts(&f, 7);
 	want = expected_log(&f, &want_busy);
-	cr_assert_eq(kb_oplog_write(f.job, &f.topo, &busy), RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EOK, "%s", rt_last_error());
 	snprintf(path, sizeof(path), "%s/op_log.jsonl", f.dir);
 	got = slurp(path);
 	cr_expect_str_eq(got, want, "op_log.jsonl differs from the rt_json records");
@@ -207,7 +207,7 @@ static void expect_same_as_old(const char *chunk)
 	f.job->oplog_off = true;
 	remove(path);
 	busy = 0;
-	cr_assert_eq(kb_oplog_write(f.job, &f.topo, &busy), RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EOK, "%s", rt_last_error());
 	cr_expect_eq(busy, want_busy);
 	cr_expect(access(path, F_OK) != 0, "--op-log off wrote %s", path);
 	cleanup(&f);
@@ -238,11 +238,11 @@ Test(oplog_out, a_record_naming_a_missing_string_is_a_corrupt_part, .timeout = 3
 	cr_assert(p);
 	fwrite(&bad, sizeof(bad), 1, p);
 	fclose(p);
-	cr_expect_eq(kb_oplog_write(f.job, &f.topo, &busy), RT_EPROTOCOL);
+	cr_expect_eq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EPROTOCOL);
 	cr_expect(strstr(rt_last_error(), "corrupt op log part"), "%s", rt_last_error());
 	p = fopen(path, "ab");
 	fwrite("xyz", 3, 1, p); /* a torn record */
 	fclose(p);
-	cr_expect_neq(kb_oplog_write(f.job, &f.topo, &busy), RT_EOK);
+	cr_expect_neq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EOK);
 	cleanup(&f);
 }

@@ -227,6 +227,45 @@ Test(wire, other_schema_version_and_empty_window_are_rejected, .timeout = 10)
 	rt_buf_release(&b);
 }
 
+/* An agent's BYE lists the files it shipped (ADR 0050): each a name the
+ * coordinator may look up in its output folder, like a FilePart's. */
+Test(wire, bye_file_lists_name_only_output_files, .timeout = 10)
+{
+	Kb__Sync sync = KB__SYNC__INIT, *out = NULL;
+	Kb__Bye bye = KB__BYE__INIT;
+	Kb__FileSent good = KB__FILE_SENT__INIT, bad = KB__FILE_SENT__INIT;
+	Kb__FileSent *files[2] = { &good, &bad };
+	Kb__FileAck ack = KB__FILE_ACK__INIT;
+	struct rt_buf b;
+
+	good.path = (char *)".parts/r0.oplog";
+	good.parts = 3;
+	bad.path = (char *)"../escape";
+	bye.files = files;
+	bye.n_files = 1;
+	sync.body_case = KB__SYNC__BODY_BYE;
+	sync.bye = &bye;
+	rt_buf_init(&b);
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_assert_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EOK);
+	cr_expect_eq(out->bye->n_files, 1);
+	cr_expect_eq(out->bye->files[0]->parts, 3);
+	rt_wire_free_sync(out);
+	bye.n_files = 2;
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_expect_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EDECODE);
+	cr_expect(strstr(rt_last_error(), "shipped file 1"), "%s", rt_last_error());
+	ack.parts = 7;
+	ack.bye = true;
+	sync.body_case = KB__SYNC__BODY_FILE_ACK;
+	sync.file_ack = &ack;
+	cr_assert_eq(rt_wire_encode_sync(&sync, &b), RT_EOK);
+	cr_assert_eq(rt_wire_decode_sync((uint8_t *)b.data, b.len, &out), RT_EOK);
+	cr_expect(out->file_ack->bye && out->file_ack->parts == 7);
+	rt_wire_free_sync(out);
+	rt_buf_release(&b);
+}
+
 /* docs/config.md carries the rendered field table: it must not drift. */
 Test(config_doc, docs_config_md_matches_the_field_table, .timeout = 10)
 {

@@ -66,7 +66,7 @@ static void exec_command(const struct fake *f, const Kb__Command *cmd)
 	sched_plan_release(&p);
 }
 
-static enum rt_err fake_send(void *ctx, enum tl_port_dst dst, uint64_t send_ps,
+static enum rt_err fake_send(void *ctx, uint32_t dst, uint64_t send_ps,
 			     uint64_t extra_ps, const Kb__Payload *msg,
 			     const struct rt_path *at_send)
 {

@@ -46,6 +46,7 @@ static int share(const struct rt_topology *t)
 
 	cr_assert_not_null(job);
 	strcpy(job->workload, "test");
+	rt_config_defaults(&job->config); /* adopting checks the job (rt_job_check) */
 	cr_assert_eq(rt_job_share(job, t, &fd), RT_EOK, "%s", rt_last_error());
 	free(job);
 	return fd;

@@ -19,6 +19,7 @@
 #include "eng.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,22 @@ static enum rt_err hbm_find(const char *name, struct hbm *h)
 }
 
 enum rt_err eng_hbm_check(const char *name)
+{
+	struct stat st;
+
+	if (eng_is_plugin_path(name)) {
+		if (stat(name, &st) || !S_ISREG(st.st_mode))
+			return rt_fail(RT_EINVAL, "hbm.model=%.200s: not a regular file", name);
+		return RT_EOK;
+	}
+	if (!strcmp(name, eng_hbm_shared_model.name) ||
+	    !strcmp(name, eng_hbm_interleaved_model.name) || !strcmp(name, "ideal"))
+		return RT_EOK;
+	return rt_fail(RT_EINVAL, "hbm.model '%.60s' is not built in (shared, interleaved, ideal) "
+		       "and is not a plug-in path (needs a '/' or a .so suffix)", name);
+}
+
+enum rt_err eng_hbm_plugin_check(const char *name)
 {
 	struct hbm h = { 0 };
 	enum rt_err err = hbm_find(name, &h);

@@ -226,6 +226,15 @@ void rt_stat_max(struct rt_ctx *ctx, const char *name, uint64_t value);
  * byte 0x0a ..."), valid until the next call on this thread. */
 const char *rt_stat_name_check(const char *name);
 
+/* NULL if `name` may name a file a kernel writes into the output folder
+ * (a tensor's .npy, tl_output_file): a plain file name of 1 to 255 bytes
+ * with no '/', no control byte, not starting with '.' (".", "..", the
+ * folder's own .kernbench-* and .parts) and not one of the run's own
+ * results (summary.json, op_log.jsonl, trace.json, ...). Otherwise a
+ * phrase naming it (escaped) and why, valid until the next call on this
+ * thread. */
+const char *rt_output_name_check(const char *name);
+
 /* Writes a file into the run's output directory (e.g. an .npy). */
 enum rt_err rt_output_path(struct rt_ctx *ctx, const char *file, char *path,
 			   size_t cap);

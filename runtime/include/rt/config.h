@@ -84,6 +84,8 @@ struct rt_config {
 	uint64_t link_sched_engine_cycles;
 	uint64_t link_ipcq_cycles;         /* rank-to-rank latency */
 	uint64_t ipcq_bytes_per_cycle;     /* rank-to-rank bandwidth */
+	char link_topology[16];            /* "ring" or "switch" (rt_config_topology) */
+	uint64_t link_pe_sync_cycles;      /* PE-to-PE notification in a rank */
 
 	/* dispatch cost (dispatch-cost design): FIXED + R * logical_bytes cycles */
 	uint64_t dispatch_fixed_cycles;
@@ -205,5 +207,9 @@ size_t rt_edit_distance(const char *a, const char *b);
 
 /* Picoseconds per PE cycle. */
 uint64_t rt_config_cycle_ps(const struct rt_config *cfg);
+
+/* How the ranks are joined (links.topology). */
+enum rt_topology_kind { RT_TOPOLOGY_RING, RT_TOPOLOGY_SWITCH, RT_TOPOLOGY_UNKNOWN };
+enum rt_topology_kind rt_config_topology(const struct rt_config *cfg);
 
 #endif

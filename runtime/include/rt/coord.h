@@ -16,9 +16,12 @@
  * carry it too. Frames under any other routing id come from a process the
  * launcher did not start: they are ignored (one warning line, then a count
  * at most every 10 s), never fatal. Frames larger than rt_coord_max_frame
- * drop their connection (ZMQ_MAXMSGSIZE). The watchdog counts wall time
- * only while this process runs and no daemon reports progress (PROGRESS
- * heartbeats during long windows reset it). */
+ * drop their connection (ZMQ_MAXMSGSIZE). The watchdog measures liveness,
+ * not wall-clock (ADR 0035): it counts wall time only while this process
+ * runs and no daemon it waits for makes progress, where progress is a
+ * PROGRESS heartbeat with more events than the last, or CPU time the daemon
+ * consumed (hooks->cpu_ns) at more than 1% of a core. A daemon computing
+ * in one long event is alive; one stopped, blocked or deadlocked is not. */
 #ifndef RT_COORD_H
 #define RT_COORD_H
 
@@ -45,8 +48,13 @@ struct rt_coord_hooks {
 	enum rt_err (*tick)(void *arg);
 	/* an agent's output file piece, before its BYE (NULL: refused) */
 	enum rt_err (*on_file)(void *arg, uint32_t peer, const Kb__FilePart *part);
+	/* CPU time participant `peer` has used so far, in ns (RT_COORD_CPU_UNKNOWN
+	 * when it cannot be read; NULL: never known): the watchdog's view of a
+	 * daemon that computes inside one long event (liveness, ADR 0035) */
+	uint64_t (*cpu_ns)(void *arg, uint32_t peer);
 	void *arg;
 };
+#define RT_COORD_CPU_UNKNOWN UINT64_MAX
 
 /* Runs across hosts (ADR 0019): which participant hosts
  * each component. The run's coordinator has one participant per host (an

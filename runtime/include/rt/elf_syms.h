@@ -6,6 +6,7 @@
 #define RT_ELF_SYMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rt/err.h"
 
@@ -14,5 +15,11 @@
  * `data`). RT_EINVAL with one line when the bytes are not such an ELF. */
 enum rt_err rt_elf_functions(const void *data, size_t len,
 			     void (*fn)(void *ctx, const char *name), void *ctx);
+
+/* The 4-byte value of the defined data symbol `name` (an exported const
+ * uint32_t, read from the file's bytes); RT_ENOTFOUND (no line) when the
+ * object has none, RT_EINVAL with one line when the bytes are not such an
+ * ELF or the symbol lies outside them. */
+enum rt_err rt_elf_u32(const void *data, size_t len, const char *name, uint32_t *out);
 
 #endif

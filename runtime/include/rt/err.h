@@ -8,6 +8,8 @@
 #ifndef RT_ERR_H
 #define RT_ERR_H
 
+#include <stddef.h>
+
 #define RT_ERR_MAP(X)                                              \
 	X(OK, "ok")                                                \
 	X(NOMEM, "out of memory")                                  \
@@ -27,7 +29,8 @@
 	X(NOTFOUND, "not found")                                   \
 	X(UNFINISHED, "the run ended with unfinished work")        \
 	X(INTERRUPTED, "interrupted")                              \
-	X(USAGE, "bad command-line value")
+	X(USAGE, "bad command-line value")                         \
+	X(AGAIN, "try again")
 
 enum rt_err {
 #define RT_ERR_ENUM(name, msg) RT_E##name,
@@ -44,7 +47,14 @@ const char *rt_err_msg(enum rt_err code);
 /* Record a formatted one-line detail for `code` and return `code`. */
 enum rt_err rt_fail(enum rt_err code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* The detail recorded last on this thread ("" when none). */
+/* The detail recorded last on this thread ("" when none): one line, its
+ * control bytes, C1 controls and broken UTF-8 escaped as \xHH. */
 const char *rt_last_error(void);
+/* Copies `in` into `out` (cap bytes, NUL-terminated) with those bytes
+ * escaped; returns the length written. */
+size_t rt_escape_line(const char *in, char *out, size_t cap);
+/* "kernbench: error: LINE" on stderr, LINE escaped: what every error
+ * line of the program goes through. */
+void rt_print_error(const char *line);
 
 #endif

@@ -65,6 +65,10 @@ enum rt_isa_shape {
 	  expf(a - b))                                                       \
 	X(MUL_BCAST, "mul_bcast", MATH, 2, SIMPLE, BCAST, NULL, 0, a * b)    \
 	X(FMA, "fma", MATH, 3, SIMPLE, BCAST, NULL, 0, fmaf(a, b, c))        \
+	X(RSQRT, "rsqrt", MATH, 1, TRANSCENDENTAL, BCAST, NULL, 0,           \
+	  1.0f / sqrtf(a))                                                   \
+	X(SILU, "silu", MATH, 1, TRANSCENDENTAL, BCAST, NULL, 0,             \
+	  a / (1.0f + expf(-a)))                                             \
 	X(RMAX, "rmax", MATH, 1, REDUCE, REDUCE, NULL, 1, 0)                 \
 	X(RSUM, "rsum", MATH, 1, REDUCE, REDUCE, NULL, 1, 0)                 \
 	X(SOFTMAX, "softmax", MATH, 1, SOFTMAX, SAME, NULL, 0, 0)            \

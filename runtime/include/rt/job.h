@@ -19,6 +19,7 @@
 
 #define RT_MAX_ARGS 64
 #define RT_PATH_MAX 1024
+#define RT_PROGRAM_MAX 65536 /* a program file's canonical text */
 
 enum rt_transport { RT_TRANSPORT_INPROC, RT_TRANSPORT_IPC, RT_TRANSPORT_TCP };
 enum rt_mode { RT_MODE_TIMING, RT_MODE_DATA };
@@ -48,6 +49,8 @@ struct rt_job {
 	uint64_t seed;
 	uint32_t n_args;
 	struct rt_job_arg args[RT_MAX_ARGS]; /* --arg name=value, in order */
+	char program[RT_PROGRAM_MAX];  /* a program file's canonical text
+					* (tl_program_parse), "" otherwise */
 	struct rt_config config;      /* defaults < --config < --set < flags */
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
@@ -84,8 +87,13 @@ const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo,
 			 int *fd_out);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
- * RT_EDECODE if it is not one (wrong size, magic or checksum). */
+ * RT_EDECODE if it is not one (wrong size, magic or checksum) or fails
+ * rt_job_check. */
 enum rt_err rt_job_adopt(int fd, struct rt_job *job);
+/* A job read from bytes (an agent's Assign) is one the launcher could
+ * have made: every string ends inside its field, every flag and enum is in
+ * range, the configuration validates. RT_EDECODE with one line if not. */
+enum rt_err rt_job_check(const struct rt_job *job);
 /* Daemon: maps the topology the launcher shared in the same file
  * (rt_topology_map); RT_ENOTFOUND if it shared none: build it. */
 enum rt_err rt_job_topology(int fd, struct rt_topology *topo);

@@ -23,9 +23,15 @@ struct rt_keys {
 enum rt_err rt_keys_check_curve(void);
 /* Fresh keypairs from zmq_curve_keypair. */
 enum rt_err rt_keys_generate(struct rt_keys *k);
-/* Creates `path` (mode 0600, O_EXCL|O_NOFOLLOW: never overwrites). */
+/* Creates `path` (mode 0600, O_EXCL|O_NOFOLLOW: never overwrites); a
+ * server secret left empty is left out. */
 enum rt_err rt_keys_write(const struct rt_keys *k, const char *path);
-/* Parses key-file text ("name Z85" lines); RT_ECONFIG naming the line. */
+/* The keys a client needs (the server secret cleared): what an agent's
+ * file holds, since the server secret is the coordinator's alone. */
+void rt_keys_client_side(const struct rt_keys *k, struct rt_keys *out);
+/* Parses key-file text ("name Z85" lines); RT_ECONFIG naming the line.
+ * server-secret may be missing (a client-side file): rt_keys_serve then
+ * refuses the keys. */
 enum rt_err rt_keys_parse(const char *text, size_t len, const char *where, struct rt_keys *k);
 /* Reads and parses `path`; refuses files others can read. */
 enum rt_err rt_keys_load(const char *path, struct rt_keys *k);

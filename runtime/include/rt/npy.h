@@ -46,5 +46,10 @@ void rt_npy_release(struct rt_npy *n);
 enum rt_err rt_npy_write(const char *path, enum rt_npy_type type,
 			 const uint64_t *shape, uint32_t ndim,
 			 const void *data);
+/* Writes elements [first, first + count) (C order) of a `shape` array into
+ * `path`, creating it at its full size: several writers (programs, hosts)
+ * each fill their part of one file; every one writes the same header. */
+enum rt_err rt_npy_write_part(const char *path, enum rt_npy_type type, const uint64_t *shape,
+			      uint32_t ndim, uint64_t first, uint64_t count, const void *data);
 
 #endif

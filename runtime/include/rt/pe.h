@@ -4,7 +4,8 @@
  * component can name its peers without a lookup:
  *   id(r, p, unit) = (r * pes + p) * PE_UNITS + unit
  * Links (latencies from config): host <-> sched, sched <-> each engine,
- * host <-> host of the same PE index on the neighbouring ranks (IPCQ ring). */
+ * host -> its rank's link component -> the hosts of the same PE index on
+ * other ranks (IPCQ), PE p <-> PE 0 of the same rank (barriers). */
 #ifndef RT_PE_H
 #define RT_PE_H
 
@@ -26,18 +27,16 @@ static inline uint32_t pe_component_id(uint32_t pes, uint32_t rank,
 }
 
 /* The rank-level components come after every PE's: first one "link" per
- * rank (its outgoing IPCQ ring links, shared by its PEs) when there are
- * several ranks and several PEs per rank (with one PE the host's own
- * serialisation is already per rank), then one "hbm" per rank (its memory
- * system) when the workload has them. Their `pe` in the topology is
- * PE_RANK_LEVEL. */
+ * rank (its IPCQ links, shared by its PEs: the ring's two outgoing links,
+ * or its switch port) whenever there are several ranks, then one "hbm" per
+ * rank (its memory system) when the workload has them. Their `pe` in the
+ * topology is PE_RANK_LEVEL. */
 #define PE_RANK_LEVEL UINT32_MAX
 
 #include <stdbool.h>
 
 /* Cycles `bytes` occupy an IPCQ link of `bytes_per_cycle`
- * (links.ipcq_bytes_per_cycle): the one serialisation rule for the rank's
- * link component and a host that serialises its own sends. */
+ * (links.ipcq_bytes_per_cycle): the one serialisation rule. */
 static inline uint64_t pe_ipcq_cycles(uint64_t bytes_per_cycle, uint64_t bytes)
 {
 	uint64_t bpc = bytes_per_cycle ? bytes_per_cycle : 1;
@@ -45,9 +44,10 @@ static inline uint64_t pe_ipcq_cycles(uint64_t bytes_per_cycle, uint64_t bytes)
 	return (bytes + bpc - 1) / bpc;
 }
 
-static inline bool pe_shared_links(uint32_t ranks, uint32_t pes)
+/* Whether each rank has a link component (several ranks). */
+static inline bool pe_rank_links(uint32_t ranks)
 {
-	return ranks > 1 && pes > 1;
+	return ranks > 1;
 }
 
 static inline uint32_t pe_link_component_id(uint32_t ranks, uint32_t pes,
@@ -59,7 +59,7 @@ static inline uint32_t pe_link_component_id(uint32_t ranks, uint32_t pes,
 static inline uint32_t pe_hbm_component_id(uint32_t ranks, uint32_t pes,
 					   uint32_t rank)
 {
-	return ranks * pes * PE_UNITS + (pe_shared_links(ranks, pes) ? ranks : 0) + rank;
+	return ranks * pes * PE_UNITS + (pe_rank_links(ranks) ? ranks : 0) + rank;
 }
 
 /* IPCQ ring directions. */
@@ -70,6 +70,24 @@ static inline uint32_t pe_ring_neighbour(uint32_t ranks, uint32_t rank,
 {
 	return dir == PE_DIR_LEFT ? (rank + ranks - 1) % ranks
 				  : (rank + 1) % ranks;
+}
+
+/* Ring hops from `from` to `to` going in `dir`. */
+static inline uint32_t pe_ring_hops(uint32_t ranks, uint32_t from, uint32_t to,
+				    enum pe_dir dir)
+{
+	return dir == PE_DIR_RIGHT ? (to + ranks - from) % ranks
+				   : (from + ranks - to) % ranks;
+}
+
+/* The direction a message from `from` to `to` takes on a ring: the
+ * shorter way round, rightwards when both are as short. */
+static inline enum pe_dir pe_ring_way(uint32_t ranks, uint32_t from, uint32_t to)
+{
+	return pe_ring_hops(ranks, from, to, PE_DIR_LEFT) <
+			       pe_ring_hops(ranks, from, to, PE_DIR_RIGHT)
+		       ? PE_DIR_LEFT
+		       : PE_DIR_RIGHT;
 }
 
 #endif
