@@ -240,6 +240,12 @@ float attn_normal(uint64_t seed, uint32_t which, uint64_t index);
  * base is mixed once, and the two elements of a Box-Muller pair share
  * their uniforms, logarithm and square root. */
 void attn_normal_fill(uint64_t seed, uint32_t which, uint64_t first, uint64_t n, float *out);
+/* Writes rows [row, row + n) (fp16 bits, shape[2] elements each) of a
+ * (shape[0], shape[1], shape[2]) float16 tensor into the run's output
+ * `file`, leaving the other rows to the PEs that write them (nothing when
+ * the run has no output directory). */
+void attn_npy_rows(struct tl *tl, const char *file, const uint64_t shape[3], uint64_t row,
+		   uint64_t n, const uint16_t *bits);
 /* splitmix64's output function (a kernel sees only the tl API, so the
  * attention kernels keep their own copy). */
 uint64_t attn_mix(uint64_t z);

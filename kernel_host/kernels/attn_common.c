@@ -290,14 +290,15 @@ uint32_t attn_tile_rows(const struct attn *a, uint64_t len, uint32_t j)
 
 /* ------------------------------------------------------------ inputs */
 
-/* Generated inputs come from attn_gen.c (attn_normal, attn_normal_fill). */
+/* Generated inputs come from attn_gen.c (attn_normal_fill, attn_npy_rows). */
 
-/* A full input tensor (fp16 bits) with its shape. */
+/* An input tensor with its shape: loaded whole from --inputs, or (data
+ * mode) generated a row range at a time, where it is placed. */
 struct attn_src {
-	uint16_t *gen;       /* generated whole, or NULL */
-	bool lazy;           /* generated a row range at a time (no .npy) */
+	bool lazy;           /* generated where placed */
 	uint64_t seed;       /* lazy: the stream (seed, which) */
 	uint32_t which;
+	const char *npy;     /* lazy: the .npy its placed rows go to, or NULL */
 	struct tl_npy file;  /* loaded from --inputs */
 	uint64_t shape[3];
 };
@@ -306,15 +307,12 @@ static float src_at(const struct attn_src *s, uint64_t i)
 {
 	uint16_t h;
 
-	if (s->gen)
-		return tl_f16_to_f32(s->gen[i]);
 	memcpy(&h, (const uint8_t *)s->file.data + 2 * i, 2);
 	return tl_f16_to_f32(h);
 }
 
 static void src_release(struct attn_src *s)
 {
-	free(s->gen);
 	tl_npy_release(&s->file);
 	memset(s, 0, sizeof(*s));
 }
@@ -341,26 +339,28 @@ static void src_load(struct tl *tl, const char *dir, const char *name,
 			    "elements", "NaN or infinite elements read from --inputs");
 }
 
-/* Generates the whole tensor `which` (for its .npy), a block at a time. */
-static void src_generate(struct tl *tl, uint32_t which, struct attn_src *s)
+/* Each PE writes the rows it places into the one file (as o.npy is
+ * written): rank 0's PEs place all of q, and the ranks' runs and the PEs'
+ * heads partition K and V, so every row is written, with the bytes whole
+ * tensors gave (rank 0 / PE 0 used to generate them all again). */
+
+/* Rows [row, row + n) of `s` (fp16 values, widened) into its .npy. */
+static void src_to_npy(struct tl *tl, const struct attn_src *s, uint64_t row, uint64_t n,
+		       const float *f)
 {
-	uint64_t n = s->shape[0] * s->shape[1] * s->shape[2];
-	float block[256]; /* a kernel's stack is small */
+	uint64_t count = n * s->shape[2];
+	uint16_t *bits = malloc((size_t)count * sizeof(uint16_t));
 
-	s->gen = malloc(n * sizeof(uint16_t));
-	if (!s->gen)
-		tl_fail(tl, "out of memory generating %llu input elements",
-			(unsigned long long)n);
-	for (uint64_t i = 0; i < n; i += 256) {
-		uint64_t m = n - i < 256 ? n - i : 256;
-
-		attn_normal_fill(tl_seed(tl), which, i, m, block);
-		for (uint64_t k = 0; k < m; k++)
-			s->gen[i + k] = tl_f32_to_f16(block[k]);
-	}
+	if (!bits)
+		tl_fail(tl, "out of memory writing %s", s->npy);
+	for (uint64_t i = 0; i < count; i++)
+		bits[i] = tl_f32_to_f16(f[i]);
+	attn_npy_rows(tl, s->npy, s->shape, row, n, bits);
+	free(bits);
 }
 
-/* Copies rows [r0, r0+nr) of head h (each row d elements) to HBM. */
+/* Copies rows [r0, r0+nr) of head h (each row d elements) to HBM, and
+ * into the tensor's .npy when this PE writes it. */
 static void src_to_hbm(struct tl *tl, const struct attn_src *s, uint32_t h,
 		       uint64_t r0, uint64_t nr, uint64_t addr)
 {
@@ -378,13 +378,15 @@ static void src_to_hbm(struct tl *tl, const struct attn_src *s, uint32_t h,
 	for (uint64_t i = 0; !s->lazy && i < n; i++)
 		f[i] = src_at(s, first + i);
 	tl_hbm_write(tl, addr, TL_F16, f, (size_t)n);
+	if (s->npy)
+		src_to_npy(tl, s, first / d, nr, f);
 	free(f);
 }
 
-/* Opens input `which`: loaded from --inputs, generated whole where its
- * .npy is written (rank 0, PE 0), else generated when placed: a PE places
- * only its heads' rows, 1/pes of K and V (8 PEs used to generate 8 whole
- * copies, ~70 % of `make run`'s CPU). */
+/* Opens input `which`: loaded from --inputs (rank 0 / PE 0 writes it back
+ * whole), or in data mode generated where placed, each PE writing its
+ * rows into the .npy (q: rank 0's PEs only, every rank places all of q).
+ * Timing mode opens only files, to check them: it moves no bytes. */
 static void src_open(struct tl *tl, const struct attn *a, const char *dir,
 		     uint32_t which, struct attn_src *s)
 {
@@ -396,12 +398,11 @@ static void src_open(struct tl *tl, const struct attn *a, const char *dir,
 	s->shape[2] = a->d;
 	if (dir[0]) {
 		src_load(tl, dir, names[which], s);
-	} else if (tl_mode(tl) == TL_DATA && (a->rank || a->pe)) {
+	} else if (tl_mode(tl) == TL_DATA) {
 		s->lazy = true;
 		s->seed = tl_seed(tl);
 		s->which = which;
-	} else {
-		src_generate(tl, which, s);
+		s->npy = which == 0 && a->rank ? NULL : names[which];
 	}
 }
 
@@ -446,9 +447,8 @@ void attn_inputs(struct tl *tl, const struct attn *a)
 	for (uint32_t w = 0; w < 3; w++) {
 		src_open(tl, a, dir, w, &s);
 		src_place(tl, a, w, &s);
-		if (a->rank == 0 && a->pe == 0)
-			tl_npy_write(tl, names[w], TL_NPY_F16, s.shape, 3,
-				     s.gen ? (const void *)s.gen : s.file.data);
+		if (!s.lazy && a->rank == 0 && a->pe == 0) /* --inputs: written back whole */
+			tl_npy_write(tl, names[w], TL_NPY_F16, s.shape, 3, s.file.data);
 		src_release(&s);
 	}
 }

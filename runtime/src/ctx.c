@@ -48,6 +48,7 @@ void rt_ctx_release(struct rt_ctx *c)
 		free(c->stats[i].description);
 	}
 	free(c->stats);
+	free(c->lat);
 	free(c->unfinished);
 	rt_trace_writer_release(&c->oplog);
 	rt_buf_release(&c->cpath);
@@ -297,12 +298,60 @@ void rt_ctx_free_outbound(struct rt_daemon *d)
 	d->n_out = 0;
 }
 
+/* Destinations a link table may span per link of its source: denser
+ * sources get a table, sparse ones (a few links to far-apart ids) search. */
+#define LAT_SPAN_PER_LINK 8u
+#define LAT_SPAN_MAX 4096u
+
+/* Builds ctx's table of latencies by destination from the topology's own
+ * answers (so they cannot differ), once it is placed; false when it is
+ * not yet placed or when ctx's links are too sparse or memory is short. */
+static bool build_lat(struct rt_ctx *ctx)
+{
+	const struct rt_topology *t = ctx->daemon->topo;
+	size_t lo, hi;
+	uint32_t first, last;
+
+	if (!t->link_start)
+		return false; /* not placed: the latest declaration wins, search */
+	lo = t->link_start[ctx->id];
+	hi = t->link_start[ctx->id + 1];
+	ctx->lat_search = true;
+	if (lo == hi)
+		return false;
+	first = t->links[lo].dst;
+	last = t->links[hi - 1].dst;
+	if (last - first + 1 > LAT_SPAN_MAX || last - first + 1 > (hi - lo) * LAT_SPAN_PER_LINK)
+		return false;
+	ctx->lat = calloc(last - first + 1, sizeof(*ctx->lat));
+	if (!ctx->lat)
+		return false;
+	ctx->lat_lo = first;
+	ctx->lat_n = last - first + 1;
+	for (size_t i = lo; i < hi; i++)
+		ctx->lat[t->links[i].dst - first] =
+			rt_topology_latency(t, ctx->id, t->links[i].dst);
+	ctx->lat_search = false;
+	return true;
+}
+
+/* The latency of ctx's link to dst (0: none), looked up in its table. */
+static uint64_t link_latency(struct rt_ctx *ctx, uint32_t dst)
+{
+	uint32_t k;
+
+	if (!ctx->lat && (ctx->lat_search || !build_lat(ctx)))
+		return rt_topology_latency(ctx->daemon->topo, ctx->id, dst);
+	k = dst - ctx->lat_lo;
+	return k < ctx->lat_n ? ctx->lat[k] : 0;
+}
+
 /* The delivery key of a message from `ctx` to `dst`, checked. */
 static enum rt_err send_key(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps,
 			    uint64_t extra_ps, uint32_t priority, struct rt_key *key)
 {
 	struct rt_daemon *d = ctx->daemon;
-	uint64_t latency = rt_topology_latency(d->topo, ctx->id, dst);
+	uint64_t latency = link_latency(ctx, dst);
 
 	if (!latency)
 		return rt_fail(RT_EINVAL, "%s has no link to component %u", ctx->desc->name, dst);

@@ -34,6 +34,11 @@ struct rt_ctx {
 	uint64_t last_ps;        /* time of its last event */
 	uint64_t clock_ps;       /* its own clock, if ahead (rt_note_clock) */
 	uint64_t oplog_seq;      /* op log records written */
+	/* its links' latencies by destination (link_latency in ctx.c): built
+	 * on its first send, so a send does not search the topology */
+	uint64_t *lat;           /* lat[dst - lat_lo], 0: no link; NULL: none yet */
+	uint32_t lat_lo, lat_n;
+	bool lat_search;         /* too sparse for a table: search each time */
 	struct rt_stat *stats;
 	size_t n_stats;
 	size_t cap_stats;
@@ -92,6 +97,9 @@ struct rt_daemon {
 	bool threaded;           /* hosted as a thread of the launcher */
 	const char *token;       /* routing id the coordinator gave it */
 	uint64_t beat_ms;        /* last PROGRESS heartbeat (monotonic ms) */
+	uint64_t read_ms;        /* last clock read for it (monotonic ms) */
+	uint32_t beat_stride;    /* events between clock reads (daemon.c) */
+	uint32_t beat_count;     /* events since the last read */
 	Kb__ComponentReport *reports;   /* BYE's, kept until the daemon closes */
 	Kb__ComponentReport **report_ptrs;
 	Kb__Stat *stats, **stat_ptrs;

@@ -204,6 +204,14 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Timing-mode events take nanoseconds: the clock is read every
+ * beat_stride of them, a stride that doubles (up to this) while the coarse
+ * clock has not moved between reads and falls back to 1 as soon as it has.
+ * An event that computes for long (data mode, where the stride stays 1, or
+ * a slow plug-in) is thus followed by a read at most BEAT_STRIDE_MAX
+ * events late, a millisecond's worth of fast events at most. */
+#define BEAT_STRIDE_MAX 64u
+
 /* During a long window (one daemon may run a whole --colocate all job in
  * one), tells the coordinator events are still being executed, so its
  * watchdog measures "no event executed" rather than window length. (Driven
@@ -220,6 +228,11 @@ static void heartbeat(struct rt_daemon *d)
 	if (!d->job->quiet && d->job->progress != RT_PROGRESS_OFF && every > 1000)
 		every = 1000;
 	now = mono_ms();
+	if (d->job->mode == RT_MODE_DATA || now != d->read_ms)
+		d->beat_stride = 1;
+	else if (d->beat_stride < BEAT_STRIDE_MAX)
+		d->beat_stride = d->beat_stride ? d->beat_stride * 2 : 1;
+	d->read_ms = now;
 	if (now - d->beat_ms < (every ? every : 1))
 		return;
 	d->beat_ms = now;
@@ -242,9 +255,12 @@ static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 		rt_queue_pop(&d->queue, &ev);
 		err = deliver(d, &ev);
 		rt_event_release(&ev);
-		/* every event: one may compute for seconds (data mode), and a
-		 * coarse clock read costs nanoseconds */
-		heartbeat(d);
+		/* one event may compute for seconds (data mode): a clock read
+		 * follows it within beat_stride events (BEAT_STRIDE_MAX) */
+		if (++d->beat_count >= d->beat_stride) {
+			d->beat_count = 0;
+			heartbeat(d);
+		}
 	}
 	return err;
 }

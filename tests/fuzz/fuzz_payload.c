@@ -22,6 +22,7 @@ static void check_copy(const Kb__Payload *msg)
 		abort();
 	copy = (Kb__Payload *)rt_msg_copy(&msg->base, block, size, &need, &digest);
 	if (!copy || need != size || digest != rt_msg_digest(&msg->base) ||
+	    digest != rt_msg_digest_reflective(&msg->base) ||
 	    kb__payload__get_packed_size(copy) != len)
 		abort();
 	kb__payload__pack(msg, a);

@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "rt/half.h"
 #include "rt/npy.h"
+#include "../../kernel_host/kernels/attn.h"
 
 #define SMALL_HEADS "heads_q=4", "heads_kv=2", "head_dim=32"
 #define SMALL SMALL_HEADS, "tile=32"
@@ -842,4 +843,57 @@ Test(attention, golden_latencies_are_pinned, .timeout = 120)
 	}
 	fclose(f);
 	cr_assert_geq(n, 4);
+}
+
+/* Each PE writes the rows of q/k/v.npy it places (attn_common.c): every
+ * element of every file must be the seeded generator's, whatever the
+ * shape, the number of PEs (more PEs than KV heads too), ranks, layout and
+ * grouping, and the files the same bytes in every grouping. */
+static void check_inputs_are_the_generator(const char *dir, uint64_t seed)
+{
+	static const char *const names[3] = { "q.npy", "k.npy", "v.npy" };
+
+	for (uint32_t w = 0; w < 3; w++) {
+		struct tn t;
+
+		loadn(dir, names[w], &t);
+		cr_assert_eq(t.ndim, 3);
+		for (uint64_t i = 0; i < t.count; i++)
+			cr_assert_eq(t.v[i], (double)attn_normal(seed, w, i),
+				     "%s/%s element %llu is %g, the generator gives %g", dir, names[w],
+				     (unsigned long long)i, t.v[i], (double)attn_normal(seed, w, i));
+		free(t.v);
+	}
+}
+
+Test(attention, every_pe_writes_its_input_rows_and_the_files_are_whole, .timeout = 240)
+{
+	char a[256], b[256], c[256], e[256];
+	static const char *const names[3] = { "q.npy", "k.npy", "v.npy" };
+
+	kb_tmpdir(a, sizeof(a), "attn-rows-a");
+	kb_tmpdir(b, sizeof(b), "attn-rows-b");
+	kb_tmpdir(c, sizeof(c), "attn-rows-c");
+	kb_tmpdir(e, sizeof(e), "attn-rows-e");
+	RUN_OK(a, "gqa_decode_opt2", "--mode", "data", "--pes", "4", "--seed", "7", SMALL,
+	       "seq_kv=200");
+	RUN_OK(b, "gqa_decode_opt2", "--mode", "data", "--pes", "4", "--seed", "7", "--colocate",
+	       "all", "--transport", "inproc", SMALL, "seq_kv=200");
+	check_inputs_are_the_generator(a, 7);
+	for (uint32_t w = 0; w < 3; w++) {
+		char x[300], y[300];
+
+		snprintf(x, sizeof(x), "%s/%s", a, names[w]);
+		snprintf(y, sizeof(y), "%s/%s", b, names[w]);
+		cr_assert(kb_same_file(x, y), "%s differs between --colocate none and all", names[w]);
+	}
+	/* more PEs than KV heads: PEs 2..4 place nothing */
+	RUN_OK(c, "gqa_decode_opt3", "--mode", "data", "--pes", "5", "--colocate", "pe",
+	       "--transport", "inproc", SMALL, "seq_kv=96");
+	check_inputs_are_the_generator(c, 1);
+	/* ranks: K/V rows written by the rank owning them, zigzag runs */
+	RUN_OK(e, "ring_attention", "--mode", "data", "--ranks", "3", "--pes", "2", "--colocate",
+	       "rank", "--transport", "inproc", SMALL, "layout=zigzag", "causal=1", "pass=kv",
+	       "seq_q=48", "seq_kv=40");
+	check_inputs_are_the_generator(e, 1);
 }

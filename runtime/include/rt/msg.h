@@ -34,6 +34,10 @@ ProtobufCMessage *rt_msg_copy(const ProtobufCMessage *m, void *block, size_t cap
 /* A hash of what packing `m` would write (field by field, not the bytes):
  * equal for m and unpack(pack(m)). */
 uint64_t rt_msg_digest(const ProtobufCMessage *m);
+/* The same digest from a walk that reads the descriptor field by field on
+ * every call (what rt_msg_digest did before plans, msg.c): the reference
+ * tests hold the planned walk to. */
+uint64_t rt_msg_digest_reflective(const ProtobufCMessage *m);
 
 /* A copy of `m` in one heap block of its own (rt_msg_size + a header);
  * NULL when out of memory. Free it with rt_msg_free. */
