@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 /* The output directory: one per bench process, so benches run side by
  * side (other worktrees, other users) never share it. */
 static const char *out_dir(void)
@@ -54,24 +56,10 @@ static bool run(const char *args)
 	return true;
 }
 
-/* The first "key": number in DIR/summary.json (top level, then totals). */
+/* The first "key": number of this bench's run (bench.h). */
 static double field(const char *key)
 {
-	char pat[128], buf[1 << 16], path[128];
-	FILE *f;
-	size_t n;
-	const char *p;
-
-	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(buf, pat);
-	return p ? strtod(p + strlen(pat), NULL) : -1;
+	return bench_summary_first(out_dir(), key);
 }
 
 static void decode_utilisation(void)

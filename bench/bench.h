@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -57,6 +58,28 @@ static inline double bench_summary_number(const char *dir, const char *key)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+/* The first `"key": number` anywhere in DIR/summary.json (a top-level key
+ * comes before the same name in totals), or -1. */
+static inline double bench_summary_first(const char *dir, const char *key)
+{
+	static char buf[1 << 17];
+	char pat[128], path[512];
+	FILE *f;
+	size_t n;
+	const char *p;
+
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(buf, pat);
+	return p ? strtod(p + strlen(pat), NULL) : -1;
 }
 
 #endif

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #include "../tests/integration/coll_model.h"
 
 static const char *out_dir(void)
@@ -24,25 +26,10 @@ static const char *out_dir(void)
 	return dir;
 }
 
-/* The first "key": number in DIR/summary.json. */
+/* The first "key": number of this bench's run (bench.h). */
 static double field(const char *key)
 {
-	static char buf[1 << 17];
-	char pat[128], path[128];
-	FILE *f;
-	size_t n;
-	const char *p;
-
-	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(buf, pat);
-	return p ? strtod(p + strlen(pat), NULL) : -1;
+	return bench_summary_first(out_dir(), key);
 }
 
 /* One collective, timed: its end in cycles (1 GHz default clock: the

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 static const char *out_dir(void)
 {
 	static char dir[64];
@@ -24,32 +26,10 @@ static const char *out_dir(void)
 	return dir;
 }
 
+/* The first "key": number of this bench's run (bench.h). */
 static double field(const char *key)
 {
-	static char buf[1 << 17];
-	char pat[128], path[128];
-	FILE *f;
-	size_t n;
-	const char *p;
-
-	snprintf(path, sizeof(path), "%s/summary.json", out_dir());
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(buf, pat);
-	return p ? strtod(p + strlen(pat), NULL) : -1;
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+	return bench_summary_first(out_dir(), key);
 }
 
 /* One decode layer; its wall time in seconds (the whole process), or -1. */
@@ -63,12 +43,12 @@ static double layer(unsigned tp, unsigned batch, unsigned seq)
 		 "rm -rf %s && %s run llama_decode_step --ranks %u --pes 8 --arg batch=%u "
 		 "--arg seq_kv=%u --trace off --colocate all --transport inproc --out %s --quiet",
 		 out_dir(), bin ? bin : "build/bin/kernbench", tp, batch, seq, out_dir());
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (system(cmd) != 0) {
 		fprintf(stderr, "llama_bench: failed: %s\n", cmd);
 		return -1;
 	}
-	return now_s() - t0;
+	return bench_now_s() - t0;
 }
 
 int main(void)
