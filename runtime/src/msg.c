@@ -250,11 +250,14 @@ static bool observation(const ProtobufCMessageDescriptor *desc, const ProtobufCF
 #define PLAN_SLOTS 128u  /* descriptors with a plan at most (kernbench.proto has ~40) */
 #define PLAN_SPAN 64u    /* widest range of ids a oneof step indexes */
 
-/* What a step is: most fields of kernbench's messages are proto3 integers,
- * walked without decoding the descriptor (present when not zero, copied
- * and mixed as a word: what walk_value does with them); others go through
- * walk_field. */
-enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64 };
+/* What a step is: most fields of kernbench's messages are proto3 scalars
+ * or sub-messages, walked without decoding the descriptor (present when
+ * not zero or not NULL, copied and mixed as walk_value does: an integer as
+ * its word, a bool as 1, a float or double as its bits, a sub-message by
+ * walking it); others (strings, bytes, repeated, labelled and observation
+ * fields) go through walk_field. */
+enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64, STEP_BOOL, STEP_FLOAT,
+		 STEP_DOUBLE, STEP_MESSAGE };
 
 struct step {
 	uint32_t kind;   /* enum step_kind */
@@ -268,6 +271,7 @@ struct step {
 
 struct plan {
 	const ProtobufCMessageDescriptor *desc;
+	const void *init; /* what desc->message_init writes, copied instead */
 	unsigned n_steps;
 	struct step steps[];
 };
@@ -321,6 +325,18 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 	case PROTOBUF_C_TYPE_FIXED64:
 		s.kind = STEP_WORD64;
 		break;
+	case PROTOBUF_C_TYPE_BOOL:
+		s.kind = STEP_BOOL;
+		break;
+	case PROTOBUF_C_TYPE_FLOAT:
+		s.kind = STEP_FLOAT;
+		break;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		s.kind = STEP_DOUBLE;
+		break;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		s.kind = STEP_MESSAGE;
+		break;
 	default:
 		break;
 	}
@@ -334,6 +350,7 @@ static struct plan *plan_new(const ProtobufCMessageDescriptor *desc)
 	size_t n_steps = 0, n_index = 0;
 	struct plan *p;
 	uint16_t *index;
+	uint8_t *init;
 
 	for (unsigned i = 0; i < desc->n_fields;) {
 		uint32_t lo, hi;
@@ -347,11 +364,16 @@ static struct plan *plan_new(const ProtobufCMessageDescriptor *desc)
 		}
 		i = end;
 	}
-	p = calloc(1, sizeof(*p) + n_steps * sizeof(struct step) + n_index * sizeof(uint16_t));
+	p = calloc(1, sizeof(*p) + n_steps * sizeof(struct step) + n_index * sizeof(uint16_t) +
+			     8 + desc->sizeof_message);
 	if (!p)
 		return NULL;
 	p->desc = desc;
 	index = (uint16_t *)&p->steps[n_steps];
+	init = (uint8_t *)(index + n_index);
+	init += (8 - (uintptr_t)init % 8) % 8;
+	desc->message_init((ProtobufCMessage *)init);
+	p->init = init;
 	for (unsigned i = 0; i < desc->n_fields;) {
 		uint32_t lo, hi;
 		unsigned end = oneof_member(&desc->fields[i]) ? oneof_run(desc, i, &lo, &hi) : i + 1;
@@ -441,6 +463,21 @@ static inline void walk_field(struct walk *w, const ProtobufCMessageDescriptor *
 	walk_value(w, f, member, dst ? (char *)dst + f->offset : NULL);
 }
 
+/* A sub-message member at `member` (field `id`): mixed and copied when
+ * set, as walk_field and walk_value do with it. */
+static inline void walk_sub(struct walk *w, uint32_t id, const void *member, void *dst_member)
+{
+	const ProtobufCMessage *m = *(const ProtobufCMessage *const *)member;
+	ProtobufCMessage *copy;
+
+	if (!m)
+		return;
+	mix(w, id);
+	copy = walk_msg(w, m);
+	if (dst_member)
+		*(ProtobufCMessage **)dst_member = copy;
+}
+
 static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 {
 	const ProtobufCMessageDescriptor *desc = src->descriptor;
@@ -453,16 +490,51 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 	if (at)
 		*at = w->base;
 
-	if (dst)
+	if (dst && p)
+		memcpy(dst, p->init, desc->sizeof_message); /* message_init's bytes */
+	else if (dst)
 		desc->message_init(dst); /* absent fields: what unpack leaves */
 	mix(w, 0x6d7367); /* brackets the message, so nesting is hashed */
 	if (p) {
 		for (unsigned k = 0; k < p->n_steps; k++) {
 			const struct step *s = &p->steps[k];
+			const ProtobufCFieldDescriptor *f;
 			uint32_t c;
 			uint64_t v;
 
 			switch (s->kind) {
+			case STEP_BOOL:
+				if (*(const protobuf_c_boolean *)((const char *)src + s->offset)) {
+					mix(w, s->id);
+					if (dst)
+						*(protobuf_c_boolean *)((char *)dst + s->offset) = 1;
+					mix(w, 1); /* the wire has 0 or 1 */
+				}
+				break;
+			case STEP_FLOAT:
+				if (*(const float *)((const char *)src + s->offset) != 0) {
+					uint32_t v32;
+
+					memcpy(&v32, (const char *)src + s->offset, 4);
+					mix(w, s->id);
+					if (dst)
+						memcpy((char *)dst + s->offset, &v32, 4);
+					mix(w, v32);
+				}
+				break;
+			case STEP_DOUBLE:
+				if (*(const double *)((const char *)src + s->offset) != 0) {
+					memcpy(&v, (const char *)src + s->offset, 8);
+					mix(w, s->id);
+					if (dst)
+						memcpy((char *)dst + s->offset, &v, 8);
+					mix(w, v);
+				}
+				break;
+			case STEP_MESSAGE:
+				walk_sub(w, s->id, (const char *)src + s->offset,
+					 dst ? (char *)dst + s->offset : NULL);
+				break;
 			case STEP_WORD32:
 				v = *(const uint32_t *)((const char *)src + s->offset);
 				if (v) {
@@ -483,8 +555,22 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 				break;
 			case STEP_ONEOF:
 				c = *(const uint32_t *)((const char *)src + s->qoff) - s->lo;
-				if (c < s->n && s->index[c])
-					walk_field(w, desc, &desc->fields[s->index[c] - 1], src, dst);
+				if (c >= s->n || !s->index[c])
+					break;
+				f = &desc->fields[s->index[c] - 1];
+				if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
+					walk_field(w, desc, f, src, dst);
+					break;
+				}
+				/* the set member, a message: present unless NULL or
+				 * its default (present() for oneofs) */
+				v = (uintptr_t)*(const void *const *)((const char *)src + f->offset);
+				if (!v || v == (uintptr_t)f->default_value)
+					break;
+				if (dst)
+					*(uint32_t *)((char *)dst + s->qoff) = f->id;
+				walk_sub(w, f->id, (const char *)src + f->offset,
+					 dst ? (char *)dst + f->offset : NULL);
 				break;
 			default:
 				walk_field(w, desc, &desc->fields[s->field], src, dst);
