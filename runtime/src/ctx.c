@@ -894,7 +894,7 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
 	snprintf(stem, sizeof(stem), "%u", c->id);
 	if (!err)
-		err = rt_trace_flush_as(&c->oplog, dir, stem, "oplog", "onames", final);
+		err = rt_trace_flush_as(&c->oplog, dir, stem, "oplog", final);
 	if (!err)
 		err = rt_trace_flush(&c->trace, dir, stem, final);
 	if (err || !final)

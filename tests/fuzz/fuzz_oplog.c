@@ -1,14 +1,19 @@
 /* fuzz_oplog.c — libFuzzer harness: the components' binary op-log parts
- * (`<id>.oplog` records and `<id>.onames` string tables, ADR 0055) as the
+ * (`<id>.oplog`: records, then the component's string table, ADR 0055) as the
  * launcher merges them into op_log.jsonl (kb_oplog_write). The parts are
  * ours, but a truncated or foreign file must fail with a line, never read
  * out of bounds.
  * Layout: byte 0: bits 0-1 + 1 components, bit 2 --op-log off, bit 3 a
- * small merge chunk (records sorted into a run file, many runs); then per
- * component a 2-byte little-endian length and that many record bytes, a
- * 2-byte length and that many string-table bytes (short input: empty).
+ * small merge chunk (records sorted into a run file, many runs), bit 4 raw
+ * parts (the bytes below as the whole file, their own end taken for the
+ * string table's length and magic word); then per component a 2-byte
+ * little-endian length and that many record bytes, a 2-byte length and
+ * that many string-table bytes (short input: empty). Without bit 4 the
+ * part is records, table, the table's length and RT_TRACE_TAIL_MAGIC, as
+ * a final flush writes it.
  * Any input must give RT_EOK or a clean error; an accepted log has one
  * line per record, in start order. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,20 +86,27 @@ static const uint8_t *take(const uint8_t **p, const uint8_t *end, size_t *len)
 	return at;
 }
 
-/* Writes `len` bytes to the part, or removes it when there are none (a
- * component that logged nothing has no part). */
-static void put_part(uint32_t c, const char *ext, const uint8_t *bytes, size_t len)
+/* Writes component c's part: records then table (with the tail unless
+ * `raw`), or removes it when both are empty (a component that logged
+ * nothing has no part). */
+static void put_part(uint32_t c, const uint8_t *recs, size_t n_recs, const uint8_t *names,
+		     size_t n_names, bool raw)
 {
+	uint64_t tail[2] = { n_names, RT_TRACE_TAIL_MAGIC };
 	char path[160];
+	bool ok;
 	FILE *f;
 
-	path_of(path, sizeof(path), c, ext);
-	if (!len) {
+	path_of(path, sizeof(path), c, "oplog");
+	if (!n_recs && !n_names) {
 		unlink(path);
 		return;
 	}
 	f = fopen(path, "wb");
-	if (!f || fwrite(bytes, 1, len, f) != len || fclose(f))
+	ok = f && fwrite(recs, 1, n_recs, f) == n_recs && fwrite(names, 1, n_names, f) == n_names;
+	if (ok && !raw)
+		ok = fwrite(tail, 1, sizeof(tail), f) == sizeof(tail);
+	if (!f || fclose(f) || !ok)
 		abort();
 }
 
@@ -145,29 +157,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else
 		unsetenv("KB_MERGE_CHUNK");
 	for (uint32_t c = 0; c < n; c++) {
-		const uint8_t *bytes = take(&p, end, &len);
+		const uint8_t *recs = take(&p, end, &len), *names;
+		size_t n_names;
 
 		comps[c] = (struct rt_component_desc){ .ops = c == 1 ? &math_ops : &dma_ops,
 						       .rank = c % 2, .pe = c };
-		put_part(c, "oplog", bytes, len);
 		n_recs += len / sizeof(struct rt_oplog_bin);
-		bytes = take(&p, end, &len);
-		put_part(c, "onames", bytes, len);
+		names = take(&p, end, &n_names);
+		put_part(c, recs, len, names, n_names, data[0] & 16);
 	}
 	topo.n_components = n;
 	topo.components = comps;
 	err = kb_oplog_write(job, &topo, &busy, NULL);
 	if (err != RT_EOK && err != RT_EPROTOCOL)
 		abort();
-	if (err == RT_EOK && !job->oplog_off)
+	if (err == RT_EOK && !job->oplog_off && !(data[0] & 16))
 		check_log(n_recs);
 	snprintf(path, sizeof(path), "%s/op_log.jsonl", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%s/oplog.runs", dir, RT_PARTS_DIR);
 	unlink(path);
-	for (uint32_t c = 0; c < MAX_COMP; c++) {
-		put_part(c, "oplog", NULL, 0);
-		put_part(c, "onames", NULL, 0);
-	}
+	for (uint32_t c = 0; c < MAX_COMP; c++)
+		put_part(c, NULL, 0, NULL, 0, false);
 	return 0;
 }
