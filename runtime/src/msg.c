@@ -257,7 +257,7 @@ static bool observation(const ProtobufCMessageDescriptor *desc, const ProtobufCF
  * walking it); others (strings, bytes, repeated, labelled and observation
  * fields) go through walk_field. */
 enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64, STEP_BOOL, STEP_FLOAT,
-		 STEP_DOUBLE, STEP_MESSAGE };
+		 STEP_DOUBLE, STEP_MESSAGE, STEP_STRING, STEP_MESSAGES };
 
 struct step {
 	uint32_t kind;   /* enum step_kind */
@@ -304,10 +304,14 @@ static unsigned oneof_run(const ProtobufCMessageDescriptor *desc, unsigned i, ui
 static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i)
 {
 	const ProtobufCFieldDescriptor *f = &desc->fields[i];
-	struct step s = { .kind = STEP_FIELD, .field = i, .offset = f->offset, .id = f->id };
+	struct step s = { .kind = STEP_FIELD, .field = i, .offset = f->offset, .id = f->id,
+			  .qoff = f->quantifier_offset };
 
-	if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) ||
-	    observation(desc, f))
+	if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) || observation(desc, f))
+		return s;
+	if (f->label == PROTOBUF_C_LABEL_REPEATED && f->type == PROTOBUF_C_TYPE_MESSAGE)
+		s.kind = STEP_MESSAGES;
+	if (f->label != PROTOBUF_C_LABEL_NONE)
 		return s;
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -336,6 +340,9 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 		break;
 	case PROTOBUF_C_TYPE_MESSAGE:
 		s.kind = STEP_MESSAGE;
+		break;
+	case PROTOBUF_C_TYPE_STRING:
+		s.kind = STEP_STRING;
 		break;
 	default:
 		break;
@@ -463,6 +470,47 @@ static inline void walk_field(struct walk *w, const ProtobufCMessageDescriptor *
 	walk_value(w, f, member, dst ? (char *)dst + f->offset : NULL);
 }
 
+/* A proto3 string member (field `id`): mixed and copied when not empty,
+ * as walk_field and walk_value do with it. */
+static inline void walk_string(struct walk *w, uint32_t id, const void *member, void *dst_member)
+{
+	const char *str = *(const char *const *)member;
+	uint8_t *copy;
+
+	if (!str || !*str)
+		return;
+	mix(w, id);
+	walk_bytes(w, (const uint8_t *)str, strlen(str), &copy, true);
+	if (dst_member)
+		*(char **)dst_member = (char *)copy;
+}
+
+/* A repeated message field (step s): what walk_repeated does with it. */
+static void walk_messages(struct walk *w, const struct step *s, const ProtobufCMessage *src,
+			  ProtobufCMessage *dst)
+{
+	size_t n = *(const size_t *)((const char *)src + s->qoff);
+	const ProtobufCMessage *const *from =
+		*(const ProtobufCMessage *const *const *)((const char *)src + s->offset);
+	ProtobufCMessage **to;
+
+	if (!n)
+		return;
+	mix(w, s->id);
+	mix(w, n);
+	to = take(w, n * sizeof(*to));
+	for (size_t i = 0; i < n; i++) {
+		ProtobufCMessage *copy = walk_msg(w, from[i]);
+
+		if (to)
+			to[i] = copy;
+	}
+	if (dst) {
+		*(size_t *)((char *)dst + s->qoff) = n;
+		*(ProtobufCMessage ***)((char *)dst + s->offset) = to;
+	}
+}
+
 /* A sub-message member at `member` (field `id`): mixed and copied when
  * set, as walk_field and walk_value do with it. */
 static inline void walk_sub(struct walk *w, uint32_t id, const void *member, void *dst_member)
@@ -534,6 +582,13 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 			case STEP_MESSAGE:
 				walk_sub(w, s->id, (const char *)src + s->offset,
 					 dst ? (char *)dst + s->offset : NULL);
+				break;
+			case STEP_STRING:
+				walk_string(w, s->id, (const char *)src + s->offset,
+					    dst ? (char *)dst + s->offset : NULL);
+				break;
+			case STEP_MESSAGES:
+				walk_messages(w, s, src, dst);
 				break;
 			case STEP_WORD32:
 				v = *(const uint32_t *)((const char *)src + s->offset);
