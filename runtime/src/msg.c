@@ -256,16 +256,22 @@ static bool observation(const ProtobufCMessageDescriptor *desc, const ProtobufCF
  * its word, a bool as 1, a float or double as its bits, a sub-message by
  * walking it); others (strings, bytes, repeated, labelled and observation
  * fields) go through walk_field. */
-enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64, STEP_BOOL, STEP_FLOAT,
-		 STEP_DOUBLE, STEP_MESSAGE, STEP_STRING, STEP_MESSAGES };
+enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64, STEP_BOOL, STEP_MESSAGE,
+		 STEP_STRING, STEP_MESSAGES };
+
+/* A float or double is a word whose sign bit does not make it present
+ * (-0.0 is left out, NaN is not): present when (bits & mask) != 0. */
+#define MASK32 0xffffffffull
+#define MASK64 0xffffffffffffffffull
 
 struct step {
 	uint32_t kind;   /* enum step_kind */
 	uint32_t field;  /* a field: its index in desc->fields */
-	uint32_t offset; /* a word: offset of its member */
-	uint32_t id;     /* a word: its field id */
-	uint32_t qoff;   /* a oneof run: offset of its case */
+	uint32_t offset; /* a member: its offset */
+	uint32_t id;     /* a member: its field id */
+	uint32_t qoff;   /* a oneof run: offset of its case; repeated: of its count */
 	uint32_t lo, n;  /* a oneof run: case ids lo .. lo + n - 1 */
+	uint64_t mask;   /* a word: the bits that make it present */
 	uint16_t *index; /* a oneof run: 1 + field index per id - lo, 0 none; NULL: a field */
 };
 
@@ -321,6 +327,7 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 	case PROTOBUF_C_TYPE_FIXED32:
 	case PROTOBUF_C_TYPE_ENUM:
 		s.kind = STEP_WORD32;
+		s.mask = MASK32;
 		break;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
@@ -328,15 +335,18 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
 		s.kind = STEP_WORD64;
+		s.mask = MASK64;
+		break;
+	case PROTOBUF_C_TYPE_FLOAT:
+		s.kind = STEP_WORD32;
+		s.mask = MASK32 >> 1;
+		break;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		s.kind = STEP_WORD64;
+		s.mask = MASK64 >> 1;
 		break;
 	case PROTOBUF_C_TYPE_BOOL:
 		s.kind = STEP_BOOL;
-		break;
-	case PROTOBUF_C_TYPE_FLOAT:
-		s.kind = STEP_FLOAT;
-		break;
-	case PROTOBUF_C_TYPE_DOUBLE:
-		s.kind = STEP_DOUBLE;
 		break;
 	case PROTOBUF_C_TYPE_MESSAGE:
 		s.kind = STEP_MESSAGE;
@@ -526,6 +536,91 @@ static inline void walk_sub(struct walk *w, uint32_t id, const void *member, voi
 		*(ProtobufCMessage **)dst_member = copy;
 }
 
+/* A proto3 scalar (step s) of `size` bytes: mixed and copied as its word
+ * when present (a bool is mixed and copied as 1: the wire has 0 or 1). */
+static inline void walk_word(struct walk *w, const struct step *s, const ProtobufCMessage *src,
+			     ProtobufCMessage *dst, size_t size)
+{
+	const char *from = (const char *)src + s->offset;
+	uint64_t v = size == 8 ? *(const uint64_t *)from : *(const uint32_t *)from;
+
+	if (s->kind == STEP_BOOL) {
+		if (!v)
+			return;
+		v = 1;
+	} else if (!(v & s->mask)) {
+		return;
+	}
+	mix(w, s->id);
+	if (dst && size == 8)
+		*(uint64_t *)((char *)dst + s->offset) = v;
+	else if (dst)
+		*(uint32_t *)((char *)dst + s->offset) = (uint32_t)v;
+	mix(w, v);
+}
+
+/* The set member of a folded oneof run (step s), if any. */
+static inline void walk_oneof(struct walk *w, const ProtobufCMessageDescriptor *desc,
+			      const struct step *s, const ProtobufCMessage *src,
+			      ProtobufCMessage *dst)
+{
+	uint32_t c = *(const uint32_t *)((const char *)src + s->qoff) - s->lo;
+	const ProtobufCFieldDescriptor *f;
+	uintptr_t m;
+
+	if (c >= s->n || !s->index[c])
+		return;
+	f = &desc->fields[s->index[c] - 1];
+	if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
+		walk_field(w, desc, f, src, dst);
+		return;
+	}
+	/* a message: present unless NULL or its default (present() for oneofs) */
+	m = (uintptr_t)*(const void *const *)((const char *)src + f->offset);
+	if (!m || m == (uintptr_t)f->default_value)
+		return;
+	if (dst)
+		*(uint32_t *)((char *)dst + s->qoff) = f->id;
+	walk_sub(w, f->id, (const char *)src + f->offset, dst ? (char *)dst + f->offset : NULL);
+}
+
+/* One step of a plan: what walk_field does with its field(s). */
+static inline void walk_step(struct walk *w, const ProtobufCMessageDescriptor *desc,
+			     const struct step *s, const ProtobufCMessage *src,
+			     ProtobufCMessage *dst)
+{
+	const char *member = (const char *)src + s->offset;
+	char *to = dst ? (char *)dst + s->offset : NULL;
+
+	switch (s->kind) {
+	case STEP_WORD32:
+		walk_word(w, s, src, dst, 4);
+		break;
+	case STEP_WORD64:
+		walk_word(w, s, src, dst, 8);
+		break;
+	case STEP_BOOL:
+		_Static_assert(sizeof(protobuf_c_boolean) == 4, "a bool is a 32-bit word");
+		walk_word(w, s, src, dst, 4);
+		break;
+	case STEP_MESSAGE:
+		walk_sub(w, s->id, member, to);
+		break;
+	case STEP_STRING:
+		walk_string(w, s->id, member, to);
+		break;
+	case STEP_MESSAGES:
+		walk_messages(w, s, src, dst);
+		break;
+	case STEP_ONEOF:
+		walk_oneof(w, desc, s, src, dst);
+		break;
+	default:
+		walk_field(w, desc, &desc->fields[s->field], src, dst);
+		break;
+	}
+}
+
 static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 {
 	const ProtobufCMessageDescriptor *desc = src->descriptor;
@@ -544,94 +639,8 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 		desc->message_init(dst); /* absent fields: what unpack leaves */
 	mix(w, 0x6d7367); /* brackets the message, so nesting is hashed */
 	if (p) {
-		for (unsigned k = 0; k < p->n_steps; k++) {
-			const struct step *s = &p->steps[k];
-			const ProtobufCFieldDescriptor *f;
-			uint32_t c;
-			uint64_t v;
-
-			switch (s->kind) {
-			case STEP_BOOL:
-				if (*(const protobuf_c_boolean *)((const char *)src + s->offset)) {
-					mix(w, s->id);
-					if (dst)
-						*(protobuf_c_boolean *)((char *)dst + s->offset) = 1;
-					mix(w, 1); /* the wire has 0 or 1 */
-				}
-				break;
-			case STEP_FLOAT:
-				if (*(const float *)((const char *)src + s->offset) != 0) {
-					uint32_t v32;
-
-					memcpy(&v32, (const char *)src + s->offset, 4);
-					mix(w, s->id);
-					if (dst)
-						memcpy((char *)dst + s->offset, &v32, 4);
-					mix(w, v32);
-				}
-				break;
-			case STEP_DOUBLE:
-				if (*(const double *)((const char *)src + s->offset) != 0) {
-					memcpy(&v, (const char *)src + s->offset, 8);
-					mix(w, s->id);
-					if (dst)
-						memcpy((char *)dst + s->offset, &v, 8);
-					mix(w, v);
-				}
-				break;
-			case STEP_MESSAGE:
-				walk_sub(w, s->id, (const char *)src + s->offset,
-					 dst ? (char *)dst + s->offset : NULL);
-				break;
-			case STEP_STRING:
-				walk_string(w, s->id, (const char *)src + s->offset,
-					    dst ? (char *)dst + s->offset : NULL);
-				break;
-			case STEP_MESSAGES:
-				walk_messages(w, s, src, dst);
-				break;
-			case STEP_WORD32:
-				v = *(const uint32_t *)((const char *)src + s->offset);
-				if (v) {
-					mix(w, s->id);
-					if (dst)
-						*(uint32_t *)((char *)dst + s->offset) = (uint32_t)v;
-					mix(w, v);
-				}
-				break;
-			case STEP_WORD64:
-				v = *(const uint64_t *)((const char *)src + s->offset);
-				if (v) {
-					mix(w, s->id);
-					if (dst)
-						*(uint64_t *)((char *)dst + s->offset) = v;
-					mix(w, v);
-				}
-				break;
-			case STEP_ONEOF:
-				c = *(const uint32_t *)((const char *)src + s->qoff) - s->lo;
-				if (c >= s->n || !s->index[c])
-					break;
-				f = &desc->fields[s->index[c] - 1];
-				if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
-					walk_field(w, desc, f, src, dst);
-					break;
-				}
-				/* the set member, a message: present unless NULL or
-				 * its default (present() for oneofs) */
-				v = (uintptr_t)*(const void *const *)((const char *)src + f->offset);
-				if (!v || v == (uintptr_t)f->default_value)
-					break;
-				if (dst)
-					*(uint32_t *)((char *)dst + s->qoff) = f->id;
-				walk_sub(w, f->id, (const char *)src + f->offset,
-					 dst ? (char *)dst + f->offset : NULL);
-				break;
-			default:
-				walk_field(w, desc, &desc->fields[s->field], src, dst);
-				break;
-			}
-		}
+		for (unsigned k = 0; k < p->n_steps; k++)
+			walk_step(w, desc, &p->steps[k], src, dst);
 	} else {
 		for (unsigned i = 0; i < desc->n_fields; i++)
 			walk_field(w, desc, &desc->fields[i], src, dst);
