@@ -34,6 +34,7 @@
 #include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "mesh.h"
 #include "stops.h"
 #include "tidy.h"
 #include "rt/buf.h"
@@ -74,6 +75,9 @@ struct agent {
 	struct rt_job *job;
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
+	struct kb_mesh *mesh;     /* messages to and from other hosts (ADR 0066) */
+	uint64_t *sent_to;        /* per host: what this window sent it */
+	uint32_t n_hosts;         /* in the coordinator's mesh table */
 	uint64_t heard_ms, beat_ms, beats;
 	uint64_t watched_ms;      /* last look at this host's signals and children */
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
@@ -602,6 +606,8 @@ static enum rt_err send_ready(struct agent *a)
 	ready.pid = getpid();
 	ready.token.data = (uint8_t *)a->token;
 	ready.token.len = strlen(a->token);
+	ready.mesh_endpoint = (char *)kb_mesh_endpoint(a->mesh);
+	ready.mesh_key = (char *)kb_mesh_key(a->mesh);
 	sync.body_case = KB__SYNC__BODY_READY;
 	sync.ready = &ready;
 	err = send_up(a, &sync);
@@ -609,25 +615,112 @@ static enum rt_err send_ready(struct agent *a)
 	return err;
 }
 
+/* The coordinator's table of every host's mesh endpoint and key. */
+static enum rt_err on_mesh(struct agent *a, const Kb__Mesh *table)
+{
+	enum rt_err err = kb_mesh_join(a->mesh, a->host, table);
+
+	free(a->sent_to);
+	a->sent_to = err ? NULL : calloc(table->n_peers ? table->n_peers : 1, sizeof(*a->sent_to));
+	if (!err && !a->sent_to)
+		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	return err ? rt_fail(err, "%s: %s", a->label, rt_last_error()) : RT_EOK;
+}
+
+/* Waits until every message other hosts sent this host before `window`
+ * arrived (`expect`, the coordinator's sum of their counts), beating and
+ * listening to the coordinator meanwhile: a host that died is named by the
+ * coordinator, whose SHUTDOWN ends this wait. No frame for
+ * run.watchdog_ms while messages are missing ends it here. */
+static enum rt_err wait_mesh(struct agent *a, uint64_t window, uint64_t expect)
+{
+	uint64_t moved = now_ms(), had = kb_mesh_arrived_before(a->mesh, window);
+
+	for (;;) {
+		zmq_pollitem_t items[2] = { { kb_mesh_socket(a->mesh), 0, ZMQ_POLLIN, 0 },
+					    { a->sock, 0, ZMQ_POLLIN, 0 } };
+		enum rt_err err = kb_mesh_drain(a->mesh);
+		uint64_t arrived = kb_mesh_arrived_before(a->mesh, window), now = now_ms();
+
+		if (err)
+			return rt_fail(err, "%s: %s", a->label, rt_last_error());
+		if (arrived > expect)
+			return rt_fail(RT_EPROTOCOL, "%s: %llu messages from other hosts arrived before "
+				       "window %llu, they sent %llu", a->label, (unsigned long long)arrived,
+				       (unsigned long long)window, (unsigned long long)expect);
+		if (arrived == expect)
+			return RT_EOK;
+		if (arrived != had) {
+			had = arrived;
+			moved = now;
+		} else if (now - moved >= a->job->config.watchdog_ms) {
+			return rt_fail(RT_ETIMEOUT, "%s: window %llu waits for %llu messages from other "
+				       "hosts, %llu arrived, none for %llu ms (watchdog)", a->label,
+				       (unsigned long long)window, (unsigned long long)expect,
+				       (unsigned long long)arrived, (unsigned long long)(now - moved));
+		}
+		if (zmq_poll(items, 2, WATCH_MS) < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "%s: cannot wait for other hosts: %s", a->label,
+				       zmq_strerror(errno));
+		err = keep_up(a);
+		if (!err && now_ms() - a->watched_ms >= WATCH_MS) {
+			a->watched_ms = now_ms();
+			err = kb_local_watch(a->local);
+		}
+		if (err)
+			return err;
+	}
+}
+
+/* Runs the GRANT's window over this host's daemons with what other hosts
+ * sent it before, then sends what goes to other hosts to them directly and
+ * DONE (counts and times only) to the coordinator. */
 static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Done done = KB__DONE__INIT;
+	Kb__Grant g = *(*grant_p)->grant;
+	Kb__Sync **data = NULL, **frames = NULL;
+	Kb__Envelope **inbound = NULL;
+	size_t n_data = 0, n_inbound = 0;
 	struct rt_coord_away away;
-	uint64_t window = (*grant_p)->grant->window;
 	enum rt_err err, verdict;
 
+	if (!a->sent_to || g.n_inbound)
+		return rt_fail(RT_EPROTOCOL, "%s: a GRANT before the mesh table, or with messages "
+			       "(they come from other hosts directly)", a->label);
+	err = wait_mesh(a, g.window, g.expect);
+	if (!err)
+		err = kb_mesh_take(a->mesh, g.window, &data, &n_data, &inbound, &n_inbound);
+	if (!err && !(frames = malloc((n_data + 1) * sizeof(*frames))))
+		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	if (err) {
+		for (size_t k = 0; k < n_data; k++)
+			rt_wire_free_sync(data[k]);
+		free(data);
+		return err;
+	}
+	frames[0] = *grant_p;
+	*grant_p = NULL;
+	memcpy(frames + 1, data, n_data * sizeof(*data));
+	free(data);
+	g.inbound = inbound;
+	g.n_inbound = n_inbound;
 	lend_socket(a);
-	err = kb_local_step(a->local, grant_p, &away);
+	err = kb_local_step_frames(a->local, &g, frames, n_data + 1, &away);
 	verdict = take_socket(a);
+	free(frames);
 	if (!err)
 		err = verdict;
+	if (!err)
+		err = kb_mesh_send(a->mesh, g.window, away.envelopes, away.n, a->sent_to,
+				   &done.next_sent_ps);
 	if (err)
 		return err;
-	done.window = window;
+	done.window = g.window;
 	done.next_local_ps = away.next_ps;
-	done.n_outbound = away.n;
-	done.outbound = away.envelopes;
+	done.n_sent_to = a->n_hosts;
+	done.sent_to = a->sent_to;
 	sync.body_case = KB__SYNC__BODY_DONE;
 	sync.done = &done;
 	return send_up(a, &sync);
@@ -910,6 +1003,9 @@ static enum rt_err participate(struct agent *a)
 	enum rt_err err = kb_local_start(a->local, keep_alive, a);
 
 	if (!err)
+		err = kb_mesh_open(a->zctx, a->coordinator, kb_local_topology(a->local),
+				   a->job->host_of_rank, &a->mesh);
+	if (!err)
 		err = send_ready(a);
 	a->heard_ms = now_ms();
 	a->joined = !err;
@@ -921,6 +1017,9 @@ static enum rt_err participate(struct agent *a)
 			break;
 		if (s->body_case == KB__SYNC__BODY_GRANT) {
 			err = on_grant(a, &s);
+		} else if (s->body_case == KB__SYNC__BODY_MESH) {
+			a->n_hosts = (uint32_t)s->mesh->n_peers;
+			err = on_mesh(a, s->mesh);
 		} else if (s->body_case == KB__SYNC__BODY_SHUTDOWN) {
 			bool abort_run = s->shutdown->abort;
 
@@ -1252,6 +1351,8 @@ int kb_agent_main(int argc, char **argv)
 	kb_local_close(&a.local, err != RT_EOK);
 	remove_staging(&a);
 	close_socket(&a);
+	kb_mesh_close(&a.mesh);
+	free(a.sent_to);
 	if (a.zctx)
 		zmq_ctx_term(a.zctx);
 	rt_buf_release(&a.frame);

@@ -1341,15 +1341,24 @@ bool kb_local_direct_events(const struct kb_local *local, uint64_t *events)
 
 enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out)
 {
+	Kb__Sync *s = *grant_p;
+
+	*grant_p = NULL;
+	return kb_local_step_frames(local, s->grant, &s, 1, out);
+}
+
+enum rt_err kb_local_step_frames(struct kb_local *local, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out)
+{
 	struct launch *l = (struct launch *)local;
 	enum rt_err err;
 
 	if (!l->direct)
-		return rt_coord_step(l->coord, grant_p, out);
-	/* the daemon copies the GRANT's messages: the frame goes now */
-	err = rt_daemon_window(l->direct, (*grant_p)->grant, &out->envelopes, &out->n);
-	rt_wire_free_sync(*grant_p);
-	*grant_p = NULL;
+		return rt_coord_step_frames(l->coord, g, frames, n_frames, out);
+	/* the daemon copies the window's messages: the frames go now */
+	err = rt_daemon_window(l->direct, g, &out->envelopes, &out->n);
+	for (size_t k = 0; k < n_frames; k++)
+		rt_wire_free_sync(frames[k]);
 	out->next_ps = rt_daemon_next_ps(l->direct);
 	l->direct_windows++;
 	return err;

@@ -47,6 +47,11 @@ struct peer {
 	struct file_tally *files;
 	size_t n_files, cap_files;
 	uint64_t parts_taken, bytes_taken; /* over all its files (FileAck) */
+	/* agents (ADR 0066): where its neighbours reach it, and what they sent */
+	char mesh_endpoint[RT_COORD_MESH_ENDPOINT_MAX];
+	char mesh_key[41];      /* its CURVE public key, Z85 */
+	uint64_t expect;        /* messages other hosts sent it so far */
+	bool fresh;             /* ... some of them in the last round */
 };
 
 struct rt_coord {
@@ -404,9 +409,11 @@ static enum rt_err send_grant(struct rt_coord *c, uint32_t i, uint64_t window, u
 	grant.end_ps = end;
 	grant.n_inbound = p->n_in;
 	grant.inbound = p->inbound;
+	grant.expect = p->expect;
 	sync.body_case = KB__SYNC__BODY_GRANT;
 	sync.grant = &grant;
 	p->n_in = 0;
+	p->fresh = false;
 	p->answered = false;
 	return send_to(c, i, &sync);
 }
@@ -905,6 +912,38 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 	}
 }
 
+/* Whether `s` is a usable mesh endpoint: "tcp://" and printable, no
+ * space, shorter than the field. */
+static bool mesh_endpoint_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (strncmp(s, "tcp://", 6) || len <= 6 || len >= RT_COORD_MESH_ENDPOINT_MAX)
+		return false;
+	for (size_t k = 0; k < len; k++)
+		if (!isgraph((unsigned char)s[k]))
+			return false;
+	return true;
+}
+
+/* An agent's READY says where its neighbours send it messages and the
+ * CURVE public key its mesh socket serves with (ADR 0066). */
+static enum rt_err take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
+{
+	char name[128];
+	const char *ep = r->mesh_endpoint ? r->mesh_endpoint : "";
+	const char *key = r->mesh_key ? r->mesh_key : "";
+	uint8_t raw[32];
+
+	if (!mesh_endpoint_ok(ep) || strlen(key) != 40 || !zmq_z85_decode(raw, key))
+		return rt_fail(RT_EPROTOCOL, "%s sent READY without a usable mesh endpoint and key "
+			       "(tcp://ADDRESS:PORT and a 40-character Z85 key)",
+			       peer_name(c, i, name, sizeof(name)));
+	snprintf(c->peers[i].mesh_endpoint, sizeof(c->peers[i].mesh_endpoint), "%s", ep);
+	snprintf(c->peers[i].mesh_key, sizeof(c->peers[i].mesh_key), "%s", key);
+	return RT_EOK;
+}
+
 static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
 {
 	const struct rt_topology *t = c->topo;
@@ -931,6 +970,8 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	if (!c->peers[i].present)
 		return rt_fail(RT_EPROTOCOL, "daemon %s is not hosted here",
 			       peer_name(c, i, name, sizeof(name)));
+	if (c->agents && take_mesh_address(c, i, r))
+		return RT_EPROTOCOL;
 	c->peers[i].ready = true;
 	c->peers[i].next_local_ps = r->next_local_ps;
 	if (r->pid)
@@ -1050,6 +1091,39 @@ static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, cons
 		       s->body_case, expected);
 }
 
+static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err);
+
+/* Every agent learns where every host's mesh socket is and its key
+ * (ADR 0066), before the first GRANT: the messages of a window go
+ * agent to agent, only the barrier comes here. */
+static enum rt_err send_mesh(struct rt_coord *c)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Mesh mesh = KB__MESH__INIT;
+	Kb__MeshPeer *rows = calloc(c->n_peers ? c->n_peers : 1, sizeof(*rows));
+	Kb__MeshPeer **ptrs = calloc(c->n_peers ? c->n_peers : 1, sizeof(*ptrs));
+	enum rt_err err = RT_EOK;
+
+	if (!rows || !ptrs)
+		err = rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	for (uint32_t i = 0; !err && i < c->n_peers; i++) {
+		kb__mesh_peer__init(&rows[i]);
+		rows[i].host = i;
+		rows[i].endpoint = c->peers[i].mesh_endpoint;
+		rows[i].key = c->peers[i].mesh_key;
+		ptrs[i] = &rows[i];
+	}
+	mesh.n_peers = c->n_peers;
+	mesh.peers = ptrs;
+	sync.body_case = KB__SYNC__BODY_MESH;
+	sync.mesh = &mesh;
+	for (uint32_t i = 0; !err && i < c->n_peers; i++)
+		err = send_to(c, i, &sync);
+	free(rows);
+	free(ptrs);
+	return err ? explain_unreachable(c, err) : RT_EOK;
+}
+
 static enum rt_err handshake(struct rt_coord *c)
 {
 	uint32_t ready = 0;
@@ -1070,7 +1144,7 @@ static enum rt_err handshake(struct rt_coord *c)
 			return err;
 		ready++;
 	}
-	return RT_EOK;
+	return c->agents ? send_mesh(c) : RT_EOK;
 }
 
 /* ---------------------------------------------------------------- windows */
@@ -1163,6 +1237,32 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 	return RT_EOK;
 }
 
+/* An agent's DONE (ADR 0066): its messages went to their hosts over the
+ * mesh; here only how many each host is to receive, and the earliest of
+ * their delivery times (a pending time of the run until they arrive). */
+static enum rt_err count_mesh(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+
+	if (done->n_outbound || done->n_sent_to > c->n_peers ||
+	    (from < done->n_sent_to && done->sent_to[from]))
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator or to "
+			       "itself (they go agent to agent)", peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++) {
+		uint64_t n = done->sent_to[h];
+
+		if (!n)
+			continue;
+		c->peers[h].expect += n;
+		c->peers[h].fresh = true;
+		*routed += n;
+	}
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
 /* Collects every DONE of window k; returns the earliest pending time. */
 static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint32_t granted,
 				uint64_t *next, uint64_t *routed_now)
@@ -1184,6 +1284,8 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
 				      (unsigned long long)s->done->window, (unsigned long long)k);
+		else if (c->agents)
+			err = count_mesh(c, i, s->done, &min_time, routed_now);
 		else
 			err = route(c, i, s->done, end, &min_time, routed_now);
 		if (err) {
@@ -1243,7 +1345,7 @@ static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, 
 	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
 		struct peer *p = &c->peers[i];
 
-		if (!p->present || (!p->n_in && p->next_local_ps >= end)) {
+		if (!p->present || (!p->n_in && !p->fresh && p->next_local_ps >= end)) {
 			p->answered = true;
 			continue;
 		}
@@ -1633,27 +1735,36 @@ uint64_t rt_coord_next_ps(const struct rt_coord *c)
 enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out)
 {
 	Kb__Sync *s = *grant_p;
-	const Kb__Grant *g = s->grant;
-	const struct rt_topology *t = c->topo;
-	uint64_t from;
-	enum rt_err err;
 
 	*grant_p = NULL;
+	return rt_coord_step_frames(c, s->grant, &s, 1, out);
+}
+
+enum rt_err rt_coord_step_frames(struct rt_coord *c, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out)
+{
+	const struct rt_topology *t = c->topo;
+	uint64_t from;
+	enum rt_err err = RT_EOK;
+
 	free_away(c);
-	/* the frame's envelopes wait in inbound lists until they are granted */
-	err = keep_in_round(c, s);
-	if (err) {
-		rt_wire_free_sync(s);
-		return err;
+	/* the frames' envelopes wait in inbound lists until they are granted */
+	for (size_t k = 0; k < n_frames; k++) {
+		if (!err)
+			err = keep_in_round(c, frames[k]);
+		if (err)
+			rt_wire_free_sync(frames[k]);
 	}
+	if (err)
+		return err;
 	for (size_t k = 0; k < g->n_inbound; k++) {
 		Kb__Envelope *e = g->inbound[k];
 		struct peer *p;
 
 		if (e->dst >= t->n_components || c->peer_of[e->dst] == RT_COORD_AWAY ||
 		    e->deliver_ps < g->start_ps)
-			return rt_fail(RT_EPROTOCOL, "the coordinator sent a message for component %u "
-				       "due at %llu ps in window [%llu ps): not for this host or too early",
+			return rt_fail(RT_EPROTOCOL, "a message for component %u due at %llu ps came "
+				       "for the window from %llu ps: not for this host or too early",
 				       e->dst, (unsigned long long)e->deliver_ps,
 				       (unsigned long long)g->start_ps);
 		p = &c->peers[c->peer_of[e->dst]];

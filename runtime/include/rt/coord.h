@@ -63,6 +63,7 @@ struct rt_coord_hooks {
  * RT_COORD_AWAY: their messages wait for the agent's DONE. */
 #define RT_COORD_AWAY UINT32_MAX
 #define RT_COORD_LABEL_MAX 96
+#define RT_COORD_MESH_ENDPOINT_MAX 256 /* an agent's "tcp://ADDRESS:PORT" */
 #define RT_COORD_BEAT_MS 1000    /* agents and their coordinator: heartbeat */
 #define RT_COORD_SILENCE_MS 5000 /* ... and a peer silent this long is gone */
 
@@ -133,6 +134,11 @@ enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
  * and says what goes to other hosts; finish shuts down and collects BYE. */
 enum rt_err rt_coord_start(struct rt_coord *c, const struct rt_coord_hooks *hooks);
 enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out);
+/* The same for a window whose messages are `g->inbound`, pointing into
+ * `frames` (an agent's GRANT and the Data frames its neighbours sent,
+ * ADR 0066), which it takes: they live until the next step. */
+enum rt_err rt_coord_step_frames(struct rt_coord *c, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out);
 enum rt_err rt_coord_finish(struct rt_coord *c);
 /* Earliest pending time: a local event or a routed delivery. */
 uint64_t rt_coord_next_ps(const struct rt_coord *c);
