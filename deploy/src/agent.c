@@ -39,6 +39,7 @@
 #include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
+#include "rt/event.h"
 #include "rt/wire.h"
 
 #define HELLO_WAIT_S 60 /* --agent-wait's default */
@@ -78,6 +79,9 @@ struct agent {
 	struct kb_mesh *mesh;     /* messages to and from other hosts (ADR 0066) */
 	uint64_t *sent_to;        /* per host: what this window sent it */
 	uint32_t n_hosts;         /* in the coordinator's mesh table */
+	uint64_t next_local_ps;   /* this host's earliest pending time */
+	uint64_t expect_seen;     /* tree: the count it last waited for */
+	Kb__Sync *tree_grant;     /* tree: the GRANT its parent forwarded */
 	uint64_t heard_ms, beat_ms, beats;
 	uint64_t watched_ms;      /* last look at this host's signals and children */
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
@@ -672,13 +676,12 @@ static enum rt_err wait_mesh(struct agent *a, uint64_t window, uint64_t expect)
 	}
 }
 
-/* Runs the GRANT's window over this host's daemons with what other hosts
- * sent it before, then sends what goes to other hosts to them directly and
- * DONE (counts and times only) to the coordinator. */
-static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
+/* Runs the GRANT's window (taken) over this host's daemons with what other
+ * hosts sent it before, then sends what goes to other hosts to them
+ * directly; `done` gets the window, its next times and the counts. */
+static enum rt_err run_granted(struct agent *a, Kb__Sync **grant_p, uint64_t expect,
+			       Kb__Done *done)
 {
-	Kb__Sync sync = KB__SYNC__INIT;
-	Kb__Done done = KB__DONE__INIT;
 	Kb__Grant g = *(*grant_p)->grant;
 	Kb__Sync **data = NULL, **frames = NULL;
 	Kb__Envelope **inbound = NULL;
@@ -686,10 +689,13 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 	struct rt_coord_away away;
 	enum rt_err err, verdict;
 
-	if (!a->sent_to || g.n_inbound)
+	if (!a->sent_to || g.n_inbound) {
+		rt_wire_free_sync(*grant_p);
+		*grant_p = NULL;
 		return rt_fail(RT_EPROTOCOL, "%s: a GRANT before the mesh table, or with messages "
 			       "(they come from other hosts directly)", a->label);
-	err = wait_mesh(a, g.window, g.expect);
+	}
+	err = wait_mesh(a, g.window, expect);
 	if (!err)
 		err = kb_mesh_take(a->mesh, g.window, &data, &n_data, &inbound, &n_inbound);
 	if (!err && !(frames = malloc((n_data + 1) * sizeof(*frames))))
@@ -714,16 +720,139 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 		err = verdict;
 	if (!err)
 		err = kb_mesh_send(a->mesh, g.window, away.envelopes, away.n, a->sent_to,
-				   &done.next_sent_ps);
+				   &done->next_sent_ps);
+	done->window = g.window;
+	done->next_local_ps = away.next_ps;
+	done->n_sent_to = a->n_hosts;
+	done->sent_to = a->sent_to;
+	a->next_local_ps = away.next_ps;
+	return err;
+}
+
+/* The flat barrier: the window, then DONE (counts and times only) to the
+ * coordinator. */
+static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Done done = KB__DONE__INIT;
+	enum rt_err err = run_granted(a, grant_p, (*grant_p)->grant->expect, &done);
+
 	if (err)
 		return err;
-	done.window = g.window;
-	done.next_local_ps = away.next_ps;
-	done.n_sent_to = a->n_hosts;
-	done.sent_to = a->sent_to;
 	sync.body_case = KB__SYNC__BODY_DONE;
 	sync.done = &done;
 	return send_up(a, &sync);
+}
+
+/* Waits for what the mesh brings (`ready` says when it is enough),
+ * beating and listening to the coordinator meanwhile; a frame from the
+ * coordinator that is not a heartbeat (SHUTDOWN) returns in *from_coord
+ * when the caller takes one, else it ends the wait as keep_up does. */
+static enum rt_err wait_tree(struct agent *a, bool (*ready)(struct agent *a),
+			     Kb__Sync **from_coord)
+{
+	for (;;) {
+		zmq_pollitem_t items[2] = { { kb_mesh_socket(a->mesh), 0, ZMQ_POLLIN, 0 },
+					    { a->sock, 0, ZMQ_POLLIN, 0 } };
+		enum rt_err err = kb_mesh_drain(a->mesh);
+
+		if (err)
+			return rt_fail(err, "%s: %s", a->label, rt_last_error());
+		if (ready(a))
+			return RT_EOK;
+		if (zmq_poll(items, 2, WATCH_MS) < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "%s: cannot wait for other hosts: %s", a->label,
+				       zmq_strerror(errno));
+		if (from_coord) {
+			err = recv_up(a, 0, from_coord);
+			if (!err && *from_coord && (*from_coord)->body_case != KB__SYNC__BODY_PROGRESS)
+				return RT_EOK;
+			rt_wire_free_sync(*from_coord);
+			*from_coord = NULL;
+			if (!err)
+				err = beat_up(a);
+		} else {
+			err = keep_up(a);
+		}
+		if (!err && now_ms() - a->watched_ms >= WATCH_MS) {
+			a->watched_ms = now_ms();
+			err = kb_local_watch(a->local);
+		}
+		if (err)
+			return err;
+	}
+}
+
+static bool children_done(struct agent *a)
+{
+	return kb_mesh_children_done(a->mesh);
+}
+
+static bool grant_came(struct agent *a)
+{
+	return (a->tree_grant = kb_mesh_take_grant(a->mesh)) != NULL;
+}
+
+/* The tree barrier (ADR 0067): the GRANT goes on to this host's children
+ * first, so they run beside it; this host runs the window only if it has
+ * an event before its end or messages were sent to it (as the flat
+ * coordinator grants only those); then its children's DONEs and its own,
+ * combined, go to its parent (a host, or the coordinator). */
+static enum rt_err on_tree_grant(struct agent *a, Kb__Sync **grant_p)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Done done = KB__DONE__INIT;
+	const Kb__Grant *g = (*grant_p)->grant;
+	uint64_t expect = a->host < g->n_expect_all ? g->expect_all[a->host] : 0;
+	bool run = a->next_local_ps < g->end_ps || expect != a->expect_seen;
+	enum rt_err err = g->n_expect_all == a->n_hosts
+				  ? kb_mesh_forward(a->mesh, *grant_p)
+				  : rt_fail(RT_EPROTOCOL, "%s: a GRANT for %zu hosts, the run has %u",
+					    a->label, g->n_expect_all, a->n_hosts);
+
+	done.window = g->window;
+	done.next_local_ps = a->next_local_ps;
+	done.next_sent_ps = RT_TIME_NEVER;
+	done.n_sent_to = a->n_hosts;
+	done.sent_to = a->sent_to;
+	done.hosts = 1;
+	done.ran = run;
+	memset(a->sent_to, 0, a->n_hosts * sizeof(*a->sent_to));
+	if (!err && run) {
+		a->expect_seen = expect;
+		err = run_granted(a, grant_p, expect, &done);
+	}
+	rt_wire_free_sync(*grant_p);
+	*grant_p = NULL;
+	if (!err)
+		err = wait_tree(a, children_done, NULL);
+	if (!err)
+		err = kb_mesh_combine(a->mesh, &done);
+	if (err)
+		return err;
+	sync.body_case = KB__SYNC__BODY_DONE;
+	sync.done = &done;
+	if (kb_mesh_parent(a->mesh) == RT_COORD_TREE_TOP)
+		return send_up(a, &sync);
+	return kb_mesh_send_up(a->mesh, &sync);
+}
+
+/* The next frame that moves this host on: the coordinator's (its GRANT,
+ * or SHUTDOWN for every host), or, below the top of the tree, the GRANT
+ * its parent forwards. */
+static enum rt_err wait_next(struct agent *a, Kb__Sync **out)
+{
+	enum rt_err err;
+
+	if (!a->mesh || !kb_mesh_fanout(a->mesh) || kb_mesh_parent(a->mesh) == RT_COORD_TREE_TOP)
+		return wait_up(a, out);
+	*out = NULL;
+	err = wait_tree(a, grant_came, out);
+	if (!err && !*out) {
+		*out = a->tree_grant;
+		a->tree_grant = NULL;
+	}
+	return err;
 }
 
 /* ---------------------------------------------------------------- files */
@@ -1009,13 +1138,16 @@ static enum rt_err participate(struct agent *a)
 		err = send_ready(a);
 	a->heard_ms = now_ms();
 	a->joined = !err;
+	a->next_local_ps = kb_local_next_ps(a->local);
 	while (!err) {
 		Kb__Sync *s = NULL;
 
-		err = wait_up(a, &s);
+		err = wait_next(a, &s);
 		if (err)
 			break;
-		if (s->body_case == KB__SYNC__BODY_GRANT) {
+		if (s->body_case == KB__SYNC__BODY_GRANT && a->mesh && kb_mesh_fanout(a->mesh)) {
+			err = on_tree_grant(a, &s);
+		} else if (s->body_case == KB__SYNC__BODY_GRANT) {
 			err = on_grant(a, &s);
 		} else if (s->body_case == KB__SYNC__BODY_MESH) {
 			a->n_hosts = (uint32_t)s->mesh->n_peers;

@@ -18,6 +18,7 @@
 #include <zmq.h>
 
 #include "rt/buf.h"
+#include "rt/coord.h"
 #include "rt/event.h"
 #include "rt/wire.h"
 
@@ -57,6 +58,12 @@ struct kb_mesh {
 	uint64_t taken;             /* messages handed to windows so far */
 	Kb__Envelope **inbound;     /* kb_mesh_take's array */
 	size_t cap_inbound;
+	/* the barrier's tree (ADR 0067) */
+	uint32_t fanout;            /* 0: flat, the coordinator talks to all */
+	uint32_t parent;            /* RT_COORD_TREE_TOP: the coordinator */
+	uint32_t first_child, n_children;
+	Kb__Sync *grant;            /* from the parent host, not yet taken */
+	Kb__Sync **child_done;      /* per child: its DONE of this window */
 	/* grouping what one window sends, by host */
 	Kb__Envelope **group;
 	size_t cap_group;
@@ -346,6 +353,33 @@ static enum rt_err take_table(struct kb_mesh *m, const Kb__Mesh *table)
 	return RT_EOK;
 }
 
+/* This host's place in the barrier's tree: its parent and children are
+ * neighbours too (GRANTs come down, DONEs go up over the mesh). */
+static enum rt_err take_tree(struct kb_mesh *m, uint32_t fanout)
+{
+	uint32_t first;
+
+	if (fanout > 64)
+		return rt_fail(RT_EPROTOCOL, "agent: the coordinator's barrier fan-out %u is over 64",
+			       fanout);
+	m->fanout = fanout;
+	if (!fanout)
+		return RT_EOK;
+	m->parent = rt_coord_tree_parent(m->host, fanout);
+	first = rt_coord_tree_first_child(m->host, fanout);
+	m->first_child = first;
+	m->n_children = first >= m->n_hosts ? 0 : m->n_hosts - first < fanout ? m->n_hosts - first
+									       : fanout;
+	m->child_done = calloc(fanout, sizeof(*m->child_done));
+	if (!m->child_done)
+		return rt_fail(RT_ENOMEM, "agent: out of memory");
+	if (m->parent != RT_COORD_TREE_TOP)
+		m->hosts[m->parent].neighbour = true;
+	for (uint32_t j = 0; j < m->n_children; j++)
+		m->hosts[first + j].neighbour = true;
+	return RT_EOK;
+}
+
 enum rt_err kb_mesh_join(struct kb_mesh *m, uint32_t host, const Kb__Mesh *table)
 {
 	const struct rt_topology *t = m->topo;
@@ -362,6 +396,8 @@ enum rt_err kb_mesh_join(struct kb_mesh *m, uint32_t host, const Kb__Mesh *table
 	m->have_table = !err;
 	pthread_cond_broadcast(&m->table_set);
 	pthread_mutex_unlock(&m->table_lock);
+	if (!err)
+		err = take_tree(m, table->fanout);
 	for (size_t k = 0; !err && k < t->n_links; k++) {
 		uint32_t from = host_of_component(m, t->links[k].src);
 		uint32_t to = host_of_component(m, t->links[k].dst);
@@ -377,25 +413,20 @@ enum rt_err kb_mesh_join(struct kb_mesh *m, uint32_t host, const Kb__Mesh *table
 
 /* ------------------------------------------------------------- sending */
 
+static enum rt_err send_sync(struct kb_mesh *m, uint32_t h, Kb__Sync *msg);
+
 static enum rt_err send_group(struct kb_mesh *m, uint32_t h, uint64_t window, size_t n)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Data data = KB__DATA__INIT;
-	enum rt_err err;
 
-	if (!m->hosts[h].push && (err = connect_host(m, h)))
-		return err;
 	data.host = m->host;
 	data.window = window;
 	data.n_envelopes = n;
 	data.envelopes = m->group;
 	sync.body_case = KB__SYNC__BODY_DATA;
 	sync.data = &data;
-	err = rt_wire_encode_sync(&sync, &m->frame);
-	if (!err && zmq_send(m->hosts[h].push, m->frame.data, m->frame.len, 0) < 0)
-		err = rt_fail(RT_ETRANSPORT, "agent: cannot send to host %u: %s", h,
-			      zmq_strerror(errno));
-	return err;
+	return send_sync(m, h, &sync);
 }
 
 enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const *envelopes,
@@ -459,9 +490,9 @@ static enum rt_err hold(struct kb_mesh *m, Kb__Sync *s)
  * ours. */
 static enum rt_err check_data(const struct kb_mesh *m, uint32_t from, const Kb__Sync *s)
 {
-	if (s->body_case != KB__SYNC__BODY_DATA || s->data->host != from)
-		return rt_fail(RT_EPROTOCOL, "host %u sent this host's mesh a frame of type %d that "
-			       "is not its Data", from, s->body_case);
+	if (s->data->host != from)
+		return rt_fail(RT_EPROTOCOL, "host %u sent a Data frame in host %u's name", from,
+			       s->data->host);
 	for (size_t k = 0; k < s->data->n_envelopes; k++) {
 		const Kb__Envelope *e = s->data->envelopes[k];
 
@@ -470,6 +501,31 @@ static enum rt_err check_data(const struct kb_mesh *m, uint32_t from, const Kb__
 				       from, e->src, e->dst);
 	}
 	return RT_EOK;
+}
+
+/* A barrier frame from host `from`: a GRANT from our parent (it forwards
+ * the coordinator's unchanged), or a child's DONE; kept until asked for. */
+static enum rt_err hold_barrier(struct kb_mesh *m, uint32_t from, Kb__Sync *s)
+{
+	if (s->body_case == KB__SYNC__BODY_GRANT && m->fanout && from == m->parent) {
+		if (m->grant || s->grant->n_inbound || s->grant->n_expect_all != m->n_hosts)
+			return rt_fail(RT_EPROTOCOL, "host %u (this host's parent in the barrier) sent "
+				       "a second or malformed GRANT", from);
+		m->grant = s;
+		return RT_EOK;
+	}
+	if (s->body_case == KB__SYNC__BODY_DONE && m->fanout && from >= m->first_child &&
+	    from - m->first_child < m->n_children) {
+		uint32_t j = from - m->first_child;
+
+		if (m->child_done[j] || s->done->n_outbound || s->done->n_sent_to > m->n_hosts)
+			return rt_fail(RT_EPROTOCOL, "host %u (a child in the barrier) sent a second or "
+				       "malformed DONE", from);
+		m->child_done[j] = s;
+		return RT_EOK;
+	}
+	return rt_fail(RT_EPROTOCOL, "host %u sent this host's mesh a frame of type %d it may not "
+		       "send", from, s->body_case);
 }
 
 /* One frame already arrived, if any: *got says whether one was taken. */
@@ -499,6 +555,12 @@ static enum rt_err take_one(struct kb_mesh *m, bool *got)
 	zmq_msg_close(&msg);
 	if (err)
 		return rt_fail(err, "host %lu sent a bad mesh frame: %s", from, rt_last_error());
+	if (s->body_case != KB__SYNC__BODY_DATA) {
+		err = hold_barrier(m, (uint32_t)from, s);
+		if (err)
+			rt_wire_free_sync(s);
+		return err;
+	}
 	err = check_data(m, (uint32_t)from, s);
 	if (!err)
 		err = hold(m, s);
@@ -590,6 +652,10 @@ void kb_mesh_close(struct kb_mesh **mp)
 	for (size_t k = 0; k < m->n_held; k++)
 		rt_wire_free_sync(m->held[k]);
 	free(m->held);
+	rt_wire_free_sync(m->grant);
+	for (uint32_t j = 0; m->child_done && j < m->fanout; j++)
+		rt_wire_free_sync(m->child_done[j]);
+	free(m->child_done);
 	free(m->inbound);
 	free(m->group);
 	free(m->hosts);
@@ -599,4 +665,86 @@ void kb_mesh_close(struct kb_mesh **mp)
 	memset(m->secret_key, 0, sizeof(m->secret_key));
 	free(m);
 	*mp = NULL;
+}
+
+/* ------------------------------------------------------------- tree */
+
+uint32_t kb_mesh_fanout(const struct kb_mesh *m)
+{
+	return m->fanout;
+}
+
+uint32_t kb_mesh_parent(const struct kb_mesh *m)
+{
+	return m->parent;
+}
+
+Kb__Sync *kb_mesh_take_grant(struct kb_mesh *m)
+{
+	Kb__Sync *s = m->grant;
+
+	m->grant = NULL;
+	return s;
+}
+
+/* Encodes `msg` and sends it to host `h` over the mesh. */
+static enum rt_err send_sync(struct kb_mesh *m, uint32_t h, Kb__Sync *msg)
+{
+	enum rt_err err;
+
+	if (!m->hosts[h].push && (err = connect_host(m, h)))
+		return err;
+	err = rt_wire_encode_sync(msg, &m->frame);
+	if (!err && zmq_send(m->hosts[h].push, m->frame.data, m->frame.len, 0) < 0)
+		err = rt_fail(RT_ETRANSPORT, "agent: cannot send to host %u: %s", h,
+			      zmq_strerror(errno));
+	return err;
+}
+
+enum rt_err kb_mesh_forward(struct kb_mesh *m, Kb__Sync *grant)
+{
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t j = 0; j < m->n_children && !err; j++)
+		err = send_sync(m, m->first_child + j, grant);
+	return err;
+}
+
+bool kb_mesh_children_done(const struct kb_mesh *m)
+{
+	for (uint32_t j = 0; j < m->n_children; j++)
+		if (!m->child_done[j])
+			return false;
+	return true;
+}
+
+enum rt_err kb_mesh_combine(struct kb_mesh *m, Kb__Done *acc)
+{
+	enum rt_err err = RT_EOK;
+
+	for (uint32_t j = 0; j < m->n_children; j++) {
+		Kb__Sync *s = m->child_done[j];
+		const Kb__Done *d = s->done;
+
+		m->child_done[j] = NULL;
+		if (!err && d->window != acc->window)
+			err = rt_fail(RT_EPROTOCOL, "host %u answered window %llu during window %llu",
+				      m->first_child + j, (unsigned long long)d->window,
+				      (unsigned long long)acc->window);
+		for (size_t h = 0; !err && h < d->n_sent_to; h++)
+			acc->sent_to[h] += d->sent_to[h];
+		if (d->next_local_ps < acc->next_local_ps)
+			acc->next_local_ps = d->next_local_ps;
+		if (d->next_sent_ps < acc->next_sent_ps)
+			acc->next_sent_ps = d->next_sent_ps;
+		acc->hosts += d->hosts;
+		acc->ran += d->ran;
+		rt_wire_free_sync(s);
+	}
+	return err;
+}
+
+enum rt_err kb_mesh_send_up(struct kb_mesh *m, Kb__Sync *done)
+{
+	return send_sync(m, m->parent, done);
 }

@@ -14,6 +14,7 @@
 #ifndef KB_MESH_H
 #define KB_MESH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,23 @@ uint64_t kb_mesh_arrived_before(const struct kb_mesh *m, uint64_t window);
  * until the next call). */
 enum rt_err kb_mesh_take(struct kb_mesh *m, uint64_t window, Kb__Sync ***frames,
 			 size_t *n_frames, Kb__Envelope ***inbound, size_t *n_inbound);
+/* The barrier's tree (ADR 0067; fan-out 0: flat). This host's parent
+ * (RT_COORD_TREE_TOP: the coordinator) sends it each GRANT, which it
+ * forwards to its children; their DONEs and its own, combined, go up. */
+uint32_t kb_mesh_fanout(const struct kb_mesh *m);
+uint32_t kb_mesh_parent(const struct kb_mesh *m);
+/* The GRANT the parent host sent, if it arrived (caller frees), or NULL. */
+Kb__Sync *kb_mesh_take_grant(struct kb_mesh *m);
+/* Sends `grant` on to every child. */
+enum rt_err kb_mesh_forward(struct kb_mesh *m, Kb__Sync *grant);
+/* Whether every child's DONE of the window arrived. */
+bool kb_mesh_children_done(const struct kb_mesh *m);
+/* Folds them into `acc` (acc->window: the window; acc->sent_to: n_hosts
+ * entries) — minima of the next times, sums of the counts — and frees
+ * them. */
+enum rt_err kb_mesh_combine(struct kb_mesh *m, Kb__Done *acc);
+/* Sends the combined DONE to the parent host. */
+enum rt_err kb_mesh_send_up(struct kb_mesh *m, Kb__Sync *done);
 /* Frees every held frame, closes the sockets, stops the ZAP handler. */
 void kb_mesh_close(struct kb_mesh **mp);
 

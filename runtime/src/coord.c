@@ -96,6 +96,7 @@ struct rt_coord {
 	struct rt_coord_stats st;
 	struct rt_buf job_bytes;/* agents: the shared job, as Assign carries it */
 	uint64_t beat_ms;       /* agents: last heartbeat sent */
+	uint32_t fanout;        /* agents: the barrier's tree (0: flat) */
 	uint64_t ready_timeout_ms; /* wait this long for READYs (0: watchdog) */
 };
 
@@ -160,6 +161,41 @@ int64_t rt_coord_max_frame(const struct rt_job *job)
 	return max > INT64_MAX ? INT64_MAX : (int64_t)max;
 }
 
+uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout)
+{
+	return h < fanout ? RT_COORD_TREE_TOP : h / fanout - 1;
+}
+
+uint32_t rt_coord_tree_first_child(uint32_t h, uint32_t fanout)
+{
+	uint64_t first = (uint64_t)fanout * (h + 1);
+
+	return first > UINT32_MAX ? UINT32_MAX : (uint32_t)first;
+}
+
+uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts)
+{
+	uint64_t lo = h, hi = h, size = 0;
+
+	/* level by level: the children of hosts lo..hi are k(lo+1)..k(hi+1)+k-1 */
+	while (fanout && lo < n_hosts) {
+		size += (hi < n_hosts ? hi : n_hosts - 1) - lo + 1;
+		lo = (uint64_t)fanout * (lo + 1);
+		hi = (uint64_t)fanout * (hi + 1) + fanout - 1;
+	}
+	return fanout ? (uint32_t)size : 1;
+}
+
+/* The barrier's fan-out: RT_COORD_FANOUT, or KB_BARRIER_FANOUT (0: flat). */
+static uint32_t barrier_fanout(void)
+{
+	const char *env = getenv("KB_BARRIER_FANOUT");
+	char *end = NULL;
+	unsigned long k = env ? strtoul(env, &end, 10) : RT_COORD_FANOUT;
+
+	return env && (end == env || *end || k > 64) ? RT_COORD_FANOUT : (uint32_t)k;
+}
+
 /* Who hosts what: one participant per daemon, or the layout's. */
 static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout *lay)
 {
@@ -176,6 +212,7 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
 	c->agents = lay && lay->agents;
 	c->sub = lay && lay->sub;
+	c->fanout = c->agents ? barrier_fanout() : 0;
 	c->lookahead_ps = lay ? lay->lookahead_ps : t->lookahead_ps;
 	c->ready_timeout_ms = lay ? lay->ready_timeout_ms : 0;
 	for (uint32_t i = 0; c->labels && i < c->n_peers; i++)
@@ -1115,6 +1152,7 @@ static enum rt_err send_mesh(struct rt_coord *c)
 	}
 	mesh.n_peers = c->n_peers;
 	mesh.peers = ptrs;
+	mesh.fanout = c->fanout;
 	sync.body_case = KB__SYNC__BODY_MESH;
 	sync.mesh = &mesh;
 	for (uint32_t i = 0; !err && i < c->n_peers; i++)
@@ -1263,6 +1301,30 @@ static enum rt_err count_mesh(struct rt_coord *c, uint32_t from, const Kb__Done 
 	return RT_EOK;
 }
 
+/* A top host's DONE in the tree barrier (ADR 0067): its subtree's counts
+ * and earliest times, combined on the way up. */
+static enum rt_err count_tree(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+	uint32_t hosts = rt_coord_tree_size(from, c->fanout, c->n_peers);
+
+	if (done->hosts != hosts || done->ran > hosts)
+		return rt_fail(RT_EPROTOCOL, "%s answered for %u hosts of the barrier's tree, its "
+			       "subtree has %u", peer_name(c, from, name, sizeof(name)), done->hosts,
+			       hosts);
+	if (done->n_outbound || done->n_sent_to > c->n_peers)
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator (they go "
+			       "agent to agent)", peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		c->peers[h].expect += done->sent_to[h];
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		*routed += done->sent_to[h];
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
 /* Collects every DONE of window k; returns the earliest pending time. */
 static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint32_t granted,
 				uint64_t *next, uint64_t *routed_now)
@@ -1284,6 +1346,8 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
 				      (unsigned long long)s->done->window, (unsigned long long)k);
+		else if (c->fanout)
+			err = count_tree(c, i, s->done, &min_time, routed_now);
 		else if (c->agents)
 			err = count_mesh(c, i, s->done, &min_time, routed_now);
 		else
@@ -1301,8 +1365,9 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		c->peers[i].next_local_ps = s->done->next_local_ps;
 		got++;
 	}
-	/* daemons left out of this window keep the next time they reported */
-	for (uint32_t i = 0; i < c->n_peers; i++)
+	/* daemons left out of this window keep the next time they reported;
+	 * with the tree, the top hosts' DONEs speak for their subtrees */
+	for (uint32_t i = 0; i < (c->fanout && c->fanout < c->n_peers ? c->fanout : c->n_peers); i++)
 		if (c->peers[i].present && c->peers[i].next_local_ps < min_time)
 			min_time = c->peers[i].next_local_ps;
 	*next = min_time;
@@ -1331,6 +1396,37 @@ static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err)
 	return rt_fail(err, "%s", saved);
 }
 
+/* The tree barrier (ADR 0067): the window goes to the top hosts, with every
+ * host's count of messages to wait for, and on down the tree; each host
+ * decides itself whether it has anything to run. */
+static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			      uint32_t *granted)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	uint64_t *expect = calloc(c->n_peers ? c->n_peers : 1, sizeof(*expect));
+	enum rt_err err = expect ? RT_EOK : rt_fail(RT_ENOMEM, "coordinator: out of memory");
+
+	for (uint32_t i = 0; expect && i < c->n_peers; i++) {
+		expect[i] = c->peers[i].expect;
+		c->peers[i].answered = true;
+	}
+	grant.window = k;
+	grant.start_ps = start;
+	grant.end_ps = end;
+	grant.n_expect_all = c->n_peers;
+	grant.expect_all = expect;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	for (uint32_t i = 0; !err && i < c->n_peers && i < c->fanout; i++) {
+		c->peers[i].answered = false;
+		err = send_to(c, i, &sync);
+		(*granted)++;
+	}
+	free(expect);
+	return err ? explain_unreachable(c, err) : RT_EOK;
+}
+
 /* A daemon with no message to receive and nothing due before `end` would
  * run no event in the window: it is left out (no GRANT, no DONE), which
  * saves two messages per idle daemon per window and changes nothing else.
@@ -1342,6 +1438,8 @@ static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, 
 	enum rt_err err = RT_EOK;
 
 	*granted = 0;
+	if (c->fanout)
+		return grant_tree(c, k, start, end, granted);
 	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
 		struct peer *p = &c->peers[i];
 

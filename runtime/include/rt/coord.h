@@ -79,6 +79,20 @@ struct rt_coord_layout {
 	size_t job_len;            /* Assign carries (copied) */
 };
 
+/* The tree barrier of a run across hosts (ADR 0067): with fan-out k the
+ * coordinator talks to hosts 0..k-1 and host h to hosts k(h+1) ..
+ * k(h+1)+k-1; fan-out 0 is the flat barrier (the coordinator talks to
+ * every host). KB_BARRIER_FANOUT in the coordinator's environment chooses
+ * another (0 to 64; a bench's comparison). */
+#define RT_COORD_FANOUT 4
+#define RT_COORD_TREE_TOP UINT32_MAX /* the parent of the top hosts */
+/* Host h's parent (RT_COORD_TREE_TOP: the coordinator). */
+uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout);
+/* Its first child (the others follow, up to fanout, below n_hosts). */
+uint32_t rt_coord_tree_first_child(uint32_t h, uint32_t fanout);
+/* How many hosts its subtree holds, itself included. */
+uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts);
+
 /* What one global window sent to other hosts. */
 struct rt_coord_away {
 	Kb__Envelope **envelopes; /* owned by the coordinator until the next step */
