@@ -3,18 +3,22 @@
  * joined by a bridge (tests/netns.sh): the coordinator in namespace 0, one
  * agent per host in 1..H, CURVE on, for H = 2, 4, 8, 16.
  *
- * 1. The global window's cost: windows_wall_s / global_windows of the
- *    lockstep fixture `traffic` (2 ranks per host, a component each, one
- *    daemon per host run by its agent: --colocate host --transport inproc),
- *    whose windows carry almost no work, with the barrier flat
- *    (KB_BARRIER_FANOUT=0: the coordinator grants every host) and as a tree
- *    (the default fan-out, and 2). Median of REPS runs.
+ * 1. The global window: windows_wall_s / global_windows, and the
+ *    coordinator's CPU time per global window (its rusage: the hub's
+ *    serial work, which the flat barrier makes grow with hosts), of a
+ *    timing-mode ring (ring_attention, one rank per host, a daemon per host
+ *    run by its agent: --colocate host --transport inproc), whose windows
+ *    carry little work; with the barrier flat (KB_BARRIER_FANOUT=0), as a
+ *    tree of fan-out 2 and 4, and the default (flat up to 8 hosts). Median
+ *    of REPS runs.
  * 2. What crosses the coordinator's link: the bytes its namespace sent
- *    (kb0's tx counter) during a data-mode ring (ring_attention, one rank
- *    of 2 PEs per host, pass=kv), against the bytes all agents sent.
+ *    (kb0's tx counter) during a data-mode ring (one rank of 2 PEs per
+ *    host, pass=kv), against the bytes all agents' namespaces sent.
  * With KB_BIN_BEFORE (a build of the code before ADR 0066, whose
  * coordinator routes every message) the same figures are taken with it,
- * side by side. Figures are printed, never asserted. Needs root
+ * side by side. On a machine with few cores every process of every host
+ * shares them, so the wall per window also counts the hosts' work one
+ * after another. Figures are printed, never asserted. Needs root
  * (otherwise one line says it skipped), KB_BIN and KB_ROOT (`make bench`);
  * MESH_BENCH_HOSTS="2 4" measures fewer host counts. */
 #include <fcntl.h>
@@ -25,66 +29,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_netns.h"
 
 #define MAX_HOSTS 16
 #define REPS 3
 #define RUN_PORT "5555"
 
-static char net_id[16];
-static char tmp_dir[128];
-
-static int netns(const char *args)
-{
-	char cmd[1200];
-	const char *root = getenv("KB_ROOT");
-
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/netns.sh' %s", root ? root : ".", args);
-	return system(cmd);
-}
-
-static void down(void)
-{
-	char args[64], cmd[200];
-
-	if (net_id[0]) {
-		snprintf(args, sizeof(args), "down %s", net_id);
-		netns(args);
-		net_id[0] = '\0';
-	}
-	if (tmp_dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "mesh_bench: could not remove %s\n", tmp_dir);
-		tmp_dir[0] = '\0';
-	}
-}
-
-static void on_signal(int sig)
-{
-	down();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Moves this process into namespace `ns`. */
-static bool enter(int ns)
-{
-	char path[128];
-	int fd;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/run/netns/kb-%s-h%d", net_id, ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ok = setns(fd, CLONE_NEWNET) == 0;
-	close(fd);
-	return ok;
-}
 
 /* Starts argv in namespace `ns` with KB_BARRIER_FANOUT=fanout (NULL:
  * unset); output to /dev/null. */
@@ -103,7 +58,7 @@ static pid_t start(int ns, char *const argv[], const char *fanout)
 			setenv("KB_BARRIER_FANOUT", fanout, 1);
 		else
 			unsetenv("KB_BARRIER_FANOUT");
-		if (!enter(ns))
+		if (!bench_net_enter(ns))
 			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
@@ -111,11 +66,18 @@ static pid_t start(int ns, char *const argv[], const char *fanout)
 	return pid;
 }
 
-static bool ok(pid_t pid)
+/* Waits for `pid`; true if it exited 0. *cpu_s (if not NULL): the CPU
+ * seconds it used. */
+static bool ok(pid_t pid, double *cpu_s)
 {
+	struct rusage ru;
 	int st;
+	bool done = wait4(pid, &st, 0, &ru) == pid;
 
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (cpu_s)
+		*cpu_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+	return done && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* Bytes namespace `ns` sent on kb0 so far (its /proc/net/dev), or 0. */
@@ -135,7 +97,7 @@ static double tx_bytes(int ns)
 		unsigned long long v[16];
 
 		close(fds[0]);
-		if (!enter(ns) || !(f = fopen("/proc/self/net/dev", "r")))
+		if (!bench_net_enter(ns) || !(f = fopen("/proc/self/net/dev", "r")))
 			_exit(1);
 		while (fgets(line, sizeof(line), f)) {
 			char *colon = strchr(line, ':');
@@ -174,10 +136,17 @@ static void write_hosts(int hosts, int per)
 	fclose(f);
 }
 
-/* One run over `hosts` agents with binary `bin`; the coordinator's and
- * the agents' bytes sent in *coord_tx / *agents_tx. False if it failed. */
+/* What one run cost. */
+struct cost {
+	double coord_tx, agents_tx; /* bytes sent by the coordinator's, agents' namespaces */
+	double coord_cpu_s;         /* CPU the coordinator used */
+	double window_us;           /* windows_wall_s / global_windows */
+	double coord_cpu_us;        /* coordinator CPU per global window */
+};
+
+/* One run over `hosts` agents with binary `bin`. False if it failed. */
 static bool run_hosts(const char *bin, char **run_args, int hosts, const char *fanout,
-		      double *coord_tx, double *agents_tx)
+		      struct cost *cost)
 {
 	char *run[64], idx[MAX_HOSTS][4];
 	pid_t pid[MAX_HOSTS + 1];
@@ -211,40 +180,55 @@ static bool run_hosts(const char *bin, char **run_args, int hosts, const char *f
 		pid[h + 1] = start(h + 1, agent, fanout);
 	}
 	for (int i = 0; i <= hosts; i++)
-		all &= ok(pid[i]);
+		all &= ok(pid[i], i ? NULL : &cost->coord_cpu_s);
 	for (int h = 1; h <= hosts; h++)
 		after_a += tx_bytes(h);
-	*coord_tx = tx_bytes(0) - before_c;
-	*agents_tx = after_a - before_a;
+	cost->coord_tx = tx_bytes(0) - before_c;
+	cost->agents_tx = after_a - before_a;
+	if (all) {
+		double windows = bench_summary_number(out_dir, "global_windows");
+
+		cost->window_us = bench_summary_number(out_dir, "windows_wall_s") / windows * 1e6;
+		cost->coord_cpu_us = cost->coord_cpu_s / windows * 1e6;
+	}
 	return all;
 }
 
-/* µs per global window of the traffic fixture (median of REPS), or -1. */
-static double window_us(const char *bin, int hosts, const char *fanout)
+/* The window of a timing-mode ring (one rank per host, a daemon per host
+ * run by its agent), whose windows carry little work: median of REPS of
+ * the wall and of the coordinator's CPU per window in *win / *cpu. */
+static bool window_cost(const char *bin, int hosts, const char *fanout, double *win,
+			double *cpu)
 {
-	char ranks[8], comps[32];
-	char *args[] = { (char *)"run", (char *)"traffic", (char *)"--ranks", ranks,
-			 (char *)"--arg", comps, (char *)"--arg", (char *)"messages=20000",
-			 (char *)"--colocate", (char *)"host", (char *)"--transport",
-			 (char *)"inproc", (char *)"--trace", (char *)"off", (char *)"--quiet",
-			 NULL };
-	double v[REPS], c, a;
+	char ranks[8];
+	char *args[] = { (char *)"run", (char *)"ring_attention", (char *)"--ranks", ranks,
+			 (char *)"--pes", (char *)"1", (char *)"--arg", (char *)"heads_q=4",
+			 (char *)"--arg", (char *)"heads_kv=2", (char *)"--arg",
+			 (char *)"head_dim=32", (char *)"--arg", (char *)"tile=16", (char *)"--arg",
+			 (char *)"seq_kv=256", (char *)"--colocate", (char *)"host",
+			 (char *)"--transport", (char *)"inproc", (char *)"--trace", (char *)"off",
+			 (char *)"--quiet", NULL };
+	double w[REPS], c[REPS];
+	struct cost cost;
 	int got = 0;
 
-	snprintf(ranks, sizeof(ranks), "%d", 2 * hosts);
-	snprintf(comps, sizeof(comps), "components=%d", 2 * hosts);
-	write_hosts(hosts, 2);
+	snprintf(ranks, sizeof(ranks), "%d", hosts);
+	write_hosts(hosts, 1);
 	for (int i = 0; i < REPS; i++)
-		if (run_hosts(bin, args, hosts, fanout, &c, &a))
-			v[got++] = bench_summary_number(out_dir, "windows_wall_s") /
-				   bench_summary_number(out_dir, "global_windows") * 1e6;
-	return got ? bench_median(v, got) : -1;
+		if (run_hosts(bin, args, hosts, fanout, &cost)) {
+			w[got] = cost.window_us;
+			c[got++] = cost.coord_cpu_us;
+		}
+	if (!got)
+		return false;
+	*win = bench_median(w, got);
+	*cpu = bench_median(c, got);
+	return true;
 }
 
-/* The data ring's bytes: the coordinator's, the agents' (MB), and the
- * window (µs). False if it failed. */
-static bool ring_bytes(const char *bin, int hosts, double *coord_mb, double *agents_mb,
-		       double *win_us)
+/* A data-mode ring (2 PEs per rank, pass=kv): what the coordinator's and
+ * the agents' namespaces sent. */
+static bool ring_bytes(const char *bin, int hosts, struct cost *cost)
 {
 	char ranks[8];
 	char *args[] = { (char *)"run", (char *)"ring_attention", (char *)"--ranks", ranks,
@@ -255,25 +239,18 @@ static bool ring_bytes(const char *bin, int hosts, double *coord_mb, double *age
 			 (char *)"--colocate", (char *)"host", (char *)"--transport",
 			 (char *)"inproc", (char *)"--trace", (char *)"off", (char *)"--quiet",
 			 NULL };
-	double c, a;
 
 	snprintf(ranks, sizeof(ranks), "%d", hosts);
 	write_hosts(hosts, 1);
-	if (!run_hosts(bin, args, hosts, NULL, &c, &a))
-		return false;
-	*coord_mb = c / 1e6;
-	*agents_mb = a / 1e6;
-	*win_us = bench_summary_number(out_dir, "windows_wall_s") /
-		  bench_summary_number(out_dir, "global_windows") * 1e6;
-	return true;
+	return run_hosts(bin, args, hosts, NULL, cost);
 }
 
 static void print_row(const char *what, int hosts, double v)
 {
 	if (v < 0)
-		printf("| %-44s | %2d | failed |\n", what, hosts);
+		printf("| %s | %d | failed |\n", what, hosts);
 	else
-		printf("| %-44s | %2d | %.1f |\n", what, hosts, v);
+		printf("| %s | %d | %.1f |\n", what, hosts, v);
 }
 
 int main(void)
@@ -283,7 +260,7 @@ int main(void)
 	int counts[8], n_counts = 0;
 	char args[64], cmd[400];
 
-	if (!bin || getuid() != 0 || netns("probe 2>/dev/null") != 0) {
+	if (!bin || getuid() != 0 || bench_netns("probe 2>/dev/null") != 0) {
 		printf("mesh_bench: skipped (needs root, network namespaces and KB_BIN)\n");
 		return 0;
 	}
@@ -297,50 +274,69 @@ int main(void)
 			counts[n_counts++] = (int)h;
 		p = end;
 	}
-	snprintf(net_id, sizeof(net_id), "%dm", (int)getpid());
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/kb-mesh-bench-%d", (int)getpid());
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	snprintf(args, sizeof(args), "up %s %d", net_id, MAX_HOSTS + 1);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", tmp_dir);
-	if (netns(args) != 0 || system(cmd) != 0) {
-		down();
+	snprintf(bench_net_id, sizeof(bench_net_id), "%dm", (int)getpid());
+	snprintf(bench_tmp_dir, sizeof(bench_tmp_dir), "/tmp/kb-mesh-bench-%d", (int)getpid());
+	signal(SIGINT, bench_net_on_signal);
+	signal(SIGTERM, bench_net_on_signal);
+	snprintf(args, sizeof(args), "up %s %d", bench_net_id, MAX_HOSTS + 1);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", bench_tmp_dir);
+	if (bench_netns(args) != 0 || system(cmd) != 0) {
+		bench_net_down();
 		printf("mesh_bench: skipped (cannot make the namespaces)\n");
 		return 0;
 	}
-	snprintf(keys_path, sizeof(keys_path), "%s/keys", tmp_dir);
-	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts.yaml", tmp_dir);
-	snprintf(out_dir, sizeof(out_dir), "%s/out", tmp_dir);
+	snprintf(keys_path, sizeof(keys_path), "%s/keys", bench_tmp_dir);
+	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts.yaml", bench_tmp_dir);
+	snprintf(out_dir, sizeof(out_dir), "%s/out", bench_tmp_dir);
 	snprintf(cmd, sizeof(cmd), "'%s' keygen --out '%s' >/dev/null", bin, keys_path);
 	if (system(cmd) != 0) {
-		down();
+		bench_net_down();
 		printf("mesh_bench: skipped (keygen failed)\n");
 		return 1;
 	}
 	printf("| figure | hosts | value |\n| --- | --- | --- |\n");
 	for (int i = 0; i < n_counts; i++) {
+		static const struct {
+			const char *name, *fanout;
+			bool before;
+		} modes[] = {
+			{ "before (the coordinator routes)", NULL, true },
+			{ "flat barrier", "0", false },
+			{ "tree, fan-out 2", "2", false },
+			{ "tree, fan-out 4", "4", false },
+			{ "tree, default fan-out", NULL, false },
+		};
 		int h = counts[i];
-		double cmb, amb, win;
+		struct cost cost;
+		char what[128];
+		double win, cpu;
 
-		if (before)
-			print_row("window µs, traffic, before (coordinator routes)", h,
-				  window_us(before, h, NULL));
-		print_row("window µs, traffic, flat barrier", h, window_us(bin, h, "0"));
-		print_row("window µs, traffic, tree barrier (fan-out 2)", h, window_us(bin, h, "2"));
-		print_row("window µs, traffic, tree barrier (default fan-out)", h,
-			  window_us(bin, h, NULL));
-		if (before && ring_bytes(before, h, &cmb, &amb, &win)) {
-			print_row("ring data: coordinator sent MB, before", h, cmb);
-			print_row("ring data: agents sent MB, before", h, amb);
-			print_row("ring data: window µs, before", h, win);
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			const char *b = modes[m].before ? before : bin;
+
+			if (!b || (!modes[m].fanout && !modes[m].before && h <= 8))
+				continue; /* the default fan-out is flat up to 8 hosts */
+			if (!window_cost(b, h, modes[m].fanout, &win, &cpu)) {
+				win = cpu = -1;
+			}
+			snprintf(what, sizeof(what), "window µs, %s", modes[m].name);
+			print_row(what, h, win);
+			snprintf(what, sizeof(what), "coordinator CPU µs per window, %s", modes[m].name);
+			print_row(what, h, cpu);
+			fflush(stdout);
 		}
-		if (ring_bytes(bin, h, &cmb, &amb, &win)) {
-			print_row("ring data: coordinator sent MB", h, cmb);
-			print_row("ring data: agents sent MB", h, amb);
-			print_row("ring data: window µs", h, win);
+		for (int b = 0; b < 2; b++) {
+			const char *which = b ? bin : before;
+
+			if (!which || !ring_bytes(which, h, &cost))
+				continue;
+			snprintf(what, sizeof(what), "data ring: coordinator sent MB%s", b ? "" : ", before");
+			print_row(what, h, cost.coord_tx / 1e6);
+			snprintf(what, sizeof(what), "data ring: agents sent MB%s", b ? "" : ", before");
+			print_row(what, h, cost.agents_tx / 1e6);
+			fflush(stdout);
 		}
-		fflush(stdout);
 	}
-	down();
+	bench_net_down();
 	return 0;
 }

@@ -60,6 +60,13 @@ struct shipped {
 	bool whole;            /* every piece sent */
 };
 
+/* A window waiting for its messages from other hosts (messages_in). */
+struct mesh_wait {
+	uint64_t window, expect; /* messages sent before `window`: `expect` */
+	uint64_t had;            /* arrived at the last look */
+	uint64_t moved_ms;       /* when that count last grew (0: not yet looked) */
+};
+
 struct agent {
 	struct kb_agent_opts opts; /* the command line */
 	const char *coordinator;
@@ -82,6 +89,7 @@ struct agent {
 	uint64_t next_local_ps;   /* this host's earliest pending time */
 	uint64_t expect_seen;     /* tree: the count it last waited for */
 	Kb__Sync *tree_grant;     /* tree: the GRANT its parent forwarded */
+	struct mesh_wait await;   /* what the window waits for */
 	uint64_t heard_ms, beat_ms, beats;
 	uint64_t watched_ms;      /* last look at this host's signals and children */
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
@@ -631,49 +639,43 @@ static enum rt_err on_mesh(struct agent *a, const Kb__Mesh *table)
 	return err ? rt_fail(err, "%s: %s", a->label, rt_last_error()) : RT_EOK;
 }
 
-/* Waits until every message other hosts sent this host before `window`
- * arrived (`expect`, the coordinator's sum of their counts), beating and
- * listening to the coordinator meanwhile: a host that died is named by the
- * coordinator, whose SHUTDOWN ends this wait. No frame for
- * run.watchdog_ms while messages are missing ends it here. */
+static enum rt_err wait_hosts(struct agent *a, enum rt_err (*ready)(struct agent *a, bool *done),
+			      Kb__Sync **from_coord);
+
+/* wait_hosts' test while a window waits for its messages: every message
+ * other hosts sent this host before a->await.window has arrived (their
+ * count, summed by the coordinator, is a->await.expect). More is a
+ * protocol error; no new one for run.watchdog_ms while some are missing
+ * ends the run here. */
+static enum rt_err messages_in(struct agent *a, bool *done)
+{
+	struct mesh_wait *w = &a->await;
+	uint64_t arrived = kb_mesh_arrived_before(a->mesh, w->window), now = now_ms();
+
+	*done = arrived == w->expect;
+	if (arrived > w->expect)
+		return rt_fail(RT_EPROTOCOL, "%s: %llu messages from other hosts arrived before "
+			       "window %llu, they sent %llu", a->label, (unsigned long long)arrived,
+			       (unsigned long long)w->window, (unsigned long long)w->expect);
+	if (arrived != w->had || !w->moved_ms) {
+		w->had = arrived;
+		w->moved_ms = now;
+	} else if (!*done && now - w->moved_ms >= a->job->config.watchdog_ms) {
+		return rt_fail(RT_ETIMEOUT, "%s: window %llu waits for %llu messages from other "
+			       "hosts, %llu arrived, none for %llu ms (watchdog)", a->label,
+			       (unsigned long long)w->window, (unsigned long long)w->expect,
+			       (unsigned long long)arrived, (unsigned long long)(now - w->moved_ms));
+	}
+	return RT_EOK;
+}
+
+/* Waits until the messages of windows before `window` arrived: a host
+ * that died meanwhile is named by the coordinator, whose SHUTDOWN ends
+ * the wait. */
 static enum rt_err wait_mesh(struct agent *a, uint64_t window, uint64_t expect)
 {
-	uint64_t moved = now_ms(), had = kb_mesh_arrived_before(a->mesh, window);
-
-	for (;;) {
-		zmq_pollitem_t items[2] = { { kb_mesh_socket(a->mesh), 0, ZMQ_POLLIN, 0 },
-					    { a->sock, 0, ZMQ_POLLIN, 0 } };
-		enum rt_err err = kb_mesh_drain(a->mesh);
-		uint64_t arrived = kb_mesh_arrived_before(a->mesh, window), now = now_ms();
-
-		if (err)
-			return rt_fail(err, "%s: %s", a->label, rt_last_error());
-		if (arrived > expect)
-			return rt_fail(RT_EPROTOCOL, "%s: %llu messages from other hosts arrived before "
-				       "window %llu, they sent %llu", a->label, (unsigned long long)arrived,
-				       (unsigned long long)window, (unsigned long long)expect);
-		if (arrived == expect)
-			return RT_EOK;
-		if (arrived != had) {
-			had = arrived;
-			moved = now;
-		} else if (now - moved >= a->job->config.watchdog_ms) {
-			return rt_fail(RT_ETIMEOUT, "%s: window %llu waits for %llu messages from other "
-				       "hosts, %llu arrived, none for %llu ms (watchdog)", a->label,
-				       (unsigned long long)window, (unsigned long long)expect,
-				       (unsigned long long)arrived, (unsigned long long)(now - moved));
-		}
-		if (zmq_poll(items, 2, WATCH_MS) < 0 && errno != EINTR)
-			return rt_fail(RT_ETRANSPORT, "%s: cannot wait for other hosts: %s", a->label,
-				       zmq_strerror(errno));
-		err = keep_up(a);
-		if (!err && now_ms() - a->watched_ms >= WATCH_MS) {
-			a->watched_ms = now_ms();
-			err = kb_local_watch(a->local);
-		}
-		if (err)
-			return err;
-	}
+	a->await = (struct mesh_wait){ .window = window, .expect = expect };
+	return wait_hosts(a, messages_in, NULL);
 }
 
 /* Runs the GRANT's window (taken) over this host's daemons with what other
@@ -748,18 +750,20 @@ static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
  * beating and listening to the coordinator meanwhile; a frame from the
  * coordinator that is not a heartbeat (SHUTDOWN) returns in *from_coord
  * when the caller takes one, else it ends the wait as keep_up does. */
-static enum rt_err wait_tree(struct agent *a, bool (*ready)(struct agent *a),
-			     Kb__Sync **from_coord)
+static enum rt_err wait_hosts(struct agent *a, enum rt_err (*ready)(struct agent *a, bool *done),
+			      Kb__Sync **from_coord)
 {
 	for (;;) {
 		zmq_pollitem_t items[2] = { { kb_mesh_socket(a->mesh), 0, ZMQ_POLLIN, 0 },
 					    { a->sock, 0, ZMQ_POLLIN, 0 } };
 		enum rt_err err = kb_mesh_drain(a->mesh);
+		bool done = false;
 
 		if (err)
 			return rt_fail(err, "%s: %s", a->label, rt_last_error());
-		if (ready(a))
-			return RT_EOK;
+		err = ready(a, &done);
+		if (err || done)
+			return err;
 		if (zmq_poll(items, 2, WATCH_MS) < 0 && errno != EINTR)
 			return rt_fail(RT_ETRANSPORT, "%s: cannot wait for other hosts: %s", a->label,
 				       zmq_strerror(errno));
@@ -783,14 +787,16 @@ static enum rt_err wait_tree(struct agent *a, bool (*ready)(struct agent *a),
 	}
 }
 
-static bool children_done(struct agent *a)
+static enum rt_err children_done(struct agent *a, bool *done)
 {
-	return kb_mesh_children_done(a->mesh);
+	*done = kb_mesh_children_done(a->mesh);
+	return RT_EOK;
 }
 
-static bool grant_came(struct agent *a)
+static enum rt_err grant_came(struct agent *a, bool *done)
 {
-	return (a->tree_grant = kb_mesh_take_grant(a->mesh)) != NULL;
+	*done = (a->tree_grant = kb_mesh_take_grant(a->mesh)) != NULL;
+	return RT_EOK;
 }
 
 /* The tree barrier (ADR 0067): the GRANT goes on to this host's children
@@ -825,7 +831,7 @@ static enum rt_err on_tree_grant(struct agent *a, Kb__Sync **grant_p)
 	rt_wire_free_sync(*grant_p);
 	*grant_p = NULL;
 	if (!err)
-		err = wait_tree(a, children_done, NULL);
+		err = wait_hosts(a, children_done, NULL);
 	if (!err)
 		err = kb_mesh_combine(a->mesh, &done);
 	if (err)
@@ -847,7 +853,7 @@ static enum rt_err wait_next(struct agent *a, Kb__Sync **out)
 	if (!a->mesh || !kb_mesh_fanout(a->mesh) || kb_mesh_parent(a->mesh) == RT_COORD_TREE_TOP)
 		return wait_up(a, out);
 	*out = NULL;
-	err = wait_tree(a, grant_came, out);
+	err = wait_hosts(a, grant_came, out);
 	if (!err && !*out) {
 		*out = a->tree_grant;
 		a->tree_grant = NULL;

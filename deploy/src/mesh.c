@@ -64,6 +64,9 @@ struct kb_mesh {
 	uint32_t first_child, n_children;
 	Kb__Sync *grant;            /* from the parent host, not yet taken */
 	Kb__Sync **child_done;      /* per child: its DONE of this window */
+	bool *child_live;           /* per child: granted this window */
+	uint64_t *child_next;       /* per child: its subtree's next time */
+	uint64_t *child_sum;        /* ... and expect sum when last granted */
 	/* grouping what one window sends, by host */
 	Kb__Envelope **group;
 	size_t cap_group;
@@ -371,8 +374,13 @@ static enum rt_err take_tree(struct kb_mesh *m, uint32_t fanout)
 	m->n_children = first >= m->n_hosts ? 0 : m->n_hosts - first < fanout ? m->n_hosts - first
 									       : fanout;
 	m->child_done = calloc(fanout, sizeof(*m->child_done));
-	if (!m->child_done)
+	m->child_live = calloc(fanout, sizeof(*m->child_live));
+	m->child_next = calloc(fanout, sizeof(*m->child_next));
+	m->child_sum = calloc(fanout, sizeof(*m->child_sum));
+	if (!m->child_done || !m->child_live || !m->child_next || !m->child_sum)
 		return rt_fail(RT_ENOMEM, "agent: out of memory");
+	for (uint32_t j = 0; j < fanout; j++)
+		m->child_sum[j] = RT_COORD_TREE_UNSEEN;
 	if (m->parent != RT_COORD_TREE_TOP)
 		m->hosts[m->parent].neighbour = true;
 	for (uint32_t j = 0; j < m->n_children; j++)
@@ -518,7 +526,8 @@ static enum rt_err hold_barrier(struct kb_mesh *m, uint32_t from, Kb__Sync *s)
 	    from - m->first_child < m->n_children) {
 		uint32_t j = from - m->first_child;
 
-		if (m->child_done[j] || s->done->n_outbound || s->done->n_sent_to > m->n_hosts)
+		if (m->child_done[j] || !m->child_live[j] || s->done->n_outbound ||
+		    s->done->n_sent_to > m->n_hosts)
 			return rt_fail(RT_EPROTOCOL, "host %u (a child in the barrier) sent a second or "
 				       "malformed DONE", from);
 		m->child_done[j] = s;
@@ -656,6 +665,9 @@ void kb_mesh_close(struct kb_mesh **mp)
 	for (uint32_t j = 0; m->child_done && j < m->fanout; j++)
 		rt_wire_free_sync(m->child_done[j]);
 	free(m->child_done);
+	free(m->child_live);
+	free(m->child_next);
+	free(m->child_sum);
 	free(m->inbound);
 	free(m->group);
 	free(m->hosts);
@@ -703,19 +715,40 @@ static enum rt_err send_sync(struct kb_mesh *m, uint32_t h, Kb__Sync *msg)
 
 enum rt_err kb_mesh_forward(struct kb_mesh *m, Kb__Sync *grant)
 {
+	const Kb__Grant *g = grant->grant;
 	enum rt_err err = RT_EOK;
 
-	for (uint32_t j = 0; j < m->n_children && !err; j++)
+	/* a child whose subtree has no event before the end and was sent
+	 * nothing since it was last granted is left out (its last DONE still
+	 * speaks for it), as the flat barrier leaves out an idle host */
+	for (uint32_t j = 0; j < m->n_children && !err; j++) {
+		uint64_t sum = rt_coord_tree_sum(m->first_child + j, m->fanout, m->n_hosts,
+						 g->expect_all);
+
+		m->child_live[j] = m->child_sum[j] == RT_COORD_TREE_UNSEEN ||
+				   m->child_sum[j] != sum || m->child_next[j] < g->end_ps;
+		if (!m->child_live[j])
+			continue;
+		m->child_sum[j] = sum;
 		err = send_sync(m, m->first_child + j, grant);
+	}
 	return err;
 }
 
 bool kb_mesh_children_done(const struct kb_mesh *m)
 {
 	for (uint32_t j = 0; j < m->n_children; j++)
-		if (!m->child_done[j])
+		if (m->child_live[j] && !m->child_done[j])
 			return false;
 	return true;
+}
+
+/* A child left out of the window: what it last said, nothing sent. */
+static void combine_idle(struct kb_mesh *m, uint32_t j, Kb__Done *acc)
+{
+	if (m->child_next[j] < acc->next_local_ps)
+		acc->next_local_ps = m->child_next[j];
+	acc->hosts += rt_coord_tree_size(m->first_child + j, m->fanout, m->n_hosts);
 }
 
 enum rt_err kb_mesh_combine(struct kb_mesh *m, Kb__Done *acc)
@@ -724,9 +757,15 @@ enum rt_err kb_mesh_combine(struct kb_mesh *m, Kb__Done *acc)
 
 	for (uint32_t j = 0; j < m->n_children; j++) {
 		Kb__Sync *s = m->child_done[j];
-		const Kb__Done *d = s->done;
+		const Kb__Done *d;
 
+		if (!m->child_live[j]) {
+			combine_idle(m, j, acc);
+			continue;
+		}
+		d = s->done;
 		m->child_done[j] = NULL;
+		m->child_next[j] = d->next_local_ps;
 		if (!err && d->window != acc->window)
 			err = rt_fail(RT_EPROTOCOL, "host %u answered window %llu during window %llu",
 				      m->first_child + j, (unsigned long long)d->window,

@@ -52,6 +52,8 @@ struct peer {
 	char mesh_key[41];      /* its CURVE public key, Z85 */
 	uint64_t expect;        /* messages other hosts sent it so far */
 	bool fresh;             /* ... some of them in the last round */
+	uint64_t granted_sum;   /* tree, a top host: its subtree's expect when
+				 * last granted (RT_COORD_TREE_UNSEEN: never) */
 };
 
 struct rt_coord {
@@ -186,6 +188,21 @@ uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts)
 	return fanout ? (uint32_t)size : 1;
 }
 
+uint64_t rt_coord_tree_sum(uint32_t h, uint32_t fanout, uint32_t n_hosts, const uint64_t *v)
+{
+	uint64_t lo = h, hi = h, sum = 0;
+
+	while (lo < n_hosts) {
+		for (uint64_t i = lo; i <= hi && i < n_hosts; i++)
+			sum += v[i];
+		if (!fanout)
+			break;
+		lo = (uint64_t)fanout * (lo + 1);
+		hi = (uint64_t)fanout * (hi + 1) + fanout - 1;
+	}
+	return sum;
+}
+
 /* The barrier's fan-out: RT_COORD_FANOUT, or KB_BARRIER_FANOUT (0: flat). */
 static uint32_t barrier_fanout(void)
 {
@@ -228,6 +245,8 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 				       id, p, c->n_peers);
 		c->peers[p].n_hosted++;
 	}
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		c->peers[i].granted_sum = RT_COORD_TREE_UNSEEN;
 	for (uint32_t i = 0; i < c->n_peers; i++)
 		/* every host has an agent, even one whose ranks have no component */
 		if (c->peers[i].n_hosted || !lay || c->agents) {
@@ -1411,6 +1430,9 @@ static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, ui
 		expect[i] = c->peers[i].expect;
 		c->peers[i].answered = true;
 	}
+	/* a top host whose subtree has no event before the end and was sent
+	 * nothing since it was last granted is left out, as the flat barrier
+	 * leaves out an idle host: its last DONE still speaks for it */
 	grant.window = k;
 	grant.start_ps = start;
 	grant.end_ps = end;
@@ -1419,7 +1441,14 @@ static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, ui
 	sync.body_case = KB__SYNC__BODY_GRANT;
 	sync.grant = &grant;
 	for (uint32_t i = 0; !err && i < c->n_peers && i < c->fanout; i++) {
-		c->peers[i].answered = false;
+		struct peer *p = &c->peers[i];
+		uint64_t sum = rt_coord_tree_sum(i, c->fanout, c->n_peers, expect);
+
+		if (p->granted_sum != RT_COORD_TREE_UNSEEN && p->granted_sum == sum &&
+		    p->next_local_ps >= end)
+			continue;
+		p->granted_sum = sum;
+		p->answered = false;
 		err = send_to(c, i, &sync);
 		(*granted)++;
 	}

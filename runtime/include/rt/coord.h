@@ -84,7 +84,7 @@ struct rt_coord_layout {
  * k(h+1)+k-1; fan-out 0 is the flat barrier (the coordinator talks to
  * every host). KB_BARRIER_FANOUT in the coordinator's environment chooses
  * another (0 to 64; a bench's comparison). */
-#define RT_COORD_FANOUT 4
+#define RT_COORD_FANOUT 8
 #define RT_COORD_TREE_TOP UINT32_MAX /* the parent of the top hosts */
 /* Host h's parent (RT_COORD_TREE_TOP: the coordinator). */
 uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout);
@@ -92,6 +92,9 @@ uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout);
 uint32_t rt_coord_tree_first_child(uint32_t h, uint32_t fanout);
 /* How many hosts its subtree holds, itself included. */
 uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts);
+/* The sum of v[] over its subtree (v: n_hosts entries). */
+uint64_t rt_coord_tree_sum(uint32_t h, uint32_t fanout, uint32_t n_hosts, const uint64_t *v);
+#define RT_COORD_TREE_UNSEEN UINT64_MAX /* a subtree never granted yet */
 
 /* What one global window sent to other hosts. */
 struct rt_coord_away {
