@@ -1139,6 +1139,19 @@ static enum rt_err prepare_outputs(struct launch *l)
 	return err;
 }
 
+/* With KB_REPORT_WINDOWS_CPU=1 in the environment, one stderr line gives
+ * the coordinator's global windows and the CPU it used running them (a
+ * bench's figure: bench/mesh_bench.c; not in summary.json, whose bytes
+ * must not depend on the run). */
+static void report_windows_cpu(const struct rt_coord_stats *st)
+{
+	const char *env = getenv("KB_REPORT_WINDOWS_CPU");
+
+	if (env && !strcmp(env, "1"))
+		fprintf(stderr, "kernbench: coordinator: %llu windows, %.6f s CPU\n",
+			(unsigned long long)st->windows, st->windows_cpu_s);
+}
+
 static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
@@ -1174,6 +1187,7 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
 	if (err)
 		return err;
+	report_windows_cpu(&facts->coord);
 	rt_coord_take_reports(l->coord, &facts->reports);
 	/* windows: the most any host ran inside; global_windows: across hosts */
 	facts->global_windows = facts->coord.windows;

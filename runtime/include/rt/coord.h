@@ -109,6 +109,8 @@ struct rt_coord_stats {
 	uint64_t routed;        /* messages that crossed daemons */
 	uint64_t last_window_ps;/* start of the last window */
 	double windows_wall_s;  /* wall time from the first GRANT to the last DONE */
+	double windows_cpu_s;   /* this process's CPU time over the same (not
+				 * an agent's: its steps do not measure it) */
 };
 
 /* What the components reported in BYE at the end of a successful run. */
