@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char bench_net_id[16];   /* the set's id: pid + a letter */
@@ -66,6 +67,14 @@ static inline bool bench_net_enter(int host)
 	ok = setns(fd, CLONE_NEWNET) == 0;
 	close(fd);
 	return ok;
+}
+
+/* Waits for child `pid`: true if it exited 0. */
+static inline bool bench_exited_0(pid_t pid)
+{
+	int st;
+
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 #endif

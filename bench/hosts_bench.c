@@ -184,13 +184,6 @@ static pid_t start(int host, char *const argv[])
 	return pid;
 }
 
-static bool ok(pid_t pid)
-{
-	int st;
-
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 /* Wall seconds of the one-host run (here), or -1. */
 static double one_host(const struct job *job, const char *out)
 {
@@ -199,7 +192,7 @@ static double one_host(const struct job *job, const char *out)
 
 	argv[0] = getenv("KB_BIN");
 	job_args(argv, 1, job, out);
-	return ok(start(-1, argv)) ? bench_now_s() - t0 : -1;
+	return bench_exited_0(start(-1, argv)) ? bench_now_s() - t0 : -1;
 }
 
 /* Wall seconds of the two-host run over the bridge, or -1. */
@@ -230,7 +223,7 @@ static double two_hosts(const struct job *job, const char *out, const char *host
 		pid[h + 1] = start(h + 1, agent);
 	}
 	for (int i = 0; i < 3; i++)
-		all &= ok(pid[i]);
+		all &= bench_exited_0(pid[i]);
 	return all ? bench_now_s() - t0 : -1;
 }
 

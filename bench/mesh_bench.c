@@ -71,13 +71,6 @@ static pid_t start(int ns, char *const argv[], const char *fanout, const char *e
 	return pid;
 }
 
-static bool ok(pid_t pid)
-{
-	int st;
-
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
 /* The CPU seconds the coordinator used in its windows, from the line
  * KB_REPORT_WINDOWS_CPU=1 makes it print (-1: none). */
 static double windows_cpu_s(const char *errpath)
@@ -195,7 +188,7 @@ static bool run_hosts(const char *bin, char **run_args, int hosts, const char *f
 		pid[h + 1] = start(h + 1, agent, fanout, NULL);
 	}
 	for (int i = 0; i <= hosts; i++)
-		all &= ok(pid[i]);
+		all &= bench_exited_0(pid[i]);
 	cost->coord_cpu_s = windows_cpu_s(coord_err);
 	for (int h = 1; h <= hosts; h++)
 		after_a += tx_bytes(h);
