@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include "rt/buf.h"
 #include "rt/coord.h"
 #include "rt/event.h"
+#include "rt/keys.h"
 #include "rt/wire.h"
 
 #define KEY_Z85 41
@@ -45,10 +45,8 @@ struct kb_mesh {
 	uint32_t host, n_hosts;
 	struct mesh_host *hosts;
 	/* the ZAP handler admits the table's keys, once it is there */
-	pthread_t zap;
-	bool zap_on;
-	void *zap_rep;
-	atomic_bool zap_stop;
+	struct rt_zap *zap;
+	atomic_bool closing; /* wakes a ZAP request waiting for the table */
 	pthread_mutex_t table_lock;
 	pthread_cond_t table_set;
 	bool have_table;
@@ -134,7 +132,7 @@ static uint32_t host_of_key(struct kb_mesh *m, const uint8_t *raw)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += ZAP_TABLE_WAIT_S;
 	pthread_mutex_lock(&m->table_lock);
-	while (!m->have_table && !atomic_load(&m->zap_stop))
+	while (!m->have_table && !atomic_load(&m->closing))
 		if (pthread_cond_timedwait(&m->table_set, &m->table_lock, &until) == ETIMEDOUT)
 			break;
 	for (uint32_t h = 0; m->have_table && h < m->n_hosts && found == UINT32_MAX; h++)
@@ -144,78 +142,34 @@ static uint32_t host_of_key(struct kb_mesh *m, const uint8_t *raw)
 	return found;
 }
 
-/* One ZAP request (RFC 27): admitted only for CURVE with a key of the
- * table, and the connection's User-Id is that host's index. */
-static void zap_answer(struct kb_mesh *m)
+/* The mesh's ZAP rule: a key of the table is admitted, and the
+ * connection's User-Id is that host's index. */
+static bool admit_host(void *arg, const uint8_t key[32], char user[RT_ZAP_USER])
 {
-	zmq_msg_t part[8];
-	int n = 0, more = 1;
-	uint32_t host = UINT32_MAX;
-	char user[16] = "";
+	uint32_t host = host_of_key(arg, key);
 
-	while (more && n < 8) {
-		zmq_msg_init(&part[n]);
-		if (zmq_msg_recv(&part[n], m->zap_rep, 0) < 0) {
-			zmq_msg_close(&part[n]);
-			break;
-		}
-		more = zmq_msg_more(&part[n]);
-		n++;
-	}
-	while (more) { /* an over-long request */
-		zmq_msg_t extra;
-
-		zmq_msg_init(&extra);
-		more = zmq_msg_recv(&extra, m->zap_rep, 0) >= 0 && zmq_msg_more(&extra);
-		zmq_msg_close(&extra);
-	}
-	if (n == 7 && zmq_msg_size(&part[5]) == 5 && !memcmp(zmq_msg_data(&part[5]), "CURVE", 5) &&
-	    zmq_msg_size(&part[6]) == 32)
-		host = host_of_key(m, zmq_msg_data(&part[6]));
-	if (host != UINT32_MAX)
-		snprintf(user, sizeof(user), "%u", host);
-	if (n >= 2) {
-		zmq_send(m->zap_rep, "1.0", 3, ZMQ_SNDMORE);
-		zmq_send(m->zap_rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
-		zmq_send(m->zap_rep, user[0] ? "200" : "400", 3, ZMQ_SNDMORE);
-		zmq_send(m->zap_rep, user[0] ? "OK" : "not a host of this run", user[0] ? 2 : 22,
-			 ZMQ_SNDMORE);
-		zmq_send(m->zap_rep, user, strlen(user), ZMQ_SNDMORE);
-		zmq_send(m->zap_rep, "", 0, 0);
-	}
-	for (int i = 0; i < n; i++)
-		zmq_msg_close(&part[i]);
+	if (host == UINT32_MAX)
+		return false;
+	snprintf(user, RT_ZAP_USER, "%u", host);
+	return true;
 }
 
-static void *zap_main(void *arg)
+/* `array` (of `size`-byte items, `*cap` of them) grown to hold at least
+ * `need` (at least one), doubling from 16 so that repeated growth stays
+ * linear; NULL, with `array` and `*cap` untouched, when memory is out. */
+static void *reserve(void *array, size_t *cap, size_t need, size_t size)
 {
-	struct kb_mesh *m = arg;
+	size_t grown_cap = *cap ? *cap : 16;
+	void *grown;
 
-	while (!atomic_load(&m->zap_stop)) {
-		zmq_pollitem_t it = { m->zap_rep, 0, ZMQ_POLLIN, 0 };
-
-		if (zmq_poll(&it, 1, 100) > 0)
-			zap_answer(m);
-	}
-	return NULL;
-}
-
-static enum rt_err start_zap(struct kb_mesh *m)
-{
-	int zero = 0;
-	sigset_t all, old;
-
-	m->zap_rep = zmq_socket(m->zctx, ZMQ_REP);
-	if (!m->zap_rep || zmq_setsockopt(m->zap_rep, ZMQ_LINGER, &zero, sizeof(zero)) ||
-	    zmq_bind(m->zap_rep, "inproc://zeromq.zap.01"))
-		return rt_fail(RT_ETRANSPORT, "agent: cannot start the mesh's ZAP handler: %s",
-			       zmq_strerror(zmq_errno()));
-	/* signals are the agent's main thread's (its signalfd) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	m->zap_on = pthread_create(&m->zap, NULL, zap_main, m) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return m->zap_on ? RT_EOK : rt_fail(RT_ETRANSPORT, "agent: cannot start the ZAP handler");
+	if (array && need <= *cap)
+		return array;
+	while (grown_cap < need)
+		grown_cap *= 2;
+	grown = realloc(array, grown_cap * size);
+	if (grown)
+		*cap = grown_cap;
+	return grown;
 }
 
 /* ------------------------------------------------------------- sockets */
@@ -270,14 +224,14 @@ enum rt_err kb_mesh_open(void *zctx, const char *coordinator, const struct rt_to
 	m->host_of_rank = host_of_rank;
 	pthread_mutex_init(&m->table_lock, NULL);
 	pthread_cond_init(&m->table_set, NULL);
-	atomic_init(&m->zap_stop, false);
+	atomic_init(&m->closing, false);
 	rt_buf_init(&m->frame);
 	err = local_address(coordinator, ip, sizeof(ip));
 	if (!err && zmq_curve_keypair(m->public_key, m->secret_key))
 		err = rt_fail(RT_ETRANSPORT, "agent: cannot draw mesh keys: %s",
 			      zmq_strerror(zmq_errno()));
 	if (!err)
-		err = start_zap(m);
+		err = rt_zap_start(zctx, admit_host, m, &m->zap);
 	if (!err)
 		err = bind_pull(m, ip);
 	if (err) {
@@ -441,6 +395,7 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 			 size_t n, uint64_t *sent_to, uint64_t *first_deliver)
 {
 	enum rt_err err = RT_EOK;
+	Kb__Envelope **grown;
 
 	*first_deliver = RT_TIME_NEVER;
 	memset(sent_to, 0, m->n_hosts * sizeof(*sent_to));
@@ -454,14 +409,10 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 		if (envelopes[k]->deliver_ps < *first_deliver)
 			*first_deliver = envelopes[k]->deliver_ps;
 	}
-	if (n > m->cap_group) {
-		Kb__Envelope **grown = realloc(m->group, n * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "agent: out of memory");
-		m->group = grown;
-		m->cap_group = n;
-	}
+	grown = reserve(m->group, &m->cap_group, n, sizeof(*m->group));
+	if (!grown)
+		return rt_fail(RT_ENOMEM, "agent: out of memory");
+	m->group = grown;
 	/* one frame per host, its messages in the order they were sent */
 	for (uint32_t h = 0; h < m->n_hosts && !err; h++) {
 		size_t in_group = 0;
@@ -480,15 +431,11 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 
 static enum rt_err hold(struct kb_mesh *m, Kb__Sync *s)
 {
-	if (m->n_held == m->cap_held) {
-		size_t cap = m->cap_held ? 2 * m->cap_held : 16;
-		Kb__Sync **grown = realloc(m->held, cap * sizeof(*grown));
+	Kb__Sync **grown = reserve(m->held, &m->cap_held, m->n_held + 1, sizeof(*m->held));
 
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "agent: out of memory");
-		m->held = grown;
-		m->cap_held = cap;
-	}
+	if (!grown)
+		return rt_fail(RT_ENOMEM, "agent: out of memory");
+	m->held = grown;
 	m->held[m->n_held++] = s;
 	return RT_EOK;
 }
@@ -602,19 +549,16 @@ enum rt_err kb_mesh_take(struct kb_mesh *m, uint64_t window, Kb__Sync ***frames,
 			 size_t *n_frames, Kb__Envelope ***inbound, size_t *n_inbound)
 {
 	size_t n_env = 0, kept = 0, out = 0;
+	Kb__Envelope **grown;
 	Kb__Sync **taken;
 
 	for (size_t k = 0; k < m->n_held; k++)
 		if (m->held[k]->data->window < window)
 			n_env += m->held[k]->data->n_envelopes;
-	if (n_env > m->cap_inbound) {
-		Kb__Envelope **grown = realloc(m->inbound, n_env * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "agent: out of memory");
-		m->inbound = grown;
-		m->cap_inbound = n_env;
-	}
+	grown = reserve(m->inbound, &m->cap_inbound, n_env, sizeof(*m->inbound));
+	if (!grown)
+		return rt_fail(RT_ENOMEM, "agent: out of memory");
+	m->inbound = grown;
 	taken = calloc(m->n_held ? m->n_held : 1, sizeof(*taken));
 	if (!taken)
 		return rt_fail(RT_ENOMEM, "agent: out of memory");
@@ -644,20 +588,16 @@ void kb_mesh_close(struct kb_mesh **mp)
 
 	if (!m)
 		return;
-	if (m->zap_on) {
-		pthread_mutex_lock(&m->table_lock);
-		atomic_store(&m->zap_stop, true);
-		pthread_cond_broadcast(&m->table_set);
-		pthread_mutex_unlock(&m->table_lock);
-		pthread_join(m->zap, NULL);
-	}
+	pthread_mutex_lock(&m->table_lock);
+	atomic_store(&m->closing, true);
+	pthread_cond_broadcast(&m->table_set);
+	pthread_mutex_unlock(&m->table_lock);
+	rt_zap_destroy(&m->zap);
 	for (uint32_t h = 0; m->hosts && h < m->n_hosts; h++)
 		if (m->hosts[h].push)
 			zmq_close(m->hosts[h].push);
 	if (m->pull)
 		zmq_close(m->pull);
-	if (m->zap_rep)
-		zmq_close(m->zap_rep);
 	for (size_t k = 0; k < m->n_held; k++)
 		rt_wire_free_sync(m->held[k]);
 	free(m->held);

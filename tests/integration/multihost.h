@@ -41,7 +41,8 @@ int mh_ns_procs(const struct mh_net *net, int host, pid_t *out, int cap);
 pid_t mh_spawn(const struct mh_net *net, int host, char *const argv[], char *const env[],
 	       const char *errpath);
 /* `kernbench agent --coordinator COORD --index INDEX --keys KEYS` in
- * namespace index + 1 of `net`, stderr to `errpath`. */
+ * namespace index + 1 of `net` (on this machine's when `net` is NULL),
+ * stderr to `errpath`. */
 pid_t mh_spawn_agent(const struct mh_net *net, int index, const char *coordinator,
 		     const char *keys, const char *errpath);
 /* Waits for `pid` up to `seconds`; exit code or 128 + signal, or -1 when
