@@ -58,16 +58,12 @@ static enum rt_err private_dir(bool create)
 	return RT_EOK;
 }
 
-enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
+enum rt_err kb_hostkeys_publish_at(const struct rt_keys *k, const char *path)
 {
-	char path[96], tmp[128];
+	char tmp[RT_PATH_MAX + 160];
 	struct rt_keys client;
-	enum rt_err err = kb_hostkeys_path(addr, path, sizeof(path));
+	enum rt_err err;
 
-	if (!err)
-		err = private_dir(true);
-	if (err)
-		return err;
 	rt_keys_client_side(k, &client);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	unlink(tmp);
@@ -79,6 +75,25 @@ enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
 		err = rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);
 	}
+	return err;
+}
+
+enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
+{
+	char path[96];
+	enum rt_err err = kb_hostkeys_path(addr, path, sizeof(path));
+
+	if (!err)
+		err = private_dir(true);
+	return err ? err : kb_hostkeys_publish_at(k, path);
+}
+
+enum rt_err kb_hostkeys_job_path(const char *job_id, char *path, size_t cap)
+{
+	enum rt_err err = private_dir(true);
+
+	if (!err)
+		snprintf(path, cap, KEYS_DIR "/job-%s.keys", (unsigned)geteuid(), job_id);
 	return err;
 }
 
