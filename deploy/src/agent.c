@@ -961,10 +961,12 @@ static void report_error(struct agent *a, enum rt_err code)
 	sync.body_case = KB__SYNC__BODY_ERROR;
 	sync.error = &error;
 	/* stay connected until the coordinator answers (its SHUTDOWN), as a
-	 * daemon does: it reads the reason before it sees this host go */
+	 * daemon does: it reads the reason before it sees this host go. Not
+	 * long after a stop signal: the engine that sent it to every process
+	 * (mpirun, scancel) kills what is left a second later (mpirun) */
 	if (send_up(a, &sync) == RT_EOK) {
 		zmq_pollitem_t item = { .socket = a->sock, .events = ZMQ_POLLIN };
-		uint64_t until = now_ms() + 2000;
+		uint64_t until = now_ms() + (code == RT_EINTERRUPTED ? 200 : 2000);
 		Kb__Sync *got = NULL;
 
 		while (now_ms() < until && zmq_poll(&item, 1, 200) >= 0) {

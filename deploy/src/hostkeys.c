@@ -88,15 +88,6 @@ enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
 	return err ? err : kb_hostkeys_publish_at(k, path);
 }
 
-enum rt_err kb_hostkeys_job_path(const char *job_id, char *path, size_t cap)
-{
-	enum rt_err err = private_dir(true);
-
-	if (!err)
-		snprintf(path, cap, KEYS_DIR "/job-%s.keys", (unsigned)geteuid(), job_id);
-	return err;
-}
-
 void kb_hostkeys_withdraw(const char *addr)
 {
 	char path[96];

@@ -31,10 +31,6 @@ enum rt_err kb_hostkeys_path(const char *addr, char *path, size_t cap);
 enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr);
 /* The same at `path` (mode 0600, replacing what is there in one step). */
 enum rt_err kb_hostkeys_publish_at(const struct rt_keys *k, const char *path);
-/* Where process 0 of an SPMD launch on one node leaves its keys for the
- * others (spmd.h): /tmp/kernbench-UID/job-JOB.keys, the folder checked
- * (created) as kb_hostkeys_publish does. */
-enum rt_err kb_hostkeys_job_path(const char *job_id, char *path, size_t cap);
 /* Removes the file kb_hostkeys_publish wrote for `addr`. */
 void kb_hostkeys_withdraw(const char *addr);
 /* Reads the keys of the coordinator at `addr` into *k, waiting up to

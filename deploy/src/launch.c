@@ -775,6 +775,12 @@ static void teardown(struct launch *l, bool failed)
 {
 	bool threads_done = true;
 
+	/* what the run left for others outside its folders goes first: after
+	 * a failure an engine may SIGKILL this process a second later */
+	kb_guard_files_now();
+	if (l->keys_published)
+		kb_hostkeys_withdraw(l->hosts->coordinator);
+	l->keys_published = false;
 	if (failed && l->coord)
 		rt_coord_abort(l->coord);
 	reap_all(l, failed ? GRACE_MS / 3 : GRACE_MS);
@@ -1238,11 +1244,16 @@ static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_dow
 	char line[1200];
 
 	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	/* stopped by a signal, the line comes first: an engine that sent it
+	 * (mpirun, scancel) may SIGKILL this process before teardown ends */
+	if (l->signal_seen)
+		rt_print_error(line);
 	if (!torn_down)
 		teardown(l, true);
 	kb_outputs_abandon(l->job, &l->outdir, usage);
 	kb_guard_staging(NULL);
-	rt_print_error(line);
+	if (!l->signal_seen)
+		rt_print_error(line);
 	if (l->signal_seen)
 		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
 	return usage ? 2 : 1;

@@ -376,7 +376,10 @@ static enum rt_err keys_path(const struct kb_spmd *s, const struct kb_spmd_opts 
 			       "every one --keys FILE (`kernbench keygen`, the same path on every "
 			       "node) or --rendezvous DIR (a shared folder: process 0 leaves its keys "
 			       "there)", s->size, s->engine);
-	return kb_hostkeys_job_path(s->job_id, path, cap);
+	/* one node: the coordinator's ephemeral keys, left for this user's
+	 * agents on this machine as for any run across hosts (hostkeys.h) */
+	path[0] = '\0';
+	return RT_EOK;
 }
 
 struct spmd_files {
@@ -401,12 +404,14 @@ static pid_t start_own_agent(const struct spmd_files *f, uint64_t wait_s)
 {
 	char wait[24];
 	char *argv[] = { (char *)"kernbench", (char *)"agent", (char *)"--coordinator",
-			 (char *)f->addr, (char *)"--index", (char *)"0", (char *)"--keys",
-			 (char *)f->keys, (char *)"--agent-wait", wait, NULL };
+			 (char *)f->addr, (char *)"--index", (char *)"0", (char *)"--agent-wait", wait,
+			 (char *)"--keys", (char *)f->keys, NULL };
 	pid_t parent = getpid();
 	pid_t pid;
 
 	snprintf(wait, sizeof(wait), "%llu", (unsigned long long)wait_s);
+	if (!f->keys[0])
+		argv[8] = NULL; /* the coordinator's ephemeral keys */
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
@@ -438,7 +443,9 @@ static bool ended_within(pid_t pid, int ms)
  * (SIGTERM: it removes its folders) and, as a last resort, killed. */
 static void wait_own_agent(pid_t pid, bool failed)
 {
-	if (ended_within(pid, failed ? 2000 : OWN_AGENT_GRACE_S * 1000))
+	/* after a failure the engine may kill the whole job within a second
+	 * (mpirun: SIGKILL 1 s after SIGTERM): it is told at once */
+	if (!failed && ended_within(pid, OWN_AGENT_GRACE_S * 1000))
 		return;
 	kill(pid, SIGTERM);
 	if (ended_within(pid, OWN_AGENT_GRACE_S * 1000))
@@ -455,7 +462,7 @@ static enum rt_err prepare_coordinator(const struct kb_spmd *s, const struct kb_
 
 	if (!err)
 		err = keys_path(s, o, f->keys, sizeof(f->keys));
-	if (!err && !job->keys.on) {
+	if (!err && !job->keys.on && f->keys[0]) {
 		err = rt_keys_generate(&job->keys);
 		if (!err)
 			err = kb_hostkeys_publish_at(&job->keys, f->keys);
@@ -517,7 +524,7 @@ static int run_agent(const struct kb_spmd *s, const struct kb_spmd_opts *o,
 	struct spmd_files f = { 0 };
 	char index[16], wait[24], where[RT_PATH_MAX + 128];
 	char *argv[] = { (char *)"agent", (char *)"--coordinator", f.addr, (char *)"--index", index,
-			 (char *)"--keys", f.keys, (char *)"--agent-wait", wait, NULL };
+			 (char *)"--agent-wait", wait, (char *)"--keys", f.keys, NULL };
 	enum rt_err err;
 
 	snprintf(index, sizeof(index), "%u", s->rank);
@@ -532,13 +539,13 @@ static int run_agent(const struct kb_spmd *s, const struct kb_spmd_opts *o,
 	}
 	if (!err)
 		err = keys_path(s, o, f.keys, sizeof(f.keys));
-	if (!err && !o->keys_path)
+	if (!err && !o->keys_path && f.keys[0])
 		err = await_file(f.keys, wait_s, "keys");
 	if (err) {
 		rt_print_error(rt_last_error());
 		return err == RT_ECONFIG ? 2 : 1;
 	}
-	return kb_agent_main((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);
+	return kb_agent_main(f.keys[0] ? 9 : 7, argv);
 }
 
 int kb_spmd_run(const struct kb_spmd *s, const struct kb_spmd_opts *o, struct rt_job *job,

@@ -64,9 +64,7 @@ static void stop_guard(int sig)
 	say("; stopped every daemon\n");
 	if (guard_on)
 		kb_remove_tree_now(guard_path);
-	for (size_t i = 0; i < GUARD_FILES; i++)
-		if (guard_files_on[i])
-			unlink(guard_files[i]);
+	kb_guard_files_now();
 	kb_kill_strays_now();
 	_exit(sig == SIGINT ? 130 : 128 + sig);
 }
@@ -92,6 +90,15 @@ void kb_guard_staging(const char *path)
 		memcpy(guard_path, path, strlen(path) + 1);
 		guard_on = 1;
 	}
+}
+
+void kb_guard_files_now(void)
+{
+	for (size_t i = 0; i < GUARD_FILES; i++)
+		if (guard_files_on[i]) {
+			guard_files_on[i] = 0;
+			unlink(guard_files[i]);
+		}
 }
 
 void kb_guard_file(unsigned slot, const char *path)
