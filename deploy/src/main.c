@@ -36,10 +36,13 @@ static enum rt_err spmd_launch(const struct kb_spmd_opts *o, struct kb_spmd *s)
 
 	if (err == RT_ENOTFOUND) {
 		memset(s, 0, sizeof(*s));
-		if (o->rendezvous || o->coordinator || o->agent_timeout_s)
-			return rt_fail(RT_EINVAL, "--%s needs --hosts FILE, or a run started by mpirun "
-				       "or srun", o->rendezvous ? "rendezvous" : o->coordinator
-				       ? "coordinator" : "agent-timeout");
+		if (o->rendezvous || o->coordinator)
+			return rt_fail(RT_EINVAL, "--%s is for a run started by mpirun or srun (this "
+				       "one was not: no OMPI_COMM_WORLD_* or SLURM step variables)",
+				       o->rendezvous ? "rendezvous" : "coordinator");
+		if (o->agent_timeout_s)
+			return rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE, or a run started "
+				       "by mpirun or srun");
 		return RT_EOK;
 	}
 	return err;
