@@ -288,16 +288,30 @@ $(TRACE_ENGINE)/package.json: tests/importer/package.json tests/importer/package
 	cp tests/importer/package.json tests/importer/package-lock.json build/node/ && \
 	cd build/node && npm ci --silent --no-audit --no-fund
 
+# The Kubernetes manifest is checked against the API schemas of the npm
+# package kubernetes-models (tests/k8s: package-lock.json pins it and its
+# tree; `npm ci` into build/node-k8s). Without node the test skips.
+K8S_MODULES := build/node-k8s/node_modules
+$(K8S_MODULES)/kubernetes-models/package.json: tests/k8s/package.json tests/k8s/package-lock.json
+	@if ! command -v node >/dev/null; then \
+	  echo "no node: the Kubernetes schema check will be skipped (make deps-test installs nodejs)"; \
+	  exit 0; fi; \
+	command -v npm >/dev/null || { echo "npm is missing: run \`make deps-test\`" >&2; exit 1; }; \
+	rm -rf build/node-k8s && mkdir -p build/node-k8s && \
+	cp tests/k8s/package.json tests/k8s/package-lock.json build/node-k8s/ && \
+	cd build/node-k8s && npm ci --silent --no-audit --no-fund
+
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
 	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
 	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) KB_STAGE=$(abspath $(BUILD)/stage) \
-	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	KB_ROOT=$(abspath .) KB_K8S_MODULES=$(abspath $(K8S_MODULES)) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
 integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json \
+	$(K8S_MODULES)/kubernetes-models/package.json \
 	$(BUILD)/stage/lib/pkgconfig/kernbench.pc
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
 
