@@ -39,7 +39,7 @@ PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
 RUN_DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler libprotobuf-c-dev \
 	libcyaml-dev libyaml-dev zlib1g-dev
 TEST_DEB_PKGS := libcriterion-dev nodejs python3-matplotlib python3-numpy \
-	python3-pandas openmpi-bin util-linux iproute2
+	python3-pandas openmpi-bin util-linux iproute2 slurm-wlm munge
 BENCH_DEB_PKGS := libsystemc-dev g++
 # what the container image (deploy/k8s/Dockerfile) needs to run the binary:
 # the run-time libraries of RUN_DEB_PKGS' -dev packages
@@ -52,7 +52,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # programs need Criterion.
 NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench \
 	model-step fuzz install
-TEST_GOALS := unit integration fuzz-replay golden $(BUILD)/tests/unit_tests \
+TEST_GOALS := unit integration test-slurm fuzz-replay golden $(BUILD)/tests/unit_tests \
 	$(BUILD)/tests/integration_tests
 ifeq ($(filter $(NO_DEP_GOALS),$(MAKECMDGOALS)),)
 NEEDED_LIBS := $(PKGS) $(if $(filter $(TEST_GOALS),$(MAKECMDGOALS)),criterion)
@@ -127,7 +127,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration fuzz-replay bench model-step fuzz \
+.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration test-slurm fuzz-replay bench model-step fuzz \
 	golden clean help python-test
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
@@ -160,8 +160,13 @@ deps: deps-run deps-test deps-bench
 deps-run:
 	$(call install_missing,$(RUN_DEB_PKGS))
 
+# slurm-wlm and munge are for tests/slurm.sh, which runs its own daemons
+# from a temporary folder: the system's services stay stopped and disabled
 deps-test: deps-run
 	$(call install_missing,$(TEST_DEB_PKGS))
+	@if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO systemctl disable --now munge slurmd slurmctld >/dev/null 2>&1 || true; fi
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps-npm
 
 deps-bench: deps-run
@@ -288,18 +293,37 @@ $(TRACE_ENGINE)/package.json: tests/importer/package.json tests/importer/package
 	cp tests/importer/package.json tests/importer/package-lock.json build/node/ && \
 	cd build/node && npm ci --silent --no-audit --no-fund
 
+# The Kubernetes manifest is checked against the API schemas of the npm
+# package kubernetes-models (tests/k8s: package-lock.json pins it and its
+# tree; `npm ci` into build/node-k8s). Without node the test skips.
+K8S_MODULES := build/node-k8s/node_modules
+$(K8S_MODULES)/kubernetes-models/package.json: tests/k8s/package.json tests/k8s/package-lock.json
+	@if ! command -v node >/dev/null; then \
+	  echo "no node: the Kubernetes schema check will be skipped (make deps-test installs nodejs)"; \
+	  exit 0; fi; \
+	command -v npm >/dev/null || { echo "npm is missing: run \`make deps-test\`" >&2; exit 1; }; \
+	rm -rf build/node-k8s && mkdir -p build/node-k8s && \
+	cp tests/k8s/package.json tests/k8s/package-lock.json build/node-k8s/ && \
+	cd build/node-k8s && npm ci --silent --no-audit --no-fund
+
 TEST_ENV := KB_BIN=$(abspath $(KERNBENCH_TEST)) KB_RELEASE_BIN=$(abspath $(KERNBENCH)) \
 	KB_PLUGINS=$(abspath $(BUILD)/plugins) \
 	KB_TRACE_ENGINE=$(abspath $(TRACE_ENGINE)) KB_STAGE=$(abspath $(BUILD)/stage) \
-	KB_ROOT=$(abspath .) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+	KB_ROOT=$(abspath .) KB_K8S_MODULES=$(abspath $(K8S_MODULES)) LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
 	UBSAN_OPTIONS=print_stacktrace=1
 
 unit: $(UNIT_BIN) $(PLUGINS)
 	$(TEST_ENV) $(UNIT_BIN) $(CRITERION_FLAGS)
 
 integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGINE)/package.json \
+	$(K8S_MODULES)/kubernetes-models/package.json \
 	$(BUILD)/stage/lib/pkgconfig/kernbench.pc
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 $(CRITERION_FLAGS)
+
+# A single-node Slurm of its own (tests/slurm.sh): srun and sbatch on the
+# shipped scripts, scancel (also part of `make integration`)
+test-slurm: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST)
+	$(TEST_ENV) $(INTEG_BIN) --jobs 1 --filter 'slurm/*' $(CRITERION_FLAGS)
 
 fuzz-replay: $(FUZZ_REPLAY)
 	@for r in $(FUZZ_REPLAY); do n=$${r##*/replay_}; \

@@ -1,6 +1,7 @@
 /* cli.c — the `kernbench` command line: every command's options as a
  * table (opts.h), what they fill in, and the commands that need no more
  * than that (config, list, keygen). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "diff.h"
 #include "hosts.h"
+#include "spmd.h"
 #include "launcher.h"
 #include "opts.h"
 #include "rt/buf.h"
@@ -113,6 +115,9 @@ struct machine_flags {
 	uint32_t n_sets;
 	const char *hosts;        /* --hosts FILE */
 	uint64_t agent_timeout_s; /* --agent-timeout S */
+	const char *keys_path;    /* --keys FILE */
+	const char *rendezvous;   /* --rendezvous DIR (an SPMD launch, spmd.h) */
+	const char *coordinator;  /* --coordinator tcp://ADDR:PORT (the same) */
 	const char *machine;      /* --machine NAME (the last one given) */
 };
 
@@ -384,7 +389,34 @@ static enum rt_err opt_quiet(struct kb_cli *c, const char *v)
 
 static enum rt_err opt_keys(struct kb_cli *c, const char *v)
 {
+	c->m.keys_path = v;
 	return rt_keys_load(v, &c->job->keys);
+}
+
+static enum rt_err opt_rendezvous(struct kb_cli *c, const char *v)
+{
+	c->m.rendezvous = v;
+	return v[0] ? RT_EOK : rt_fail(RT_EINVAL, "--rendezvous: expected a folder");
+}
+
+/* What SPMD process 0 binds and the others connect to: an IPv4 address
+ * (ZeroMQ binds addresses, not names) and a port. */
+static enum rt_err opt_spmd_coordinator(struct kb_cli *c, const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	struct in_addr ip;
+	char host[64];
+	uint64_t port;
+
+	if (strncmp(v, "tcp://", 6) || !colon || colon - (v + 6) >= (long)sizeof(host) ||
+	    rt_parse_u64(colon + 1, 1, 65535, &port) != RT_PARSE_OK)
+		return rt_fail(RT_EINVAL, "--coordinator '%.200s': expected tcp://IPV4:PORT", v);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - (v + 6)), v + 6);
+	if (inet_pton(AF_INET, host, &ip) != 1)
+		return rt_fail(RT_EINVAL, "--coordinator '%.200s': ADDRESS is what process 0 binds: an "
+			       "IPv4 address of its node, not a name or IPv6", v);
+	c->m.coordinator = v;
+	return RT_EOK;
 }
 
 static enum rt_err opt_machine(struct kb_cli *c, const char *v)
@@ -458,6 +490,13 @@ static const struct kb_opt run_opts[] = {
 			   "host of FILE (deploy/README.md)", opt_hosts },
 	{ "agent-timeout", "S", "how long to wait for the agents (default 60)",
 	  opt_agent_timeout },
+	{ "rendezvous", "DIR", "started by mpirun or srun without --hosts: a folder\n"
+			       "every node shares, where process 0 leaves its address\n"
+			       "(and keys, without --keys) for the others", opt_rendezvous },
+	{ "coordinator", "tcp://IPV4:PORT", "started by mpirun or srun without --hosts: where\n"
+					    "process 0 listens (default: loopback on one node,\n"
+					    "else srun's launch node; docs/multihost.md)",
+	  opt_spmd_coordinator },
 };
 
 #define N_RUN_OPTS (sizeof(run_opts) / sizeof(run_opts[0]))
@@ -668,8 +707,28 @@ static int parse_or_exit(const struct kb_command *cmd, int argc, char **argv, st
 	}
 }
 
+/* The options of a launch by mpirun or srun (spmd.h); without `spmd`
+ * (a sweep's point) they are refused as options that need --hosts. */
+static enum rt_err spmd_options(const struct machine_flags *m, struct kb_spmd_opts *spmd)
+{
+	if (m->hosts && (m->rendezvous || m->coordinator))
+		return rt_fail(RT_EINVAL, "--%s is for a run started by mpirun or srun without "
+			       "--hosts (the hosts file names the coordinator)",
+			       m->rendezvous ? "rendezvous" : "coordinator");
+	if (!spmd && (m->rendezvous || m->coordinator || (!m->hosts && m->agent_timeout_s)))
+		return rt_fail(RT_EINVAL, "--%s needs --hosts FILE",
+			       m->rendezvous ? "rendezvous" : m->coordinator ? "coordinator"
+									  : "agent-timeout");
+	if (spmd)
+		*spmd = (struct kb_spmd_opts){ .rendezvous = m->rendezvous,
+					       .coordinator = m->coordinator,
+					       .keys_path = m->keys_path,
+					       .agent_timeout_s = m->agent_timeout_s };
+	return RT_EOK;
+}
+
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
-			     bool *have_hosts)
+			     bool *have_hosts, struct kb_spmd_opts *spmd)
 {
 	struct kb_cli cli = { .job = job };
 	const char *workload = NULL;
@@ -703,6 +762,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	if (!err)
 		err = kb_models_preflight(&job->config);
 	*have_hosts = cli.m.hosts != NULL;
+	if (!err)
+		err = spmd_options(&cli.m, spmd);
 	if (!err && cli.m.hosts) {
 		hosts->agent_timeout_s = cli.m.agent_timeout_s;
 		err = kb_hosts_load(cli.m.hosts, hosts);
@@ -710,8 +771,6 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 			err = kb_hosts_check(hosts, job);
 		for (uint32_t r = 0; !err && r < hosts->n_ranks; r++)
 			job->host_of_rank[r] = (uint8_t)hosts->host_of_rank[r];
-	} else if (!err && cli.m.agent_timeout_s) {
-		err = rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE");
 	}
 	return err;
 }

@@ -58,16 +58,12 @@ static enum rt_err private_dir(bool create)
 	return RT_EOK;
 }
 
-enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
+enum rt_err kb_hostkeys_publish_at(const struct rt_keys *k, const char *path)
 {
-	char path[96], tmp[128];
+	char tmp[RT_PATH_MAX + 160];
 	struct rt_keys client;
-	enum rt_err err = kb_hostkeys_path(addr, path, sizeof(path));
+	enum rt_err err;
 
-	if (!err)
-		err = private_dir(true);
-	if (err)
-		return err;
 	rt_keys_client_side(k, &client);
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
 	unlink(tmp);
@@ -80,6 +76,16 @@ enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
 		unlink(tmp);
 	}
 	return err;
+}
+
+enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr)
+{
+	char path[96];
+	enum rt_err err = kb_hostkeys_path(addr, path, sizeof(path));
+
+	if (!err)
+		err = private_dir(true);
+	return err ? err : kb_hostkeys_publish_at(k, path);
 }
 
 void kb_hostkeys_withdraw(const char *addr)

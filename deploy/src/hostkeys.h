@@ -29,6 +29,8 @@ enum rt_err kb_hostkeys_path(const char *addr, char *path, size_t cap);
 /* Writes the client side of `k` there (replacing a dead run's file); the
  * folder must be this user's and private. */
 enum rt_err kb_hostkeys_publish(const struct rt_keys *k, const char *addr);
+/* The same at `path` (mode 0600, replacing what is there in one step). */
+enum rt_err kb_hostkeys_publish_at(const struct rt_keys *k, const char *path);
 /* Removes the file kb_hostkeys_publish wrote for `addr`. */
 void kb_hostkeys_withdraw(const char *addr);
 /* Reads the keys of the coordinator at `addr` into *k, waiting up to

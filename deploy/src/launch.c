@@ -611,10 +611,16 @@ static enum rt_err on_signal(void *arg)
 			if (err)
 				return err;
 		} else {
+			char lost[600];
+			size_t n = l->hosts ? rt_coord_lost_hosts(l->coord, lost, sizeof(lost)) : 0;
+
 			l->signal_seen = (int)si.ssi_signo;
-			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s%s; stopped every daemon",
+			return rt_fail(RT_EINTERRUPTED, "interrupted by SIG%s%s; stopped every daemon%s%s%s",
 				       sigabbrev_np((int)si.ssi_signo),
-				       kb_stop_signal_meaning((int)si.ssi_signo));
+				       kb_stop_signal_meaning((int)si.ssi_signo),
+				       n ? "; it had lost " : "", n ? lost : "",
+				       n ? (n > 1 ? " (their agents' connections dropped)"
+						  : " (its agent's connection dropped)") : "");
 		}
 	}
 	return RT_EOK;
@@ -661,6 +667,28 @@ static void reap_all(struct launch *l, int grace_ms)
 		}
 }
 
+/* The one child that is left to end by itself, or told to (SPMD process
+ * 0's own agent, spmd.c): it removes its own folders; its parent reaps it. */
+static volatile pid_t spared_child;
+
+void kb_spare_child(pid_t pid)
+{
+	spared_child = pid;
+}
+
+/* Reaps one ended child other than the spared one (its parent waits for
+ * it): its pid, or 0/-1 as waitpid. */
+static pid_t reap_stray(void)
+{
+	siginfo_t info = { 0 };
+
+	if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) || !info.si_pid)
+		return 0;
+	if (info.si_pid == spared_child)
+		return 0;
+	return waitpid(info.si_pid, NULL, WNOHANG);
+}
+
 /* Kills and reaps every child that is not a daemon: what kernels forked,
  * re-parented to us (we are a subreaper) when their daemon ended. */
 void kb_kill_strays(void)
@@ -677,13 +705,13 @@ void kb_kill_strays(void)
 		while (fscanf(f, "%4095s", line) == 1) {
 			pid_t pid = (pid_t)strtol(line, NULL, 10);
 
-			if (pid > 0) {
+			if (pid > 0 && pid != spared_child) {
 				kill(pid, SIGKILL);
 				any = true;
 			}
 		}
 		fclose(f);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
+		while (reap_stray() > 0)
 			any = true;
 		if (!any)
 			return;
@@ -721,12 +749,12 @@ void kb_kill_strays_now(void)
 				pid = pid * 10 + (buf[i] - '0');
 			} else {
 				if (pid > 0)
-					kill(pid, SIGKILL);
+					kill(pid, pid == spared_child ? SIGTERM : SIGKILL);
 				pid = 0;
 			}
 		}
 	if (pid > 0)
-		kill(pid, SIGKILL);
+		kill(pid, pid == spared_child ? SIGTERM : SIGKILL);
 	close(fd);
 }
 
@@ -747,6 +775,12 @@ static void teardown(struct launch *l, bool failed)
 {
 	bool threads_done = true;
 
+	/* what the run left for others outside its folders goes first: after
+	 * a failure an engine may SIGKILL this process a second later */
+	kb_guard_files_now();
+	if (l->keys_published)
+		kb_hostkeys_withdraw(l->hosts->coordinator);
+	l->keys_published = false;
 	if (failed && l->coord)
 		rt_coord_abort(l->coord);
 	reap_all(l, failed ? GRACE_MS / 3 : GRACE_MS);
@@ -1224,11 +1258,16 @@ static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_dow
 	char line[1200];
 
 	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	/* stopped by a signal, the line comes first: an engine that sent it
+	 * (mpirun, scancel) may SIGKILL this process before teardown ends */
+	if (l->signal_seen)
+		rt_print_error(line);
 	if (!torn_down)
 		teardown(l, true);
 	kb_outputs_abandon(l->job, &l->outdir, usage);
 	kb_guard_staging(NULL);
-	rt_print_error(line);
+	if (!l->signal_seen)
+		rt_print_error(line);
 	if (l->signal_seen)
 		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
 	return usage ? 2 : 1;

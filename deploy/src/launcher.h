@@ -11,6 +11,7 @@ struct kb_steps;
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "rt/coord.h"
 #include "rt/err.h"
@@ -44,8 +45,11 @@ void kb_cli_run_usage(FILE *out);
  * whether it was given; the file is read and checked against the run).
  * RT_EINTERRUPTED: --help was asked for. */
 struct kb_hosts;
+struct kb_spmd_opts;
+/* `spmd` gets the options of a launch by mpirun or srun without --hosts
+ * (spmd.h); NULL refuses them. */
 enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct kb_hosts *hosts,
-			     bool *have_hosts);
+			     bool *have_hosts, struct kb_spmd_opts *spmd);
 
 /* `kernbench agent` options. */
 struct kb_agent_opts {
@@ -107,6 +111,10 @@ void kb_local_close(struct kb_local **local_p, bool failed);
 void kb_kill_strays(void);
 /* The same from a signal handler: SIGKILL to every child, no waiting. */
 void kb_kill_strays_now(void);
+/* A child kb_kill_strays leaves alone and kb_kill_strays_now sends SIGTERM
+ * (it removes its own folders), for its parent to reap (SPMD process 0's
+ * own agent, spmd.h). */
+void kb_spare_child(pid_t pid);
 /* `kernbench agent ...` */
 int kb_agent_main(int argc, char **argv);
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "hosts.h"
 #include "launcher.h"
 #include "rerun.h"
+#include "spmd.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
@@ -25,12 +27,35 @@ const char *kb_version(void)
 	return "kernbench " KB_RELEASE " (" KB_BUILD_COMMIT ")";
 }
 
+/* Started by mpirun or srun with no hosts file: *s says which process
+ * this is (s->size 0: not such a launch, a one-host run). The options
+ * that only such a launch takes are refused without one. */
+static enum rt_err spmd_launch(const struct kb_spmd_opts *o, struct kb_spmd *s)
+{
+	enum rt_err err = kb_spmd_detect(getenv, s);
+
+	if (err == RT_ENOTFOUND) {
+		memset(s, 0, sizeof(*s));
+		if (o->rendezvous || o->coordinator)
+			return rt_fail(RT_EINVAL, "--%s is for a run started by mpirun or srun (this "
+				       "one was not: no OMPI_COMM_WORLD_* or SLURM step variables)",
+				       o->rendezvous ? "rendezvous" : "coordinator");
+		if (o->agent_timeout_s)
+			return rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE, or a run started "
+				       "by mpirun or srun");
+		return RT_EOK;
+	}
+	return err;
+}
+
 int kb_cli_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
 	static char *given[256];  /* argv as typed, for summary.json */
 	static struct kb_hosts hosts;
 	static struct kb_rerun rerun;
+	struct kb_spmd_opts spmd_opts = { 0 };
+	struct kb_spmd spmd = { 0 };
 	bool have_hosts = false;
 	enum rt_err err;
 	int rc;
@@ -44,7 +69,9 @@ int kb_cli_run(int argc, char **argv)
 	/* --from DIR becomes the options it stands for (rerun.h) */
 	err = kb_rerun_prepare(argc, argv, &rerun);
 	if (!err)
-		err = kb_cli_parse_run(rerun.argc, rerun.argv, &job, &hosts, &have_hosts);
+		err = kb_cli_parse_run(rerun.argc, rerun.argv, &job, &hosts, &have_hosts, &spmd_opts);
+	if (!err && !have_hosts)
+		err = spmd_launch(&spmd_opts, &spmd);
 
 	if (err == RT_EINTERRUPTED) {
 		kb_cli_run_usage(stdout);
@@ -56,7 +83,14 @@ int kb_cli_run(int argc, char **argv)
 		kb_rerun_release(&rerun);
 		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
 	}
-	rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
+	if (spmd.size)
+		rc = kb_spmd_run(&spmd, &spmd_opts, &job, argc, given);
+	else
+		rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
+	if (spmd.size && spmd.rank) { /* an agent: the results are process 0's */
+		kb_rerun_release(&rerun);
+		return rc;
+	}
 	if (rc == 0 && kb_rerun_check(&rerun, job.result_dir)) {
 		rt_print_error(rt_last_error());
 		rc = 1;

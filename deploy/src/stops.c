@@ -15,6 +15,11 @@ const size_t kb_n_stop_signals = sizeof(kb_stop_signals) / sizeof(kb_stop_signal
 
 static char guard_path[RT_PATH_MAX + 64];
 static volatile sig_atomic_t guard_on;
+/* files the run made outside its folders (an SPMD launch's key and
+ * address files): removed with it */
+#define GUARD_FILES 2
+static char guard_files[GUARD_FILES][RT_PATH_MAX + 256];
+static volatile sig_atomic_t guard_files_on[GUARD_FILES];
 
 void kb_stop_signals_add(sigset_t *set)
 {
@@ -59,6 +64,7 @@ static void stop_guard(int sig)
 	say("; stopped every daemon\n");
 	if (guard_on)
 		kb_remove_tree_now(guard_path);
+	kb_guard_files_now();
 	kb_kill_strays_now();
 	_exit(sig == SIGINT ? 130 : 128 + sig);
 }
@@ -83,6 +89,26 @@ void kb_guard_staging(const char *path)
 	if (path && strlen(path) < sizeof(guard_path)) {
 		memcpy(guard_path, path, strlen(path) + 1);
 		guard_on = 1;
+	}
+}
+
+void kb_guard_files_now(void)
+{
+	for (size_t i = 0; i < GUARD_FILES; i++)
+		if (guard_files_on[i]) {
+			guard_files_on[i] = 0;
+			unlink(guard_files[i]);
+		}
+}
+
+void kb_guard_file(unsigned slot, const char *path)
+{
+	if (slot >= GUARD_FILES)
+		return;
+	guard_files_on[slot] = 0;
+	if (path && strlen(path) < sizeof(guard_files[slot])) {
+		memcpy(guard_files[slot], path, strlen(path) + 1);
+		guard_files_on[slot] = 1;
 	}
 }
 

@@ -28,6 +28,12 @@ void kb_guard_stops(void);
  * wait: the run's staging folder (copied; NULL: none, or no longer). Set
  * it only while the stop signals are blocked. */
 void kb_guard_staging(const char *path);
+/* A file the guard removes too (slot 0 or 1; NULL: none): what an SPMD
+ * launch's process 0 left for the others (spmd.c). */
+void kb_guard_file(unsigned slot, const char *path);
+/* Removes those files now (async-signal-safe): the first thing a run
+ * that ends does, since an engine may kill it a second later. */
+void kb_guard_files_now(void);
 /* " (a file reached the file size limit: ulimit -f)" and the like: what a
  * signal means beyond its name, or "". */
 const char *kb_stop_signal_meaning(int sig);

@@ -163,7 +163,7 @@ static enum rt_err resolve(struct kb_sweep *s, struct kb_point *p, struct rt_job
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "sweep: out of memory");
 	memcpy(copy, p->argv, n * sizeof(*copy));
-	err = kb_cli_parse_run((int)n, copy, job, &hosts, &have_hosts);
+	err = kb_cli_parse_run((int)n, copy, job, &hosts, &have_hosts, NULL);
 	free(copy);
 	if (err) {
 		point_name(s, p, name, sizeof(name));

@@ -63,6 +63,9 @@ static void child(const struct kb_sweep *s, const struct kb_point *p, const sigs
 
 	sigprocmask(SIG_SETMASK, old, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGTERM); /* a sweep that dies takes its points */
+	/* a sweep under mpirun or srun shares the points out; each point is a
+	 * run of its own, never one of an SPMD launch (spmd.h) */
+	setenv("KB_SPMD", "0", 1);
 	log_path(s, p, path, sizeof(path));
 	/* a fresh log: what was at the name (a link planted there included)
 	 * is removed, never followed or truncated */

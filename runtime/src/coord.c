@@ -734,6 +734,36 @@ static enum rt_err keep_agents(struct rt_coord *c)
 	return RT_EOK;
 }
 
+size_t rt_coord_lost_hosts(struct rt_coord *c, char *buf, size_t cap)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Progress progress = KB__PROGRESS__INIT;
+	size_t lost = 0, used = 0;
+	char name[128];
+
+	if (cap)
+		buf[0] = '\0';
+	if (!c || !c->agents)
+		return 0;
+	progress.events = wall_ms();
+	sync.body_case = KB__SYNC__BODY_PROGRESS;
+	sync.progress = &progress;
+	for (uint32_t i = 0; i < c->n_peers; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (!p->ready || p->gone || p->released)
+			continue;
+		/* a connection that dropped refuses the beat at once */
+		if (!p->lost_ms && send_to(c, i, &sync) == RT_EOK)
+			continue;
+		if (used < cap)
+			used += (size_t)snprintf(buf + used, cap - used, "%s%s", lost ? ", " : "",
+						 peer_name(c, i, name, sizeof(name)));
+		lost++;
+	}
+	return lost;
+}
+
 /* What a received frame turned out to be. */
 enum taken { TAKEN_NOTHING, TAKEN_IGNORED, TAKEN_PROGRESS, TAKEN_FRAME };
 

@@ -422,3 +422,95 @@ pid_t mh_spawn_agent(const struct mh_net *net, int index, const char *coordinato
 	snprintf(idx, sizeof(idx), "%d", index);
 	return mh_spawn(net, index + 1, argv, NULL, errpath);
 }
+
+/* /proc/PID/FILE read whole (NUL-separated entries), or NULL. */
+static char *proc_file(pid_t pid, const char *file, size_t *len)
+{
+	char path[64];
+	size_t cap = 1 << 16;
+	char *buf = malloc(cap + 1);
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	*len = 0;
+	while (buf && fd >= 0 && *len < cap && (got = read(fd, buf + *len, cap - *len)) > 0)
+		*len += (size_t)got;
+	if (fd >= 0)
+		close(fd);
+	if (buf)
+		buf[*len] = '\0';
+	if (buf && (fd < 0 || !*len)) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+static bool has_entry(const char *buf, size_t len, const char *want)
+{
+	for (size_t at = 0; at < len; at += strlen(buf + at) + 1)
+		if (!strcmp(buf + at, want))
+			return true;
+	return false;
+}
+
+/* Is `pid` alive (running or sleeping, not a zombie)? */
+static bool alive_not_zombie(pid_t pid)
+{
+	size_t len = 0;
+	char *stat = proc_file(pid, "stat", &len);
+	const char *close = stat ? strrchr(stat, ')') : NULL;
+	bool alive = close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+
+	free(stat);
+	return alive;
+}
+
+int mh_tagged(const char *tag, const char *also, const char *cmd, pid_t *out, int cap)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char want[160];
+	int n = 0;
+
+	snprintf(want, sizeof(want), "KB_TEST_TAG=%s", tag);
+	while (d && (e = readdir(d)) && n < cap) {
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+		size_t len = 0, clen = 0;
+		char *env, *argv;
+		bool match;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		env = proc_file(pid, "environ", &len);
+		match = env && has_entry(env, len, want) && (!also || has_entry(env, len, also));
+		free(env);
+		if (match && cmd) {
+			argv = proc_file(pid, "cmdline", &clen);
+			match = argv && strlen(argv) + 1 < clen && !strcmp(argv + strlen(argv) + 1, cmd);
+			free(argv);
+		}
+		if (match && alive_not_zombie(pid))
+			out[n++] = pid;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+void mh_gather_tagged(const char *tag, pid_t *seen, int *n, int cap)
+{
+	pid_t now[256];
+	int got = mh_tagged(tag, NULL, NULL, now, 256);
+
+	for (int i = 0; i < got && *n < cap; i++) {
+		bool known = false;
+
+		for (int k = 0; k < *n && !known; k++)
+			known = seen[k] == now[i];
+		if (!known)
+			seen[(*n)++] = now[i];
+	}
+}

@@ -77,6 +77,15 @@ void mh_long_argv(char **argv, const char *out, const char *hosts, const char *k
  * behind: /tmp and /dev/shm entries kb-<pid>-* and kb-agent-<pid>-*
  * (the runtime's memory is memfds: nothing is named, nothing should be). */
 int mh_leftovers(const pid_t *pids, int n);
+/* Processes (not zombies) whose environment has KB_TEST_TAG=`tag` and,
+ * when `also` is not NULL, the exact entry `also` too ("SLURM_PROCID=2");
+ * with `cmd` not NULL, only those whose second argument is `cmd` ("run",
+ * "agent"). What a launcher (mpirun, slurmstepd) started for the test,
+ * found though they are not its children. Their pids into `out`. */
+int mh_tagged(const char *tag, const char *also, const char *cmd, pid_t *out, int cap);
+/* Adds the pids of mh_tagged(tag) not yet in seen[0..*n) (a run's every
+ * process, its agents' daemons included, gathered while it runs). */
+void mh_gather_tagged(const char *tag, pid_t *seen, int *n, int cap);
 /* Lines of `text` that contain `needle`. */
 int mh_lines_with(const char *text, const char *needle);
 

@@ -165,6 +165,12 @@ const struct rt_coord_stats *rt_coord_stats(const struct rt_coord *c);
 /* Moves the end-of-run reports of a successful run into *out (caller
  * releases it with rt_end_reports_release). */
 void rt_coord_take_reports(struct rt_coord *c, struct rt_end_reports *out);
+/* Agents: the hosts whose connection has dropped (a heartbeat to each
+ * ready one is refused at once), named into buf ("host 2 (rank 2), ...");
+ * their count. What a coordinator stopped by a signal says it had lost:
+ * a launcher that kills every process when one dies (mpirun, srun
+ * --kill-on-bad-exit) stops it before its own watch would have. */
+size_t rt_coord_lost_hosts(struct rt_coord *c, char *buf, size_t cap);
 /* Tells every daemon to stop at once (after a failure). */
 void rt_coord_abort(struct rt_coord *c);
 void rt_coord_destroy(struct rt_coord **c);
