@@ -551,7 +551,6 @@ static void reap_into(struct launch *l, struct early_ends *ends)
 
 static enum rt_err describe_ends(const struct launch *l, const struct early_ends *ends)
 {
-	char line[1200];
 	int i = ends->lowest;
 	enum rt_err err;
 
@@ -563,11 +562,9 @@ static enum rt_err describe_ends(const struct launch *l, const struct early_ends
 		err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of the run%s%s",
 			      l->topo.daemons[i].name, l->topo.daemons[i].label,
 			      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
-	if (ends->count > 1) {
-		snprintf(line, sizeof(line), "%s (and %u more daemon%s ended)", rt_last_error(),
-			 ends->count - 1, ends->count == 2 ? "" : "s");
-		err = rt_fail(err, "%s", line);
-	}
+	if (ends->count > 1) /* rt_fail formats aside: it may quote the last line */
+		err = rt_fail(err, "%s (and %u more daemon%s ended)", rt_last_error(),
+			      ends->count - 1, ends->count == 2 ? "" : "s");
 	return err;
 }
 
@@ -1046,9 +1043,12 @@ static enum rt_err start_host(struct launch *l)
 	if (!err) {
 		l->zctx = zmq_ctx_new();
 		/* inproc daemons are sockets of this context: lift the 1023 default */
-		if (l->zctx && l->topo.n_daemons + 64 > 1023)
-			zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64);
-		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
+		if (l->zctx && l->topo.n_daemons + 64 > 1023 &&
+		    zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64) < 0)
+			err = rt_fail(RT_ETRANSPORT, "cannot allow %u ZeroMQ sockets: %s",
+				      l->topo.n_daemons + 64, zmq_strerror(zmq_errno()));
+		if (!err)
+			err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
 					  l->rank_here ? &agent : NULL, &l->coord);
 	}
 	if (!err)
@@ -1204,20 +1204,21 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 }
 
 /* A failed run: every daemon stopped, the output folder put back (as it
- * was for a usage error, else without results), one line; the status. */
-static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_down)
+ * was for a usage error, else without results), one line (the error
+ * kept before the teardown, which may fail too); the status. */
+static int fail_run(struct launch *l, enum rt_err err, bool torn_down)
 {
-	char line[1200];
+	struct rt_error kept;
 
-	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	rt_err_keep(&kept, err);
 	if (!torn_down)
 		teardown(l, true);
-	kb_outputs_abandon(l->job, &l->outdir, usage);
+	kb_outputs_abandon(l->job, &l->outdir, err == RT_EUSAGE);
 	kb_guard_staging(NULL);
-	rt_print_error(line);
+	rt_print_error(kept.line);
 	if (l->signal_seen)
 		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
-	return usage ? 2 : 1;
+	return rt_exit_status(err);
 }
 
 /* The outputs merged and moved into place (the stop guard removes the
@@ -1248,12 +1249,10 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
 	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = wall_now() };
 	enum rt_err err;
-	/* a workload refusing its arguments is a usage error, like the CLI's */
-	bool usage;
 
 	kb_guard_stops();
+	/* a workload refusing its arguments: RT_EUSAGE, like the CLI's checks */
 	err = kb_job_topology(job, &l.topo);
-	usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 	rt_buf_init(&l.memfds);
 	/* what kernels fork outlives its daemon as our child, to be killed */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1266,12 +1265,12 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 		facts.lookahead_ps = l.topo.lookahead_ps;
 	/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
 	if (err)
-		return fail_run(&l, err, usage || err == RT_EUSAGE, false);
+		return fail_run(&l, err, false);
 	teardown(&l, false);
 	err = finish_outputs(&l, &facts);
 	rt_end_reports_release(&facts.reports);
-	if (err) /* RT_EINVAL: an --arg or --inputs nothing read, a usage error */
-		return fail_run(&l, err, err == RT_EINVAL, true);
+	if (err) /* RT_EUSAGE: an --arg or --inputs nothing read */
+		return fail_run(&l, err, true);
 	return 0;
 }
 
@@ -1296,12 +1295,12 @@ enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **a
 	if (!err)
 		err = start_host(l);
 	if (err) {
-		char line[1200];
+		struct rt_error kept;
 
-		snprintf(line, sizeof(line), "%s", rt_last_error());
+		rt_err_keep(&kept, err);
 		teardown(l, true);
 		free(l);
-		return rt_fail(err, "%s", line);
+		return rt_err_restore(&kept);
 	}
 	*out = (struct kb_local *)l;
 	return RT_EOK;

@@ -54,7 +54,7 @@ int kb_cli_run(int argc, char **argv)
 	if (err) {
 		rt_print_error(rt_last_error());
 		kb_rerun_release(&rerun);
-		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
+		return rt_exit_status(err); /* RT_EUSAGE: 2; a plug-in that crashed loading: 1 */
 	}
 	rc = kb_launch(&job, have_hosts ? &hosts : NULL, argc, given);
 	if (rc == 0 && kb_rerun_check(&rerun, job.result_dir)) {

@@ -552,7 +552,7 @@ static bool arg_given(const char *text, const char *name)
 }
 
 /* An --arg no kernel asked for is most likely a typo: a usage error
- * (RT_EINVAL) that lists the names the kernel does ask for. */
+ * (RT_EUSAGE) that lists the names the kernel does ask for. */
 static enum rt_err check_args_read(const struct rt_job *job, const struct rt_topology *topo,
 				   const struct rt_buf *args)
 {
@@ -571,7 +571,7 @@ static enum rt_err check_args_read(const struct rt_job *job, const struct rt_top
 		for (const char *p = args->data; p && *p; p = strchr(p, '\n') + 1)
 			rt_buf_printf(&asked, "%s%.*s", asked.len ? ", " : "", (int)strcspn(p, "\t"),
 				      p);
-		err = rt_fail(RT_EINVAL, "--arg %s=%.60s: kernel %s never reads '%s' (it reads: %s)",
+		err = rt_fail(RT_EUSAGE, "--arg %s=%.60s: kernel %s never reads '%s' (it reads: %s)",
 			      job->args[i].name, job->args[i].value, job->workload,
 			      job->args[i].name, asked.len ? asked.data : "no arguments");
 		rt_buf_release(&asked);
@@ -597,7 +597,7 @@ static enum rt_err check_inputs_read(const struct rt_job *job, const struct rt_t
 		if (!access(path, F_OK))
 			return RT_EOK;
 	}
-	return rt_fail(RT_EINVAL, "--inputs %.200s: workload %s reads no input files", job->inputs_dir,
+	return rt_fail(RT_EUSAGE, "--inputs %.200s: workload %s reads no input files", job->inputs_dir,
 		       job->workload);
 }
 

@@ -57,7 +57,7 @@ enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name, uint64_t 
 	*out = def;
 	if (!v || rt_parse_u64(v, min, max, out) == RT_PARSE_OK)
 		return RT_EOK;
-	return rt_fail(RT_EINVAL, "--arg %s=%.40s%s: expected a decimal whole number from %llu to %llu",
+	return rt_fail(RT_EUSAGE, "--arg %s=%.40s%s: expected a decimal whole number from %llu to %llu",
 		       name, v, strlen(v) > 40 ? "..." : "", (unsigned long long)min,
 		       (unsigned long long)max);
 }
@@ -71,7 +71,7 @@ enum rt_err rt_transport_parse(const char *s, enum rt_transport *out)
 			*out = (enum rt_transport)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--transport '%s': expected inproc, ipc or tcp", s);
+	return rt_fail(RT_EUSAGE, "--transport '%s': expected inproc, ipc or tcp", s);
 }
 
 enum rt_err rt_progress_parse(const char *s, enum rt_progress *out)
@@ -83,7 +83,7 @@ enum rt_err rt_progress_parse(const char *s, enum rt_progress *out)
 			*out = (enum rt_progress)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--progress '%.40s': expected auto, bar, plain or off", s);
+	return rt_fail(RT_EUSAGE, "--progress '%.40s': expected auto, bar, plain or off", s);
 }
 
 const char *rt_transport_name(enum rt_transport t)

@@ -250,14 +250,14 @@ static void zap_answer(struct rt_zap *z)
 	}
 	ok = n == 7 && zmq_msg_size(&part[5]) == 5 && !memcmp(zmq_msg_data(&part[5]), "CURVE", 5) &&
 	     zmq_msg_size(&part[6]) == 32 && !memcmp(zmq_msg_data(&part[6]), z->client, 32);
-	if (n >= 2) {
-		zmq_send(z->rep, "1.0", 3, ZMQ_SNDMORE);
-		zmq_send(z->rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? "200" : "400", 3, ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? "OK" : "unknown client key", ok ? 2 : 18, ZMQ_SNDMORE);
-		zmq_send(z->rep, "", 0, ZMQ_SNDMORE);
-		zmq_send(z->rep, "", 0, 0);
-	}
+	/* a reply cut short leaves the handshake unanswered: the peer is not
+	 * admitted, the safe way to fail */
+	if (n >= 2 && zmq_send(z->rep, "1.0", 3, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, ok ? "200" : "400", 3, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, ok ? "OK" : "unknown client key", ok ? 2 : 18, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, "", 0, ZMQ_SNDMORE) >= 0)
+		(void)zmq_send(z->rep, "", 0, 0);
 	if (!ok && n >= 2 && !z->logged && (z->logged = true))
 		fprintf(stderr, "kernbench: refused a connection without the run's client key "
 			"(reported once)\n");

@@ -283,7 +283,7 @@ enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out)
 			*out = (enum rt_colocate)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--colocate '%s': expected none, pe, rank, host or all", s);
+	return rt_fail(RT_EUSAGE, "--colocate '%s': expected none, pe, rank, host or all", s);
 }
 
 const char *rt_colocate_name(enum rt_colocate c)

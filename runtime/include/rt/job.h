@@ -72,7 +72,7 @@ enum rt_parse { RT_PARSE_OK, RT_PARSE_NOT_A_NUMBER, RT_PARSE_OUT_OF_RANGE };
 enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max,
 			   uint64_t *out);
 
-/* Workload argument lookup: `def` when absent; RT_EINVAL with one line
+/* Workload argument lookup: `def` when absent; RT_EUSAGE with one line
  * naming the argument and [min, max] if it is not a number in range. */
 enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
 			   uint64_t def, uint64_t min, uint64_t max,
@@ -101,7 +101,7 @@ enum rt_err rt_job_topology(int fd, struct rt_topology *topo);
 #define RT_JOB_FD_ENV "KB_JOB_FD"
 
 enum rt_err rt_transport_parse(const char *s, enum rt_transport *out);
-/* Parses "auto|bar|plain|off" (RT_EINVAL naming --progress otherwise). */
+/* Parses "auto|bar|plain|off" (RT_EUSAGE naming --progress otherwise). */
 enum rt_err rt_progress_parse(const char *s, enum rt_progress *out);
 const char *rt_transport_name(enum rt_transport t);
 const char *rt_colocate_name(enum rt_colocate c);
