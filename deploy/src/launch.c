@@ -39,6 +39,7 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/faults.h"
 #include "rt/wire.h"
 
 extern char **environ;
@@ -1231,6 +1232,8 @@ static enum rt_err finish_outputs(struct launch *l, struct kb_run_facts *facts)
 
 	rt_topology_init(&l->topo);
 	err = kb_job_topology(l->job, &l->topo);
+	if (!err) /* test build: KB_FAULT=einval@merge, a merge refusing a value */
+		err = rt_fault_point("merge");
 	if (!err)
 		err = kb_outputs_merge(l->job, &l->topo, facts);
 	kb_stops_hold(&held);

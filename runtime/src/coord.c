@@ -425,8 +425,14 @@ static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run)
 	for (uint32_t i = 0; i < c->n_peers; i++) {
 		enum rt_err err;
 
-		if (!c->peers[i].ready)
+		/* a daemon that failed before READY waits for this word too
+		 * (send_error): tell it if it is connected, else it waits out
+		 * its 5 s and its thread holds up the teardown */
+		if (!c->peers[i].ready) {
+			if (abort_run)
+				(void)send_to(c, i, &sync);
 			continue;
+		}
 		c->peers[i].answered = false;
 		c->peers[i].released = true;
 		err = send_to(c, i, &sync);
