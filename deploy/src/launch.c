@@ -935,10 +935,10 @@ void kb_check_stack(char **argv)
 
 /* Daemons get the resolved job through an inherited sealed memfd named in
  * the environment: they never re-read --config or re-parse argv. */
-static enum rt_err share_job(struct launch *l)
+static enum rt_err share_job(struct launch *l, enum rt_job_role role)
 {
 	char fd[16];
-	enum rt_err err = rt_job_share(l->job, &l->topo, &l->job_fd);
+	enum rt_err err = rt_job_share(l->job, role, &l->topo, &l->job_fd);
 
 	snprintf(fd, sizeof(fd), "%d", l->job_fd);
 	if (!err && setenv(RT_JOB_FD_ENV, fd, 1))
@@ -1038,7 +1038,7 @@ static enum rt_err start_host(struct launch *l)
 	if (!err && runs_direct(l))
 		return open_direct(l);
 	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
-		err = share_job(l);
+		err = share_job(l, RT_JOB_FOR_DAEMON);
 	if (!err)
 		err = make_endpoint(l);
 	if (!err) {
@@ -1051,6 +1051,7 @@ static enum rt_err start_host(struct launch *l)
 		if (!err)
 			err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
 					  l->rank_here ? &agent : NULL, &l->coord);
+		rt_job_forget_secret(l->job); /* the socket holds it now */
 	}
 	if (!err)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
@@ -1107,18 +1108,12 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 
 /* The job file's bytes, for the agents' Assign: each host's daemons adopt
  * what one host's would, without the run's keys (the server secret is the
- * coordinator's; an agent has its own client keys). */
+ * coordinator's; an agent has its own client keys) or this host's
+ * descriptors (RT_JOB_FOR_AGENT). */
 static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 {
-	struct rt_keys keys = l->job->keys;
-	enum rt_err err;
-	off_t size;
-
-	memset(&l->job->keys, 0, sizeof(l->job->keys));
-	err = share_job(l);
-	l->job->keys = keys;
-	memset(&keys, 0, sizeof(keys));
-	size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
+	enum rt_err err = share_job(l, RT_JOB_FOR_AGENT);
+	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
 
 	if (!err)
 		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
@@ -1169,6 +1164,7 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 		l->zctx = zmq_ctx_new();
 		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->hosts->coordinator, &lay,
 					  &l->coord);
+		rt_job_forget_secret(l->job); /* the socket holds it now */
 	}
 	rt_buf_release(&job);
 	if (!err)

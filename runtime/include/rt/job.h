@@ -81,11 +81,21 @@ enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
 const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 			   const char *def);
 
-/* Launcher: writes `job`, and the placed topology `topo` if not NULL
- * (rt_topology_write), into a sealed memory file (close-on-exec off, so
- * spawned daemons inherit it); *fd_out is its descriptor. */
-enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo,
-			 int *fd_out);
+/* Who a shared job is for, and so what it carries (ADR 0070): a daemon
+ * gets the CURVE client keys and this host's memory descriptors; an agent
+ * (the Assign of a run across hosts) no keys (it has its own client keys)
+ * and no descriptor (they mean nothing on another host). Neither ever
+ * gets the server secret: it is the coordinator's alone. */
+enum rt_job_role { RT_JOB_FOR_DAEMON, RT_JOB_FOR_AGENT };
+/* Launcher: writes `job` as `role` sees it, and the placed topology `topo`
+ * if not NULL (rt_topology_write), into a sealed memory file
+ * (close-on-exec off, so spawned daemons inherit it); *fd_out is its
+ * descriptor. */
+enum rt_err rt_job_share(const struct rt_job *job, enum rt_job_role role,
+			 const struct rt_topology *topo, int *fd_out);
+/* The coordinator is set up (its socket holds the key): forget the
+ * server secret (explicit_bzero). */
+void rt_job_forget_secret(struct rt_job *job);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
  * RT_EDECODE if it is not one (wrong size, magic or checksum) or fails
  * rt_job_check. */
