@@ -119,7 +119,7 @@ static bool read_line(int fd, char *line, size_t cap)
 
 static enum rt_err load_in_child(const struct rt_config *cfg, const char *what)
 {
-	char line[1200];
+	char line[RT_ERR_LINE];
 	int fds[2], status = 0;
 	bool in_time;
 	pid_t pid;

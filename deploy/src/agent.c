@@ -1116,11 +1116,9 @@ static enum rt_err open_host(struct agent *a, char **argv)
 
 static int usage(const char *why)
 {
-	char line[1200];
-
-	snprintf(line, sizeof(line), "agent: %s (see `kernbench agent --help`)", why);
-	rt_print_error(line);
-	return 2;
+	rt_fail(RT_EUSAGE, "agent: %s (see `kernbench agent --help`)", why);
+	rt_print_error(rt_last_error());
+	return rt_exit_status(RT_EUSAGE);
 }
 
 /* The command line (cli.c), then what it leaves out: the index from the

@@ -202,14 +202,54 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 	return rt_coord_new_layout(job, topo, zctx, endpoint, NULL, out);
 }
 
+/* A coordinator that could not be set up: destroyed, its error kept. */
+static enum rt_err abandon_new(struct rt_coord **c, enum rt_err code)
+{
+	struct rt_error kept;
+
+	rt_err_keep(&kept, code);
+	rt_coord_destroy(c);
+	return rt_err_restore(&kept);
+}
+
+/* Its socket: a claimed frame larger than any legal one drops that
+ * connection instead of making the coordinator allocate it; a host whose
+ * network is down stops answering ZeroMQ's pings: its connection drops,
+ * and sends to it fail. Then CURVE, the bind and the endpoint bound. */
+static enum rt_err open_router(struct rt_coord *c, const char *endpoint, int64_t max_frame)
+{
+	struct rt_sock_opts so = { .who = "coordinator", .router_mandatory = true,
+				   .max_frame = max_frame };
+	const struct rt_job *job = c->job;
+	size_t len = sizeof(c->endpoint);
+
+	if (c->agents) {
+		so.heartbeat_ms = RT_COORD_BEAT_MS;
+		so.heartbeat_timeout_ms = 2 * RT_COORD_SILENCE_MS;
+	}
+	if (rt_sock_open(c->zctx, ZMQ_ROUTER, &so, &c->sock))
+		return RT_ETRANSPORT;
+	if (make_tokens(c))
+		return RT_EIO;
+	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
+	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap))
+		return RT_ETRANSPORT;
+	if (zmq_bind(c->sock, endpoint) < 0)
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
+			       zmq_strerror(errno));
+	if (zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len) < 0)
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot read the endpoint bound for %s: %s",
+			       endpoint, zmq_strerror(zmq_errno()));
+	return RT_EOK;
+}
+
 enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topology *topo,
 				void *zctx, const char *endpoint,
 				const struct rt_coord_layout *layout, struct rt_coord **out)
 {
 	struct rt_coord *c = calloc(1, sizeof(*c));
-	struct rt_sock_opts so = { .who = "coordinator", .router_mandatory = true };
 	int64_t max_frame = rt_coord_max_frame(job);
-	size_t len;
+	enum rt_err err;
 
 	*out = NULL;
 	if (!c)
@@ -218,12 +258,8 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	c->topo = topo;
 	rt_buf_init(&c->job_bytes);
 	if (apply_layout(c, layout) ||
-	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len))) {
-		enum rt_err err = rt_fail(RT_ENOMEM, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
+	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len)))
+		return abandon_new(&c, RT_ENOMEM);
 	/* an agent's DONE carries the IPCQ payloads of all its ranks */
 	if (c->agents && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
 		max_frame *= job->config.ranks;
@@ -234,50 +270,9 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	}
 	rt_buf_init(&c->frame);
 	rt_trace_writer_init(&c->counters);
-	/* a claimed frame larger than any legal one drops that connection
-	 * instead of making the coordinator allocate it; a host whose network
-	 * is down stops answering ZeroMQ's pings: its connection drops, and
-	 * sends to it fail */
-	so.max_frame = max_frame;
-	if (c->agents) {
-		so.heartbeat_ms = RT_COORD_BEAT_MS;
-		so.heartbeat_timeout_ms = 2 * RT_COORD_SILENCE_MS;
-	}
-	if (rt_sock_open(c->zctx, ZMQ_ROUTER, &so, &c->sock)) {
-		struct rt_error kept;
-
-		rt_err_keep(&kept, RT_ETRANSPORT);
-		rt_coord_destroy(&c);
-		return rt_err_restore(&kept);
-	}
-	if (make_tokens(c)) {
-		enum rt_err err = rt_fail(RT_EIO, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
-	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	if (zmq_bind(c->sock, endpoint) < 0) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
-					  zmq_strerror(errno));
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	len = sizeof(c->endpoint);
-	if (zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len) < 0) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot read the endpoint "
-					  "bound for %s: %s", endpoint, zmq_strerror(zmq_errno()));
-
-		rt_coord_destroy(&c);
-		return err;
-	}
+	err = open_router(c, endpoint, max_frame);
+	if (err)
+		return abandon_new(&c, err);
 	*out = c;
 	return RT_EOK;
 }
