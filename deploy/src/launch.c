@@ -37,6 +37,7 @@
 #include "tasks.h"
 #include "tidy.h"
 #include "rt/buf.h"
+#include "rt/clock.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
 #include "rt/faults.h"
@@ -98,14 +99,6 @@ static void put_text(const char *text);
 static void put_u64(uint64_t v);
 static void *guard_stack(void);
 static void unguard_stack(void *stack);
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---------------------------------------------------------------- memory */
 
@@ -1246,7 +1239,7 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 {
 	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
-	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = wall_now() };
+	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = rt_mono_s() };
 	enum rt_err err;
 
 	kb_guard_stops();
