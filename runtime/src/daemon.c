@@ -46,11 +46,11 @@ static enum rt_err daemon_init(struct rt_daemon *d, const struct rt_daemon_opts 
 		if (t->components[id].daemon != o->index)
 			continue;
 		err = rt_ctx_init(&d->ctxs[n], d, id);
-		if (err)
+		if (err) /* those before it are counted: daemon_release frees them */
 			return err;
 		d->by_id[id] = &d->ctxs[n++];
+		d->n_local = n;
 	}
-	d->n_local = n;
 	return RT_EOK;
 }
 

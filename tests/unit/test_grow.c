@@ -6,7 +6,7 @@
 #include "rt/clock.h"
 #include "rt/grow.h"
 
-Test(grow, starts_at_first_then_doubles_and_keeps_the_elements)
+Test(grow, starts_at_first_then_doubles_and_keeps_the_elements, .timeout = 10)
 {
 	uint64_t *v = NULL;
 	size_t cap = 0, n = 0;
@@ -21,7 +21,7 @@ Test(grow, starts_at_first_then_doubles_and_keeps_the_elements)
 	free(v);
 }
 
-Test(grow, no_growth_while_there_is_room)
+Test(grow, no_growth_while_there_is_room, .timeout = 10)
 {
 	int *v = malloc(4 * sizeof(*v)), *before = v;
 	size_t cap = 4;
@@ -31,7 +31,7 @@ Test(grow, no_growth_while_there_is_room)
 	free(v);
 }
 
-Test(grow, a_size_that_would_overflow_is_refused_and_nothing_changes)
+Test(grow, a_size_that_would_overflow_is_refused_and_nothing_changes, .timeout = 10)
 {
 	char (*v)[1024] = malloc(sizeof(*v)), (*before)[1024] = v;
 	size_t cap = SIZE_MAX / 1024;
@@ -41,7 +41,7 @@ Test(grow, a_size_that_would_overflow_is_refused_and_nothing_changes)
 	free(v);
 }
 
-Test(clock, the_monotonic_readings_agree_and_never_go_back)
+Test(clock, the_monotonic_readings_agree_and_never_go_back, .timeout = 10)
 {
 	double s = rt_mono_s();
 	uint64_t ms = rt_mono_ms(), us = rt_mono_us();
