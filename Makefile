@@ -17,8 +17,9 @@
 # <- deploy. Tests, benches and fuzz harnesses see everything.
 #
 # Two binaries: build/bin/kernbench (release) and build/bin/kernbench-test,
-# the same program plus the test hooks (KB_FAULT fault injection, test_*
-# kernels), built from the few files that have them with -DKB_TEST_BUILD.
+# the same program plus the test hooks (KB_FAULT fault injection,
+# KB_FAULT_ALLOC allocation failures, test_* kernels), built from the few
+# files that have them with -DKB_TEST_BUILD.
 # The test suites run kernbench-test.
 
 SAN ?=
@@ -94,7 +95,10 @@ ENG_SRC := $(wildcard engines/src/*.c engines/src/*/*.c)
 # test hooks: files compiled a second time with -DKB_TEST_BUILD, and files
 # only the test build has
 TEST_ONLY_SRC := kernel_host/kernels/test_kernels.c
-TEST_HOOK_SRC := runtime/src/daemon.c kernel_host/kernels/registry.c
+TEST_HOOK_SRC := runtime/src/daemon.c runtime/src/faults.c kernel_host/kernels/registry.c
+# the test build's allocation-failure injection (rt/faults.h, ADR 0069):
+# the project's own calls of these reach faults.c's wrappers
+TEST_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 TL_SRC := $(filter-out $(TEST_ONLY_SRC),$(wildcard kernel_host/src/*.c kernel_host/kernels/*.c))
 WORK_SRC := $(wildcard workloads/*.c)
 LAUNCH_SRC := $(wildcard deploy/src/*.c)
@@ -242,7 +246,7 @@ $(KERNBENCH): $(LAUNCH_OBJ) $(ALL_LIBS)
 
 $(KERNBENCH_TEST): $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(TEST_WRAP) -o $@ $(LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) $(LDLIBS)
 
 $(BUILD)/plugins/%.so: engines/plugins/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
@@ -260,7 +264,8 @@ UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c dep
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS) \
+	$(CC) $(LDFLAGS) $(TEST_WRAP) -o $@ $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) \
+	  $(ALL_LIBS) \
 	  -lcriterion $(LDLIBS)
 
 $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(ALL_LIBS)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "eng.h"
+#include "rt/clock.h"
 
 /* How long a plug-in may take to load and check its parameters. */
 #define PREFLIGHT_MS 10000
@@ -82,24 +83,16 @@ static _Noreturn void child(const struct rt_config *cfg, int fd)
 	_exit(0);
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Reads the child's line until it closes the pipe or the time is up;
  * false on the timeout. */
 static bool read_line(int fd, char *line, size_t cap)
 {
-	uint64_t end = now_ms() + PREFLIGHT_MS;
+	uint64_t end = rt_mono_ms() + PREFLIGHT_MS;
 	size_t used = 0;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t t = now_ms();
+		uint64_t t = rt_mono_ms();
 		ssize_t n;
 
 		if (t >= end)
@@ -119,7 +112,7 @@ static bool read_line(int fd, char *line, size_t cap)
 
 static enum rt_err load_in_child(const struct rt_config *cfg, const char *what)
 {
-	char line[1200];
+	char line[RT_ERR_LINE];
 	int fds[2], status = 0;
 	bool in_time;
 	pid_t pid;

@@ -69,7 +69,7 @@ static enum rt_err only_keys(struct ctx *c, yaml_node_t *m, const char *const *a
 		for (const char *const *a = allowed; k && *a; a++)
 			ok = ok || !strcmp(k, *a);
 		if (!ok)
-			return rt_fail(RT_EINVAL, "program %s: %s: unknown key '%.40s' (expected %s%s%s%s)",
+			return rt_fail(RT_EUSAGE, "program %s: %s: unknown key '%.40s' (expected %s%s%s%s)",
 				       c->path, where, k ? k : "?", allowed[0],
 				       allowed[1] ? ", " : "", allowed[1] ? allowed[1] : "",
 				       allowed[1] && allowed[2] ? ", ..." : "");
@@ -115,18 +115,18 @@ static enum rt_err tensor_values(struct ctx *c, const char *where, const char *c
 	static const char *const inits[] = { "none", "zeros", "random", NULL };
 
 	if (!word(v[0]) || !word(v[1]))
-		return rt_fail(RT_EINVAL, "program %s: %s: rows and cols are required", c->path,
+		return rt_fail(RT_EUSAGE, "program %s: %s: rows and cols are required", c->path,
 			       where);
 	if (!number(v[0], true) || !number(v[1], true) || !strcmp(v[0], "0") ||
 	    !strcmp(v[1], "0") || v[0][0] == '0' || v[1][0] == '0')
-		return rt_fail(RT_EINVAL, "program %s: %s: rows and cols must be whole numbers from "
+		return rt_fail(RT_EUSAGE, "program %s: %s: rows and cols must be whole numbers from "
 			       "1 to 999999999", c->path, where);
 	if (!one_of(v[2], dtypes) || !one_of(v[3], inits))
-		return rt_fail(RT_EINVAL, "program %s: %s: dtype must be f16, bf16 or f32 and init "
+		return rt_fail(RT_EUSAGE, "program %s: %s: dtype must be f16, bf16 or f32 and init "
 			       "none, zeros or random", c->path, where);
 	if (!number(v[4], false) || !number(v[5], false) || !number(v[6], true) ||
 	    !number(v[7], true))
-		return rt_fail(RT_EINVAL, "program %s: %s: scale and offset must be numbers, "
+		return rt_fail(RT_EUSAGE, "program %s: %s: scale and offset must be numbers, "
 			       "rank_div and rank_mod whole numbers", c->path, where);
 	return RT_EOK;
 }
@@ -137,7 +137,7 @@ static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 					    "rank_div", "rank_mod", NULL };
 
 	if (m->type != YAML_MAPPING_NODE)
-		return rt_fail(RT_EINVAL, "program %s: tensors: expected a mapping of NAME: {rows, "
+		return rt_fail(RT_EUSAGE, "program %s: tensors: expected a mapping of NAME: {rows, "
 			       "cols, dtype, ...}", c->path);
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
 		const char *name = scalar(c, p->key), *v[8];
@@ -147,14 +147,14 @@ static enum rt_err tensors(struct ctx *c, yaml_node_t *m)
 
 		snprintf(where, sizeof(where), "tensor '%.40s'", name ? name : "?");
 		if (!word(name) || !t || t->type != YAML_MAPPING_NODE)
-			return rt_fail(RT_EINVAL, "program %s: %s: expected NAME: {rows: R, cols: C, "
+			return rt_fail(RT_EUSAGE, "program %s: %s: expected NAME: {rows: R, cols: C, "
 				       "dtype: f16|bf16|f32}", c->path, where);
 		err = only_keys(c, t, keys, where);
 		if (err)
 			return err;
 		for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < p; q++)
 			if (scalar(c, q->key) && !strcmp(scalar(c, q->key), name))
-				return rt_fail(RT_EINVAL, "program %s: %s is declared twice", c->path,
+				return rt_fail(RT_EUSAGE, "program %s: %s is declared twice", c->path,
 					       where);
 		for (int i = 0; i < 8; i++)
 			v[i] = scalar(c, lookup(c, t, keys[i]));
@@ -176,12 +176,12 @@ static enum rt_err pairs(struct ctx *c, int i, const char *item, const char *whe
 	if (!i)
 		return RT_EOK;
 	if (!m || m->type != YAML_MAPPING_NODE)
-		return rt_fail(RT_EINVAL, "program %s: %s: expected a mapping", c->path, where);
+		return rt_fail(RT_EUSAGE, "program %s: %s: expected a mapping", c->path, where);
 	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
 		const char *k = scalar(c, p->key), *v = scalar(c, p->value);
 
 		if (!word(k) || !word(v))
-			return rt_fail(RT_EINVAL, "program %s: %s: '%.40s' needs a one-word value",
+			return rt_fail(RT_EUSAGE, "program %s: %s: '%.40s' needs a one-word value",
 				       c->path, where, k ? k : "?");
 		rt_buf_printf(&c->out, "%s %s %s\n", item, k, v);
 	}
@@ -194,7 +194,7 @@ static enum rt_err steps(struct ctx *c, yaml_node_t *s)
 	uint32_t k = 0;
 
 	if (s->type != YAML_SEQUENCE_NODE)
-		return rt_fail(RT_EINVAL, "program %s: steps: expected a list of {name, kernel, "
+		return rt_fail(RT_EUSAGE, "program %s: steps: expected a list of {name, kernel, "
 			       "args, tensors}", c->path);
 	for (yaml_node_item_t *it = s->data.sequence.items.start; it < s->data.sequence.items.top;
 	     it++, k++) {
@@ -205,24 +205,24 @@ static enum rt_err steps(struct ctx *c, yaml_node_t *s)
 
 		snprintf(where, sizeof(where), "step %u", k + 1);
 		if (!m || m->type != YAML_MAPPING_NODE)
-			return rt_fail(RT_EINVAL, "program %s: %s: expected {name, kernel, args, "
+			return rt_fail(RT_EUSAGE, "program %s: %s: expected {name, kernel, args, "
 				       "tensors}", c->path, where);
 		err = only_keys(c, m, keys, where);
 		name = scalar(c, lookup(c, m, "name"));
 		kernel = scalar(c, lookup(c, m, "kernel"));
 		if (!err && (!word(name) || !word(kernel)))
-			err = rt_fail(RT_EINVAL, "program %s: %s: name and kernel are required",
+			err = rt_fail(RT_EUSAGE, "program %s: %s: name and kernel are required",
 				      c->path, where);
 		for (yaml_node_item_t *q = s->data.sequence.items.start; !err && q < it; q++) {
 			yaml_node_t *e = node(c, *q);
 			const char *other = e ? scalar(c, lookup(c, e, "name")) : NULL;
 
 			if (other && !strcmp(other, name))
-				err = rt_fail(RT_EINVAL, "program %s: step '%s' is named twice (its "
+				err = rt_fail(RT_EUSAGE, "program %s: step '%s' is named twice (its "
 					      "outputs are STEP.TENSOR.npy)", c->path, name);
 		}
 		if (!err && tl_kernel_check(kernel) != RT_EOK)
-			err = rt_fail(RT_EINVAL, "program %s: step '%s': %s", c->path, name,
+			err = rt_fail(RT_EUSAGE, "program %s: step '%s': %s", c->path, name,
 				      rt_last_error());
 		if (err)
 			return err;
@@ -248,7 +248,7 @@ static enum rt_err convert(struct ctx *c)
 
 	if (!root || root->type != YAML_MAPPING_NODE || !lookup(c, root, "program") ||
 	    !(prog = node(c, lookup(c, root, "program"))) || prog->type != YAML_MAPPING_NODE)
-		return rt_fail(RT_EINVAL, "program %s: expected a top-level 'program:' mapping with "
+		return rt_fail(RT_EUSAGE, "program %s: expected a top-level 'program:' mapping with "
 			       "tensors and steps", c->path);
 	err = only_keys(c, root, top, "top level");
 	if (!err)
@@ -258,7 +258,7 @@ static enum rt_err convert(struct ctx *c)
 	t = lookup(c, prog, "tensors");
 	s = lookup(c, prog, "steps");
 	if (!s)
-		return rt_fail(RT_EINVAL, "program %s: no steps", c->path);
+		return rt_fail(RT_EUSAGE, "program %s: no steps", c->path);
 	if (t)
 		err = tensors(c, node(c, t));
 	return err ? err : steps(c, node(c, s));
@@ -281,7 +281,7 @@ static enum rt_err check_text(struct ctx *c)
 
 	if (err)
 		return strncmp(rt_last_error(), "program ", 8)
-			       ? rt_fail(RT_EINVAL, "program %s: %s", c->path, rt_last_error())
+			       ? rt_fail(RT_EUSAGE, "program %s: %s", c->path, rt_last_error())
 			       : err;
 	for (uint32_t k = 0; !err && k < check.prog.n_steps; k++)
 		for (uint32_t b = 0; !err && b < TL_PROG_MAX_BINDS && check.prog.steps[k].binds[b][0];
@@ -292,7 +292,7 @@ static enum rt_err check_text(struct ctx *c)
 				found = found || !strcmp(check.prog.tensors[i].name,
 							 check.prog.steps[k].binds[b][1]);
 			if (!found)
-				err = rt_fail(RT_EINVAL,
+				err = rt_fail(RT_EUSAGE,
 					      "program %s: step '%s': tensor '%s' (for '%s') is not "
 					      "declared under tensors", c->path, check.prog.steps[k].name,
 					      check.prog.steps[k].binds[b][1],
@@ -314,7 +314,7 @@ enum rt_err kb_program_load_text(const char *name, const char *text, size_t len,
 		return rt_fail(RT_ENOMEM, "program %s: out of memory", name);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""), len);
 	if (!yaml_parser_load(&parser, &c.doc)) {
-		err = rt_fail(RT_EINVAL, "program %s: YAML error: %s at line %zu", name,
+		err = rt_fail(RT_EUSAGE, "program %s: YAML error: %s at line %zu", name,
 			      parser.problem ? parser.problem : "malformed",
 			      parser.problem_mark.line + 1);
 		yaml_parser_delete(&parser);
@@ -322,7 +322,7 @@ enum rt_err kb_program_load_text(const char *name, const char *text, size_t len,
 	}
 	err = convert(&c);
 	if (!err && c.out.len + 1 > cap)
-		err = rt_fail(RT_EINVAL, "program %s: %zu bytes of program, at most %zu", name,
+		err = rt_fail(RT_EUSAGE, "program %s: %zu bytes of program, at most %zu", name,
 			      c.out.len, cap - 1);
 	if (!err)
 		err = check_text(&c);
@@ -342,7 +342,7 @@ enum rt_err kb_program_load(const char *path, char *out, size_t cap)
 	rt_buf_init(&file);
 	err = rt_infile_read(path, "program", YAML_MAX_BYTES, false, &file);
 	if (err)
-		return rt_fail(RT_EINVAL, "%s", rt_last_error());
+		return rt_fail(RT_EUSAGE, "%s", rt_last_error());
 	err = kb_program_load_text(path, file.data, file.len, out, cap);
 	rt_buf_release(&file);
 	return err;

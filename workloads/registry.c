@@ -89,15 +89,15 @@ static enum rt_err check_engine(const char *cls, bool present, const char *model
 	bool plugin = eng_is_plugin_path(model);
 
 	if (!present && strcmp(model, def_model))
-		return rt_fail(RT_EINVAL, "%s.model=%.200s: workload %.200s has no %s engine, so the "
+		return rt_fail(RT_EUSAGE, "%s.model=%.200s: workload %.200s has no %s engine, so the "
 			       "setting would do nothing", cls, model, workload, cls);
 	if (params && !present && strcmp(params, "none"))
-		return rt_fail(RT_EINVAL, "%s.params=%.200s: workload %.200s has no %s engine, so "
+		return rt_fail(RT_EUSAGE, "%s.params=%.200s: workload %.200s has no %s engine, so "
 			       "the setting would do nothing", cls, params, workload, cls);
 	if (!present)
 		return RT_EOK;
 	if (params && !plugin && strcmp(params, "none"))
-		return rt_fail(RT_EINVAL, "%s.params=%.200s: only a plug-in model reads parameters, "
+		return rt_fail(RT_EUSAGE, "%s.params=%.200s: only a plug-in model reads parameters, "
 			       "and %s.model=%s is built in (its settings are %s.* keys: `kernbench "
 			       "config`)", cls, params, cls, model, cls);
 	return check(model, arg);

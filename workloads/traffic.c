@@ -45,7 +45,7 @@ static enum rt_err traffic_shape(const struct rt_job *job, struct traffic_shape 
 	for (uint32_t i = 0; i < job->n_args; i++)
 		if (strcmp(job->args[i].name, "components") && strcmp(job->args[i].name, "messages") &&
 		    strcmp(job->args[i].name, "tokens"))
-			return rt_fail(RT_EINVAL, "traffic: unknown --arg %s (expected components, "
+			return rt_fail(RT_EUSAGE, "traffic: unknown --arg %s (expected components, "
 				       "messages or tokens)", job->args[i].name);
 	/* hops per token must fit 32 bits, so messages stays below 2^32 */
 	err = rt_job_arg_u64(job, "components", 8, 2, 4096, &s->components);

@@ -36,7 +36,7 @@ const char *kb_job_shared_object(const struct rt_job *job);
 /* Every model setting does something: the engines the topology has name
  * models this build has (checked without loading a plug-in), an engine the
  * workload lacks is left at its default model, and *.params go to plug-in
- * models only. RT_EINVAL (a usage error) with one line otherwise. */
+ * models only. RT_EUSAGE with one line otherwise. */
 enum rt_err kb_job_check_models(const struct rt_job *job, const struct rt_topology *topo);
 
 /* A program file: a workload named *.yaml or *.yml. */

@@ -40,6 +40,7 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/sock.h"
 #include "rt/wire.h"
 
 #define HELLO_WAIT_S 60 /* --agent-wait's default */
@@ -103,9 +104,8 @@ struct agent {
 	int lent;                 /* atomic: the keeper may use the socket */
 	int host_open;            /* atomic: this host's daemons are up */
 	int keeper_quit;          /* atomic */
-	int keeper_failed;        /* atomic: keeper_err / keeper_line are set */
-	enum rt_err keeper_err;
-	char keeper_line[1200];
+	int keeper_failed;        /* atomic: keeper_error is set */
+	struct rt_error keeper_error;
 	bool ephemeral;           /* no --keys: the coordinator's from hostkeys.h */
 	struct kb_hostkeys_id keys_id; /* ... which file they were read from */
 	clockid_t main_clock;     /* this thread's CPU clock (a direct daemon's) */
@@ -143,21 +143,13 @@ static uint64_t now_ms(void)
 
 static enum rt_err open_socket(struct agent *a, const char *id)
 {
-	int zero = 0, linger = 2000, ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
-	int64_t max_frame = 1ll << 40;
+	const struct rt_sock_opts so = { .who = "agent", .routing_id = id, .linger_ms = 2000,
+					 .max_frame = 1ll << 40, .heartbeat_ms = RT_COORD_BEAT_MS,
+					 .heartbeat_timeout_ms = 2 * RT_COORD_SILENCE_MS };
 
-	a->sock = zmq_socket(a->zctx, ZMQ_DEALER);
 	a->rcvtimeo_ms = -1; /* a new socket blocks until it is told otherwise */
-	if (!a->sock)
-		return rt_fail(RT_ETRANSPORT, "agent: cannot create a socket: %s", zmq_strerror(errno));
-	zmq_setsockopt(a->sock, ZMQ_ROUTING_ID, id, strlen(id));
-	zmq_setsockopt(a->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(a->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_setsockopt(a->sock, ZMQ_LINGER, &linger, sizeof(linger));
-	zmq_setsockopt(a->sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
-	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
-	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
-	zmq_setsockopt(a->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
+	if (rt_sock_open(a->zctx, ZMQ_DEALER, &so, &a->sock))
+		return RT_ETRANSPORT;
 	/* always CURVE: an agent talks only to a coordinator holding its keys */
 	if (rt_keys_client(&a->keys, a->sock))
 		return RT_ETRANSPORT;
@@ -213,7 +205,7 @@ static int connection_events(struct agent *a)
 			memcpy(&event, zmq_msg_data(&msg), sizeof(event));
 			seen |= event;
 		}
-		zmq_msg_recv(&msg, a->monitor, 0); /* the address frame */
+		(void)zmq_msg_recv(&msg, a->monitor, 0); /* the address frame: not needed */
 		zmq_msg_close(&msg);
 	}
 	return seen;
@@ -245,7 +237,8 @@ static enum rt_err recv_up(struct agent *a, int wait_ms, Kb__Sync **out)
 
 	*out = NULL;
 	if (wait_ms && wait_ms != a->rcvtimeo_ms) {
-		zmq_setsockopt(a->sock, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+		if (RT_SOCK_SET_INT(a->sock, a->label, ZMQ_RCVTIMEO, wait_ms))
+			return RT_ETRANSPORT;
 		a->rcvtimeo_ms = wait_ms;
 	}
 	zmq_msg_init(&msg);
@@ -540,7 +533,7 @@ static enum rt_err keeper_verdict(struct agent *a)
 {
 	if (!__atomic_load_n(&a->keeper_failed, __ATOMIC_ACQUIRE))
 		return RT_EOK;
-	return rt_fail(a->keeper_err, "%s", a->keeper_line);
+	return rt_err_restore(&a->keeper_error);
 }
 
 /* The socket goes to the keeper while this thread runs the host (starts its
@@ -1327,13 +1320,12 @@ static void *keeper_main(void *arg)
 			err = stop_signal_pending(a);
 		if (!err && direct)
 			err = direct_watchdog(a, count, &watch);
+		if (err) /* kept first: abandoning the host may fail too */
+			rt_err_keep(&a->keeper_error, err);
 		if (err && direct)
 			abandon_host(a, err);
-		if (err) {
-			snprintf(a->keeper_line, sizeof(a->keeper_line), "%s", rt_last_error());
-			a->keeper_err = err;
+		if (err)
 			__atomic_store_n(&a->keeper_failed, 1, __ATOMIC_RELEASE);
-		}
 		pthread_mutex_unlock(&a->sock_lock);
 	}
 	return NULL;
@@ -1380,11 +1372,9 @@ static enum rt_err open_host(struct agent *a, char **argv)
 
 static int usage(const char *why)
 {
-	char line[1200];
-
-	snprintf(line, sizeof(line), "agent: %s (see `kernbench agent --help`)", why);
-	rt_print_error(line);
-	return 2;
+	rt_fail(RT_EUSAGE, "agent: %s (see `kernbench agent --help`)", why);
+	rt_print_error(rt_last_error());
+	return rt_exit_status(RT_EUSAGE);
 }
 
 /* The command line (cli.c), then what it leaves out: the index from the
@@ -1397,7 +1387,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		return rc ? rc : -1; /* -1: --help */
 	a->coordinator = a->opts.coordinator;
 	a->keys = a->opts.keys;
-	memset(&a->opts.keys, 0, sizeof(a->opts.keys));
+	explicit_bzero(&a->opts.keys, sizeof(a->opts.keys));
 	if (a->opts.have_index)
 		a->index = (struct kb_agent_index){ a->opts.index, 0, "--index" };
 	if (!kb_hosts_loopback(a->coordinator) && !a->keys.on)
@@ -1438,7 +1428,7 @@ static enum rt_err localise_job(struct agent *a)
 	struct rt_job *job = a->job;
 
 	snprintf(job->config.bind_host, sizeof(job->config.bind_host), "127.0.0.1");
-	memset(&job->keys, 0, sizeof(job->keys));
+	explicit_bzero(&job->keys, sizeof(job->keys));
 	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)
 		job->hbm_fds[i] = -1;
 	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(job->tcm_fds[0]); i++)
@@ -1515,6 +1505,6 @@ int kb_agent_main(int argc, char **argv)
 	rt_buf_release(&a.frame);
 	free(a.job);
 	free(a.files);
-	memset(&a.keys, 0, sizeof(a.keys));
+	explicit_bzero(&a.keys, sizeof(a.keys));
 	return err == RT_EOK ? 0 : err == RT_EUSAGE ? 2 : 1;
 }

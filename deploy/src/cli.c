@@ -251,7 +251,10 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
 		err = rt_topology_place(topo, job->colocate, job->host_of_rank);
 	if (!err)
 		err = kb_job_check_models(job, topo);
-	return err;
+	/* the machine and workload the command line asked for: a value it
+	 * cannot have (a model no engine uses, a link of zero latency) is the
+	 * command line's mistake, out of memory is not */
+	return kb_opts_usage(err);
 }
 
 /* ---------------------------------------------------------------- tables */
@@ -690,18 +693,28 @@ static const struct kb_command agent_command = {
 
 /* ---------------------------------------------------------------- commands */
 
+/* A failed parse's error: the command line's (RT_EUSAGE), or out of
+ * memory (the one failure of an option's take no command line causes). */
+static enum rt_err parsed_error(enum kb_parsed parsed)
+{
+	return parsed == KB_PARSED_ERROR ? RT_EUSAGE : RT_ENOMEM;
+}
+
 /* KB_PARSED_HELP: prints the help; errors: one line. The status to exit
  * with, or -1 to go on. */
 static int parse_or_exit(const struct kb_command *cmd, int argc, char **argv, struct kb_cli *cli,
 			 const char **args, unsigned *n_args)
 {
-	switch (kb_opts_parse(cmd, argc, argv, cli, args, n_args)) {
+	enum kb_parsed parsed = kb_opts_parse(cmd, argc, argv, cli, args, n_args);
+
+	switch (parsed) {
 	case KB_PARSED_HELP:
 		kb_opts_help(cmd, stdout);
 		return 0;
 	case KB_PARSED_ERROR:
+	case KB_PARSED_FAILED:
 		rt_print_error(rt_last_error());
-		return 2;
+		return rt_exit_status(parsed_error(parsed));
 	default:
 		return -1;
 	}
@@ -741,8 +754,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	parsed = kb_opts_parse(&run_command, argc, argv, &cli, &workload, &n);
 	if (parsed == KB_PARSED_HELP)
 		return RT_EINTERRUPTED;
-	if (parsed == KB_PARSED_ERROR)
-		return RT_EINVAL;
+	if (parsed != KB_PARSED_OK)
+		return parsed_error(parsed);
 	err = parse_path("WORKLOAD", workload, job->workload, sizeof(job->workload));
 	if (!err && !job->result_dir[0])
 		default_out(job);
@@ -772,7 +785,7 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		for (uint32_t r = 0; !err && r < hosts->n_ranks; r++)
 			job->host_of_rank[r] = (uint8_t)hosts->host_of_rank[r];
 	}
-	return err;
+	return kb_opts_usage(err);
 }
 
 void kb_cli_run_usage(FILE *out)
@@ -796,7 +809,7 @@ int kb_cli_config(int argc, char **argv)
 	err = build_config(&cfg, &cli.m, preset, sizeof(preset));
 	if (err) {
 		rt_print_error(rt_last_error());
-		return 2;
+		return rt_exit_status(kb_opts_usage(err));
 	}
 	rt_buf_init(&b);
 	/* a preset's YAML keeps its sources as comments */
@@ -843,7 +856,7 @@ int kb_cli_keygen(int argc, char **argv)
 	err = rt_keys_generate(&k);
 	if (!err)
 		err = rt_keys_write(&k, cli.keys_out);
-	memset(&k, 0, sizeof(k));
+	explicit_bzero(&k, sizeof(k));
 	if (err) {
 		rt_print_error(rt_last_error());
 		return 1;

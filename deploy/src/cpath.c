@@ -15,6 +15,7 @@
 
 #include "report.h"
 #include "rt/daemon.h"
+#include "rt/grow.h"
 #include "rt/json.h"
 #include "rt/pe.h"
 
@@ -62,15 +63,8 @@ static enum rt_err push(void *ctx, uint32_t comp, const struct rt_path_seg *seg)
 {
 	struct walk *w = ctx;
 
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 256;
-		struct seg_at *grown = realloc(w->segs, cap * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "critical path: out of memory at %zu segments", w->n);
-		w->segs = grown;
-		w->cap = cap;
-	}
+	if (!RT_GROW(w->segs, w->cap, w->n, 256))
+		return rt_fail(RT_ENOMEM, "critical path: out of memory at %zu segments", w->n);
 	w->segs[w->n++] = (struct seg_at){ *seg, comp };
 	return RT_EOK;
 }

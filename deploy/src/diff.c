@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "rt/buf.h"
+#include "rt/grow.h"
 #include "rt/half.h"
 #include "rt/infile.h"
 #include "rt/json.h"
@@ -46,18 +47,11 @@ static const char *const ran_objects[] = { "args", "models", "config" };
 
 static void add_leaf(struct leaves *l, const char *path, const struct rt_jval *v)
 {
-	struct leaf *grown;
-
 	if (l->failed)
 		return;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 256;
-		grown = realloc(l->items, l->cap * sizeof(*grown));
-		if (!grown) {
-			l->failed = true;
-			return;
-		}
-		l->items = grown;
+	if (!RT_GROW(l->items, l->cap, l->n, 256)) {
+		l->failed = true;
+		return;
 	}
 	l->items[l->n].path = strdup(path);
 	l->items[l->n].v = v;

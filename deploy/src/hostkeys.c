@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rt/clock.h"
 #include "rt/job.h"
 
 #define KEYS_DIR "/tmp/kernbench-%u"
@@ -96,14 +97,6 @@ void kb_hostkeys_withdraw(const char *addr)
 		unlink(path);
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Reads the file once: RT_ENOTFOUND while there is none yet. */
 static enum rt_err read_keys(const char *path, struct rt_keys *k, struct kb_hostkeys_id *id)
 {
@@ -127,12 +120,12 @@ enum rt_err kb_hostkeys_find(const char *addr, uint64_t wait_ms, struct rt_keys 
 			     struct kb_hostkeys_id *id)
 {
 	char path[96];
-	uint64_t until = mono_ms() + wait_ms;
+	uint64_t until = rt_mono_ms() + wait_ms;
 	enum rt_err err = kb_hostkeys_path(addr, path, sizeof(path));
 
 	if (err)
 		return err;
-	while ((err = read_keys(path, k, id)) == RT_ENOTFOUND && mono_ms() < until) {
+	while ((err = read_keys(path, k, id)) == RT_ENOTFOUND && rt_mono_ms() < until) {
 		const struct timespec nap = { 0, 100 * 1000000L };
 
 		nanosleep(&nap, NULL);

@@ -37,8 +37,10 @@
 #include "tasks.h"
 #include "tidy.h"
 #include "rt/buf.h"
+#include "rt/clock.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/faults.h"
 #include "rt/wire.h"
 
 extern char **environ;
@@ -97,14 +99,6 @@ static void put_text(const char *text);
 static void put_u64(uint64_t v);
 static void *guard_stack(void);
 static void unguard_stack(void *stack);
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---------------------------------------------------------------- memory */
 
@@ -551,7 +545,6 @@ static void reap_into(struct launch *l, struct early_ends *ends)
 
 static enum rt_err describe_ends(const struct launch *l, const struct early_ends *ends)
 {
-	char line[1200];
 	int i = ends->lowest;
 	enum rt_err err;
 
@@ -563,11 +556,9 @@ static enum rt_err describe_ends(const struct launch *l, const struct early_ends
 		err = rt_fail(RT_EPEER, "daemon %s %s (inproc thread) ended before the end of the run%s%s",
 			      l->topo.daemons[i].name, l->topo.daemons[i].label,
 			      l->thread_errors[i][0] ? ": " : "", l->thread_errors[i]);
-	if (ends->count > 1) {
-		snprintf(line, sizeof(line), "%s (and %u more daemon%s ended)", rt_last_error(),
-			 ends->count - 1, ends->count == 2 ? "" : "s");
-		err = rt_fail(err, "%s", line);
-	}
+	if (ends->count > 1) /* rt_fail formats aside: it may quote the last line */
+		err = rt_fail(err, "%s (and %u more daemon%s ended)", rt_last_error(),
+			      ends->count - 1, ends->count == 2 ? "" : "s");
 	return err;
 }
 
@@ -971,10 +962,10 @@ void kb_check_stack(char **argv)
 
 /* Daemons get the resolved job through an inherited sealed memfd named in
  * the environment: they never re-read --config or re-parse argv. */
-static enum rt_err share_job(struct launch *l)
+static enum rt_err share_job(struct launch *l, enum rt_job_role role)
 {
 	char fd[16];
-	enum rt_err err = rt_job_share(l->job, &l->topo, &l->job_fd);
+	enum rt_err err = rt_job_share(l->job, role, &l->topo, &l->job_fd);
 
 	snprintf(fd, sizeof(fd), "%d", l->job_fd);
 	if (!err && setenv(RT_JOB_FD_ENV, fd, 1))
@@ -1074,16 +1065,20 @@ static enum rt_err start_host(struct launch *l)
 	if (!err && runs_direct(l))
 		return open_direct(l);
 	if (!err && l->job->transport != RT_TRANSPORT_INPROC)
-		err = share_job(l);
+		err = share_job(l, RT_JOB_FOR_DAEMON);
 	if (!err)
 		err = make_endpoint(l);
 	if (!err) {
 		l->zctx = zmq_ctx_new();
 		/* inproc daemons are sockets of this context: lift the 1023 default */
-		if (l->zctx && l->topo.n_daemons + 64 > 1023)
-			zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64);
-		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
+		if (l->zctx && l->topo.n_daemons + 64 > 1023 &&
+		    zmq_ctx_set(l->zctx, ZMQ_MAX_SOCKETS, (int)l->topo.n_daemons + 64) < 0)
+			err = rt_fail(RT_ETRANSPORT, "cannot allow %u ZeroMQ sockets: %s",
+				      l->topo.n_daemons + 64, zmq_strerror(zmq_errno()));
+		if (!err)
+			err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->endpoint,
 					  l->rank_here ? &agent : NULL, &l->coord);
+		rt_job_forget_secret(l->job); /* the socket holds it now */
 	}
 	if (!err)
 		err = l->job->transport == RT_TRANSPORT_INPROC ? spawn_threads(l) : spawn_processes(l);
@@ -1140,18 +1135,12 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 
 /* The job file's bytes, for the agents' Assign: each host's daemons adopt
  * what one host's would, without the run's keys (the server secret is the
- * coordinator's; an agent has its own client keys). */
+ * coordinator's; an agent has its own client keys) or this host's
+ * descriptors (RT_JOB_FOR_AGENT). */
 static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 {
-	struct rt_keys keys = l->job->keys;
-	enum rt_err err;
-	off_t size;
-
-	memset(&l->job->keys, 0, sizeof(l->job->keys));
-	err = share_job(l);
-	l->job->keys = keys;
-	memset(&keys, 0, sizeof(keys));
-	size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
+	enum rt_err err = share_job(l, RT_JOB_FOR_AGENT);
+	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
 
 	if (!err)
 		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
@@ -1215,6 +1204,7 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 		l->zctx = zmq_ctx_new();
 		err = rt_coord_new_layout(l->job, &l->topo, l->zctx, l->hosts->coordinator, &lay,
 					  &l->coord);
+		rt_job_forget_secret(l->job); /* the socket holds it now */
 	}
 	rt_buf_release(&job);
 	if (!err)
@@ -1252,25 +1242,26 @@ static enum rt_err run(struct launch *l, struct kb_run_facts *facts)
 }
 
 /* A failed run: every daemon stopped, the output folder put back (as it
- * was for a usage error, else without results), one line; the status. */
-static int fail_run(struct launch *l, enum rt_err err, bool usage, bool torn_down)
+ * was for a usage error, else without results), one line (the error
+ * kept before the teardown, which may fail too); the status. */
+static int fail_run(struct launch *l, enum rt_err err, bool torn_down)
 {
-	char line[1200];
+	struct rt_error kept;
 
-	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(err));
+	rt_err_keep(&kept, err);
 	/* stopped by a signal, the line comes first: an engine that sent it
 	 * (mpirun, scancel) may SIGKILL this process before teardown ends */
 	if (l->signal_seen)
-		rt_print_error(line);
+		rt_print_error(kept.line);
 	if (!torn_down)
 		teardown(l, true);
-	kb_outputs_abandon(l->job, &l->outdir, usage);
+	kb_outputs_abandon(l->job, &l->outdir, err == RT_EUSAGE);
 	kb_guard_staging(NULL);
 	if (!l->signal_seen)
-		rt_print_error(line);
+		rt_print_error(kept.line);
 	if (l->signal_seen)
 		return l->signal_seen == SIGINT ? 130 : 128 + l->signal_seen;
-	return usage ? 2 : 1;
+	return rt_exit_status(err);
 }
 
 /* The outputs merged and moved into place (the stop guard removes the
@@ -1283,6 +1274,8 @@ static enum rt_err finish_outputs(struct launch *l, struct kb_run_facts *facts)
 
 	rt_topology_init(&l->topo);
 	err = kb_job_topology(l->job, &l->topo);
+	if (!err) /* test build: KB_FAULT=einval@merge, a merge refusing a value */
+		err = rt_fault_point("merge");
 	if (!err)
 		err = kb_outputs_merge(l->job, &l->topo, facts);
 	kb_stops_hold(&held);
@@ -1299,14 +1292,12 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 {
 	struct launch l = { .job = job, .sigfd = -1, .job_fd = -1, .outdir = KB_OUTDIR_INIT,
 			    .run_argc = argc, .run_argv = argv, .hosts = hosts };
-	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = wall_now() };
+	struct kb_run_facts facts = { .argc = argc, .argv = argv, .started_s = rt_mono_s() };
 	enum rt_err err;
-	/* a workload refusing its arguments is a usage error, like the CLI's */
-	bool usage;
 
 	kb_guard_stops();
+	/* a workload refusing its arguments: RT_EUSAGE, like the CLI's checks */
 	err = kb_job_topology(job, &l.topo);
-	usage = err == RT_EINVAL || err == RT_ENOTFOUND;
 	rt_buf_init(&l.memfds);
 	/* what kernels fork outlives its daemon as our child, to be killed */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -1319,12 +1310,12 @@ int kb_launch(struct rt_job *job, const struct kb_hosts *hosts, int argc, char *
 		facts.lookahead_ps = l.topo.lookahead_ps;
 	/* RT_EUSAGE: a daemon refused an --arg value, as the CLI would */
 	if (err)
-		return fail_run(&l, err, usage || err == RT_EUSAGE, false);
+		return fail_run(&l, err, false);
 	teardown(&l, false);
 	err = finish_outputs(&l, &facts);
 	rt_end_reports_release(&facts.reports);
-	if (err) /* RT_EINVAL: an --arg or --inputs nothing read, a usage error */
-		return fail_run(&l, err, err == RT_EINVAL, true);
+	if (err) /* RT_EUSAGE: an --arg or --inputs nothing read */
+		return fail_run(&l, err, true);
 	return 0;
 }
 
@@ -1349,12 +1340,12 @@ enum rt_err kb_local_open(struct rt_job *job, const uint8_t *rank_here, char **a
 	if (!err)
 		err = start_host(l);
 	if (err) {
-		char line[1200];
+		struct rt_error kept;
 
-		snprintf(line, sizeof(line), "%s", rt_last_error());
+		rt_err_keep(&kept, err);
 		teardown(l, true);
 		free(l);
-		return rt_fail(err, "%s", line);
+		return rt_err_restore(&kept);
 	}
 	*out = (struct kb_local *)l;
 	return RT_EOK;

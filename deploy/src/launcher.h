@@ -69,7 +69,8 @@ int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out);
 enum rt_err kb_check_inproc(const struct rt_job *job);
 /* "kernbench RELEASE (COMMIT)". */
 const char *kb_version(void);
-/* Builds and places the job's topology (workload + colocation). */
+/* Builds and places the job's topology (workload + colocation); what the
+ * command line got wrong is RT_EUSAGE (kb_opts_usage). */
 enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo);
 
 /* Runs a job end to end; returns the process exit code. With `hosts` this

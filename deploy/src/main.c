@@ -37,11 +37,11 @@ static enum rt_err spmd_launch(const struct kb_spmd_opts *o, struct kb_spmd *s)
 	if (err == RT_ENOTFOUND) {
 		memset(s, 0, sizeof(*s));
 		if (o->rendezvous || o->coordinator)
-			return rt_fail(RT_EINVAL, "--%s is for a run started by mpirun or srun (this "
+			return rt_fail(RT_EUSAGE, "--%s is for a run started by mpirun or srun (this "
 				       "one was not: no OMPI_COMM_WORLD_* or SLURM step variables)",
 				       o->rendezvous ? "rendezvous" : "coordinator");
 		if (o->agent_timeout_s)
-			return rt_fail(RT_EINVAL, "--agent-timeout needs --hosts FILE, or a run started "
+			return rt_fail(RT_EUSAGE, "--agent-timeout needs --hosts FILE, or a run started "
 				       "by mpirun or srun");
 		return RT_EOK;
 	}
@@ -81,7 +81,7 @@ int kb_cli_run(int argc, char **argv)
 	if (err) {
 		rt_print_error(rt_last_error());
 		kb_rerun_release(&rerun);
-		return err == RT_EPEER ? 1 : 2; /* a plug-in that crashed loading */
+		return rt_exit_status(err); /* RT_EUSAGE: 2; a plug-in that crashed loading: 1 */
 	}
 	if (spmd.size)
 		rc = kb_spmd_run(&spmd, &spmd_opts, &job, argc, given);

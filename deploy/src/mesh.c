@@ -20,6 +20,7 @@
 #include "rt/coord.h"
 #include "rt/event.h"
 #include "rt/keys.h"
+#include "rt/sock.h"
 #include "rt/wire.h"
 
 #define KEY_Z85 41
@@ -174,38 +175,61 @@ static void *reserve(void *array, size_t *cap, size_t need, size_t size)
 
 /* ------------------------------------------------------------- sockets */
 
-/* Liveness on a mesh connection as on the coordinator's (ADR 0019). */
-static void mesh_options(void *sock)
+/* A mesh socket of `type`: no high-water marks, no linger, liveness as on
+ * the coordinator's connections (ADR 0019), every option checked. */
+static enum rt_err mesh_socket(struct kb_mesh *m, int type, void **out)
 {
-	int zero = 0, ivl = 1000, timeout = 10000;
-	int64_t max_frame = 1ll << 40;
+	const struct rt_sock_opts opts = {
+		.who = "agent's mesh socket",
+		.max_frame = 1ll << 40,
+		.heartbeat_ms = 1000,
+		.heartbeat_timeout_ms = 10000,
+	};
 
-	zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof(zero));
-	zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
-	zmq_setsockopt(sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
-	zmq_setsockopt(sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
-	zmq_setsockopt(sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
+	return rt_sock_open(m->zctx, type, &opts, out);
+}
+
+/* CURVE on a mesh socket: as the server (`server_key` NULL) or as a client
+ * of the host whose public key is `server_key`. */
+static enum rt_err mesh_curve(struct kb_mesh *m, void *sock, const char *server_key)
+{
+	const char *who = "agent's mesh socket";
+	enum rt_err err;
+
+	if (!server_key) {
+		err = RT_SOCK_SET_INT(sock, who, ZMQ_CURVE_SERVER, 1);
+		if (!err)
+			err = rt_sock_set(sock, who, ZMQ_ZAP_DOMAIN, "ZMQ_ZAP_DOMAIN", "kernbench-mesh", 14);
+	} else {
+		err = rt_sock_set(sock, who, ZMQ_CURVE_SERVERKEY, "ZMQ_CURVE_SERVERKEY", server_key,
+				  KEY_Z85);
+		if (!err)
+			err = rt_sock_set(sock, who, ZMQ_CURVE_PUBLICKEY, "ZMQ_CURVE_PUBLICKEY",
+					  m->public_key, KEY_Z85);
+	}
+	if (!err)
+		err = rt_sock_set(sock, who, ZMQ_CURVE_SECRETKEY, "ZMQ_CURVE_SECRETKEY", m->secret_key,
+				  KEY_Z85);
+	return err;
 }
 
 static enum rt_err bind_pull(struct kb_mesh *m, const char *ip)
 {
-	int one = 1;
 	char ep[ENDPOINT_MAX];
 	size_t len = sizeof(m->endpoint);
+	enum rt_err err = mesh_socket(m, ZMQ_PULL, &m->pull);
 
-	m->pull = zmq_socket(m->zctx, ZMQ_PULL);
-	if (!m->pull)
-		return rt_fail(RT_ETRANSPORT, "agent: cannot create the mesh socket");
-	mesh_options(m->pull);
+	if (!err)
+		err = mesh_curve(m, m->pull, NULL);
+	if (err)
+		return err;
 	snprintf(ep, sizeof(ep), "tcp://%s:*", ip);
-	if (zmq_setsockopt(m->pull, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
-	    zmq_setsockopt(m->pull, ZMQ_CURVE_SECRETKEY, m->secret_key, KEY_Z85) ||
-	    zmq_setsockopt(m->pull, ZMQ_ZAP_DOMAIN, "kernbench-mesh", 14) || zmq_bind(m->pull, ep))
+	if (zmq_bind(m->pull, ep))
 		return rt_fail(RT_ETRANSPORT, "agent: cannot bind its mesh socket on %s: %s", ep,
 			       zmq_strerror(zmq_errno()));
-	zmq_getsockopt(m->pull, ZMQ_LAST_ENDPOINT, m->endpoint, &len);
+	if (zmq_getsockopt(m->pull, ZMQ_LAST_ENDPOINT, m->endpoint, &len))
+		return rt_fail(RT_ETRANSPORT, "agent: cannot read its mesh socket's endpoint: %s",
+			       zmq_strerror(zmq_errno()));
 	return RT_EOK;
 }
 
@@ -272,15 +296,13 @@ static uint32_t host_of_component(const struct kb_mesh *m, uint32_t id)
 static enum rt_err connect_host(struct kb_mesh *m, uint32_t h)
 {
 	struct mesh_host *p = &m->hosts[h];
+	enum rt_err err = mesh_socket(m, ZMQ_PUSH, &p->push);
 
-	p->push = zmq_socket(m->zctx, ZMQ_PUSH);
-	if (!p->push)
-		return rt_fail(RT_ETRANSPORT, "agent: cannot create a mesh connection");
-	mesh_options(p->push);
-	if (zmq_setsockopt(p->push, ZMQ_CURVE_SERVERKEY, p->key, KEY_Z85) ||
-	    zmq_setsockopt(p->push, ZMQ_CURVE_PUBLICKEY, m->public_key, KEY_Z85) ||
-	    zmq_setsockopt(p->push, ZMQ_CURVE_SECRETKEY, m->secret_key, KEY_Z85) ||
-	    zmq_connect(p->push, p->endpoint))
+	if (!err)
+		err = mesh_curve(m, p->push, p->key);
+	if (err)
+		return err;
+	if (zmq_connect(p->push, p->endpoint))
 		return rt_fail(RT_ETRANSPORT, "agent: cannot connect to host %u's mesh at %s: %s", h,
 			       p->endpoint, zmq_strerror(zmq_errno()));
 	return RT_EOK;

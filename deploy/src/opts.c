@@ -109,6 +109,22 @@ enum rt_err kb_opts_getopt_refused(const char *command, const struct option *tab
 	return RT_EINVAL;
 }
 
+enum rt_err kb_opts_usage(enum rt_err err)
+{
+	switch (err) {
+	case RT_EOK:
+	case RT_ENOMEM:
+	case RT_EPEER:
+	case RT_EINTERRUPTED:
+	case RT_ETRANSPORT:
+	case RT_EPROTOCOL:
+	case RT_ETIMEOUT:
+		return err;
+	default:
+		return RT_EUSAGE;
+	}
+}
+
 enum kb_parsed kb_opts_parse(const struct kb_command *cmd, int argc, char **argv,
 			     struct kb_cli *cli, const char **args, unsigned *n_args)
 {
@@ -125,6 +141,7 @@ enum kb_parsed kb_opts_parse(const struct kb_command *cmd, int argc, char **argv
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq, *value = NULL;
 		const struct kb_opt *o;
+		enum rt_err err;
 
 		if (options && !strcmp(a, "--")) {
 			options = false;
@@ -165,8 +182,9 @@ enum kb_parsed kb_opts_parse(const struct kb_command *cmd, int argc, char **argv
 				return KB_PARSED_ERROR;
 			}
 		}
-		if (o->take(cli, value))
-			return KB_PARSED_ERROR;
+		err = o->take(cli, value);
+		if (err)
+			return kb_opts_usage(err) == RT_EUSAGE ? KB_PARSED_ERROR : KB_PARSED_FAILED;
 	}
 	if (*n_args < cmd->min_args) {
 		rt_fail(RT_EINVAL, "%s: missing argument (usage: kernbench %s)", cmd->name, cmd->usage);

@@ -40,8 +40,16 @@ struct kb_command {
 	unsigned min_args, max_args; /* positional arguments allowed */
 };
 
-/* What parsing found. */
-enum kb_parsed { KB_PARSED_OK, KB_PARSED_HELP, KB_PARSED_ERROR };
+/* What parsing found: ERROR is the command line's (exit 2), FAILED the
+ * parser's own failure (out of memory: exit 1). */
+enum kb_parsed { KB_PARSED_OK, KB_PARSED_HELP, KB_PARSED_ERROR, KB_PARSED_FAILED };
+
+/* An error found while reading the command line and what it names (option
+ * values, --config and --set, a program, keys or hosts file) is the user's
+ * to fix: RT_EUSAGE, the line unchanged. What no command line causes (out
+ * of memory, a plug-in that crashed loading, a stop signal, a transport or
+ * protocol failure) keeps its code and exits 1 (ADR 0068). */
+enum rt_err kb_opts_usage(enum rt_err err);
 
 /* Parses argv[1..argc) (argv[0] is the command's name) against `cmd`:
  * each option's `take` is called in order, positional arguments are put

@@ -31,9 +31,11 @@
 #include "stats_out.h"
 #include "trace_out.h"
 #include "rt/buf.h"
+#include "rt/clock.h"
 #include "rt/component.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/grow.h"
 
 static void part_path(const struct rt_job *job, const char *name, char *path, size_t cap)
 {
@@ -59,15 +61,8 @@ static struct kb_stat *stat_slot(struct kb_stat_set *set, const char *name, bool
 	for (size_t i = 0; i < set->n; i++)
 		if (!strcmp(set->items[i].name, name))
 			return &set->items[i];
-	if (set->n == set->cap) {
-		size_t cap = set->cap ? 2 * set->cap : 16;
-		struct kb_stat *grown = realloc(set->items, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		set->items = grown;
-		set->cap = cap;
-	}
+	if (!RT_GROW(set->items, set->cap, set->n, 16))
+		return NULL;
 	set->items[set->n] = (struct kb_stat){ .name = name, .is_max = is_max };
 	return &set->items[set->n++];
 }
@@ -552,7 +547,7 @@ static bool arg_given(const char *text, const char *name)
 }
 
 /* An --arg no kernel asked for is most likely a typo: a usage error
- * (RT_EINVAL) that lists the names the kernel does ask for. */
+ * (RT_EUSAGE) that lists the names the kernel does ask for. */
 static enum rt_err check_args_read(const struct rt_job *job, const struct rt_topology *topo,
 				   const struct rt_buf *args)
 {
@@ -571,7 +566,7 @@ static enum rt_err check_args_read(const struct rt_job *job, const struct rt_top
 		for (const char *p = args->data; p && *p; p = strchr(p, '\n') + 1)
 			rt_buf_printf(&asked, "%s%.*s", asked.len ? ", " : "", (int)strcspn(p, "\t"),
 				      p);
-		err = rt_fail(RT_EINVAL, "--arg %s=%.60s: kernel %s never reads '%s' (it reads: %s)",
+		err = rt_fail(RT_EUSAGE, "--arg %s=%.60s: kernel %s never reads '%s' (it reads: %s)",
 			      job->args[i].name, job->args[i].value, job->workload,
 			      job->args[i].name, asked.len ? asked.data : "no arguments");
 		rt_buf_release(&asked);
@@ -597,7 +592,7 @@ static enum rt_err check_inputs_read(const struct rt_job *job, const struct rt_t
 		if (!access(path, F_OK))
 			return RT_EOK;
 	}
-	return rt_fail(RT_EINVAL, "--inputs %.200s: workload %s reads no input files", job->inputs_dir,
+	return rt_fail(RT_EUSAGE, "--inputs %.200s: workload %s reads no input files", job->inputs_dir,
 		       job->workload);
 }
 
@@ -615,18 +610,10 @@ static void report_peak_rss(void)
 		fprintf(stderr, "kernbench: launcher peak RSS %ld KB\n", ru.ru_maxrss);
 }
 
-static double monotonic_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology *topo,
 			     const struct kb_run_facts *facts)
 {
-	double merge_started = monotonic_s();
+	double merge_started = rt_mono_s();
 	struct kb_run_facts f = *facts;
 	struct kb_steps steps = { 0 };
 	struct kb_agg agg;
@@ -660,8 +647,8 @@ enum rt_err kb_outputs_merge(const struct rt_job *job, const struct rt_topology 
 		err = kb_stats_csv_write(job, topo, &facts->reports, &energy);
 	/* the summary is the last output: what it records as wall time is the
 	 * whole run, the merge of every other output included */
-	f.merge_s = monotonic_s() - merge_started;
-	f.wall_s = monotonic_s() - f.started_s;
+	f.merge_s = rt_mono_s() - merge_started;
+	f.wall_s = rt_mono_s() - f.started_s;
 	if (!err)
 		err = kb_report_write(job, topo, &f, &agg, &energy);
 	kb_outputs_discard(job);

@@ -160,13 +160,13 @@ static enum rt_err push(struct args *a, const char *s)
 		char **grown = realloc(a->v, (size_t)cap * sizeof(*grown));
 
 		if (!grown)
-			return rt_fail(RT_ENOMEM, "out of memory");
+			return rt_fail(RT_ENOMEM, "run: out of memory for the command line");
 		a->v = grown;
 		a->cap = cap;
 	}
 	a->v[a->n] = strdup(s);
 	if (!a->v[a->n])
-		return rt_fail(RT_ENOMEM, "out of memory");
+		return rt_fail(RT_ENOMEM, "run: out of memory for the command line");
 	a->v[++a->n] = NULL;
 	return RT_EOK;
 }
@@ -230,7 +230,7 @@ static enum rt_err scan(int argc, char **argv, struct given *g, int *n_given, co
 	int id, index;
 
 	if (!copy)
-		return rt_fail(RT_ENOMEM, "out of memory");
+		return rt_fail(RT_ENOMEM, "run: out of memory reading the command line");
 	memcpy(copy, argv, (size_t)argc * sizeof(*copy));
 	*n_given = *n_pos = 0;
 	*unknown = false;

@@ -129,11 +129,11 @@ enum rt_err kb_spmd_layout(uint32_t size, uint32_t ranks, struct kb_hosts *h)
 	uint64_t timeout = h->agent_timeout_s;
 
 	if (size > ranks)
-		return rt_fail(RT_ECONFIG, "run: the launcher started %u processes for %u rank%s: each "
+		return rt_fail(RT_EUSAGE, "run: the launcher started %u processes for %u rank%s: each "
 			       "process is a host of at least one rank (--ranks %u or more, or fewer "
 			       "processes)", size, ranks, ranks == 1 ? "" : "s", size);
 	if (size > KB_HOSTS_MAX_RANKS)
-		return rt_fail(RT_ECONFIG, "run: %u processes: at most %d hosts", size,
+		return rt_fail(RT_EUSAGE, "run: %u processes: at most %d hosts", size,
 			       KB_HOSTS_MAX_RANKS);
 	memset(h, 0, sizeof(*h));
 	h->agent_timeout_s = timeout ? timeout : 60;

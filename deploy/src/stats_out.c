@@ -9,6 +9,7 @@
 #include "csv.h"
 #include "rt/buf.h"
 #include "rt/component.h"
+#include "rt/grow.h"
 #include "rt/json.h"
 
 /* What a row says about its statistic. */
@@ -129,16 +130,9 @@ static void info_row(void *arg, const struct row_stat *st, uint64_t value)
 	for (size_t i = 0; i < in->n; i++)
 		if (!strcmp(in->items[i].kind, in->kind) && !strcmp(in->items[i].st.name, st->name))
 			return;
-	if (in->n == in->cap) {
-		size_t cap = in->cap ? 2 * in->cap : 64;
-		struct info *grown = realloc(in->items, cap * sizeof(*grown));
-
-		if (!grown) {
-			in->failed = true;
-			return;
-		}
-		in->items = grown;
-		in->cap = cap;
+	if (!RT_GROW(in->items, in->cap, in->n, 64)) {
+		in->failed = true;
+		return;
 	}
 	in->items[in->n++] = (struct info){ in->kind, *st };
 }

@@ -352,7 +352,7 @@ int kb_sweep_main(int argc, char **argv)
 
 	memset(&s, 0, sizeof(s));
 	kb_sweep_spec_init(&s.spec);
-	err = parse(&s, argc, argv);
+	err = kb_opts_usage(parse(&s, argc, argv)); /* what the command line named */
 	if (err == RT_EINTERRUPTED) {
 		sweep_usage(stdout);
 		kb_sweep_release(&s);
@@ -369,8 +369,7 @@ int kb_sweep_main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "kernbench: error: %s\n", rt_last_error());
 		kb_sweep_release(&s);
-		return err == RT_EUSAGE || err == RT_EINVAL || err == RT_ECONFIG ||
-		       err == RT_ENOTFOUND ? 2 : 1;
+		return rt_exit_status(err);
 	}
 	s.exe[n] = '\0';
 	for (size_t i = 0; i < s.n_points && !s.plotter; i++)

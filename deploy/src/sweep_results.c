@@ -26,6 +26,7 @@
 #include "csv.h"
 #include "launcher.h"
 #include "rt/buf.h"
+#include "rt/grow.h"
 #include "rt/json.h"
 #include "rt/json_read.h"
 
@@ -53,19 +54,12 @@ struct table {
 
 static void add_col(struct table *t, const char *key)
 {
-	char **grown;
-
 	for (size_t i = 0; i < t->n_cols; i++)
 		if (!strcmp(t->cols[i], key))
 			return;
-	if (t->n_cols == t->cap_cols) {
-		t->cap_cols = t->cap_cols ? 2 * t->cap_cols : 64;
-		grown = realloc(t->cols, t->cap_cols * sizeof(*grown));
-		if (!grown) {
-			t->err = rt_fail(RT_ENOMEM, "sweep: out of memory");
-			return;
-		}
-		t->cols = grown;
+	if (!RT_GROW(t->cols, t->cap_cols, t->n_cols, 64)) {
+		t->err = rt_fail(RT_ENOMEM, "sweep: out of memory");
+		return;
 	}
 	if (!(t->cols[t->n_cols] = strdup(key)))
 		t->err = rt_fail(RT_ENOMEM, "sweep: out of memory");
@@ -75,18 +69,11 @@ static void add_col(struct table *t, const char *key)
 
 static void add_cell(struct table *t, struct row *r, const char *key, const char *value)
 {
-	struct cell *grown;
-
 	if (t->err)
 		return;
-	if (r->n == r->cap) {
-		r->cap = r->cap ? 2 * r->cap : 64;
-		grown = realloc(r->cells, r->cap * sizeof(*grown));
-		if (!grown) {
-			t->err = rt_fail(RT_ENOMEM, "sweep: out of memory");
-			return;
-		}
-		r->cells = grown;
+	if (!RT_GROW(r->cells, r->cap, r->n, 64)) {
+		t->err = rt_fail(RT_ENOMEM, "sweep: out of memory");
+		return;
 	}
 	r->cells[r->n].key = strdup(key);
 	r->cells[r->n].value = strdup(value);

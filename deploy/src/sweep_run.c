@@ -23,13 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "rt/clock.h"
 
 /* A running point. */
 struct slot {
@@ -107,7 +101,7 @@ static enum rt_err start_one(struct pool *pl, size_t point, const sigset_t *old)
 		return rt_fail(RT_EIO, "sweep: cannot start a point: %s", strerror(errno));
 	if (pid == 0)
 		child(pl->s, p, old);
-	*sl = (struct slot){ pid, point, now_s() };
+	*sl = (struct slot){ pid, point, rt_mono_s() };
 	pl->running++;
 	return RT_EOK;
 }
@@ -166,7 +160,7 @@ static void finished(struct pool *pl, pid_t pid, int wstatus)
 			continue;
 		p = &pl->s->points[sl->point];
 		p->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-		p->wall_s = now_s() - sl->started;
+		p->wall_s = rt_mono_s() - sl->started;
 		p->done = p->status == 0;
 		p->failed = !p->done;
 		if (p->failed)
@@ -204,7 +198,7 @@ static const char *duration(double s, char *out, size_t cap)
  * the ETA from the mean wall time of the points run so far. */
 static void show(struct pool *pl, bool final)
 {
-	double t = now_s(), elapsed = t - pl->start;
+	double t = rt_mono_s(), elapsed = t - pl->start;
 	char el[32], eta[32], line[256];
 	int width = 24, filled;
 
@@ -272,7 +266,7 @@ static bool wanted(const struct kb_point *p)
 
 enum rt_err kb_sweep_run(struct kb_sweep *s)
 {
-	struct pool pl = { .s = s, .start = now_s() };
+	struct pool pl = { .s = s, .start = rt_mono_s() };
 	sigset_t set, old;
 	bool interrupted = false, tty = isatty(STDERR_FILENO);
 	enum rt_err err = RT_EOK;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "rt/grow.h"
 #include "rt/job.h"
 
 static const struct {
@@ -59,17 +60,10 @@ struct values {
 
 static enum rt_err push(struct values *out, const char *text, size_t len)
 {
-	char **grown;
-
 	if (out->n == KB_SWEEP_MAX_VALUES)
 		return rt_fail(RT_EUSAGE, "%s: more than %d values", out->what, KB_SWEEP_MAX_VALUES);
-	if (out->n == out->cap) {
-		out->cap = out->cap ? 2 * out->cap : 16;
-		grown = realloc(out->v, out->cap * sizeof(*grown));
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "%s: out of memory", out->what);
-		out->v = grown;
-	}
+	if (!RT_GROW(out->v, out->cap, out->n, 16))
+		return rt_fail(RT_ENOMEM, "%s: out of memory", out->what);
 	out->v[out->n] = strndup(text, len);
 	if (!out->v[out->n])
 		return rt_fail(RT_ENOMEM, "%s: out of memory", out->what);

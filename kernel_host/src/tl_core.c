@@ -649,6 +649,7 @@ static void arg_note(const struct tl_args *args, const char *name, bool given,
 	struct tl *tl = args->owner;
 	struct rt_buf *log;
 	size_t len = strlen(name);
+	enum rt_err err;
 	bool step;
 
 	if (!tl || (arg_find_in(args, name, &step) && step))
@@ -657,10 +658,15 @@ static void arg_note(const struct tl_args *args, const char *name, bool given,
 	for (const char *p = log->data; p && *p; p = strchr(p, '\n') + 1)
 		if (!strncmp(p, name, len) && p[len] == '\t')
 			return;
-	rt_buf_printf(log, "%s\t%s\t", name, given ? "given" : "default");
-	for (; *value; value++) /* one line per name, whatever the value holds */
-		rt_buf_append(log, (unsigned char)*value < 0x20 ? "?" : value, 1);
-	rt_buf_append(log, "\n", 1);
+	err = rt_buf_printf(log, "%s\t%s\t", name, given ? "given" : "default");
+	for (; !err && *value; value++) /* one line per name, whatever the value holds */
+		err = rt_buf_append(log, (unsigned char)*value < 0x20 ? "?" : value, 1);
+	if (!err)
+		err = rt_buf_append(log, "\n", 1);
+	/* a line cut short would make the launcher think --arg was never read */
+	if (err)
+		tl_abort(tl, (struct tl_site){ NULL, 0 }, RT_ENOMEM,
+			 "out of memory noting that the kernel read --arg %.40s", name);
 }
 
 /* The shared decimal parser; a bad value ends the run naming the range. */

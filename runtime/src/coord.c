@@ -14,6 +14,7 @@
 #include "rt/buf.h"
 #include "rt/daemon.h"
 #include "rt/event.h"
+#include "rt/sock.h"
 #include "rt/trace.h"
 #include "rt/wire.h"
 
@@ -271,14 +272,54 @@ enum rt_err rt_coord_new(const struct rt_job *job, const struct rt_topology *top
 	return rt_coord_new_layout(job, topo, zctx, endpoint, NULL, out);
 }
 
+/* A coordinator that could not be set up: destroyed, its error kept. */
+static enum rt_err abandon_new(struct rt_coord **c, enum rt_err code)
+{
+	struct rt_error kept;
+
+	rt_err_keep(&kept, code);
+	rt_coord_destroy(c);
+	return rt_err_restore(&kept);
+}
+
+/* Its socket: a claimed frame larger than any legal one drops that
+ * connection instead of making the coordinator allocate it; a host whose
+ * network is down stops answering ZeroMQ's pings: its connection drops,
+ * and sends to it fail. Then CURVE, the bind and the endpoint bound. */
+static enum rt_err open_router(struct rt_coord *c, const char *endpoint, int64_t max_frame)
+{
+	struct rt_sock_opts so = { .who = "coordinator", .router_mandatory = true,
+				   .max_frame = max_frame };
+	const struct rt_job *job = c->job;
+	size_t len = sizeof(c->endpoint);
+
+	if (c->agents) {
+		so.heartbeat_ms = RT_COORD_BEAT_MS;
+		so.heartbeat_timeout_ms = 2 * RT_COORD_SILENCE_MS;
+	}
+	if (rt_sock_open(c->zctx, ZMQ_ROUTER, &so, &c->sock))
+		return RT_ETRANSPORT;
+	if (make_tokens(c))
+		return RT_EIO;
+	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
+	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap))
+		return RT_ETRANSPORT;
+	if (zmq_bind(c->sock, endpoint) < 0)
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
+			       zmq_strerror(errno));
+	if (zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len) < 0)
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot read the endpoint bound for %s: %s",
+			       endpoint, zmq_strerror(zmq_errno()));
+	return RT_EOK;
+}
+
 enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topology *topo,
 				void *zctx, const char *endpoint,
 				const struct rt_coord_layout *layout, struct rt_coord **out)
 {
 	struct rt_coord *c = calloc(1, sizeof(*c));
-	int one = 1, zero = 0;
 	int64_t max_frame = rt_coord_max_frame(job);
-	size_t len;
+	enum rt_err err;
 
 	*out = NULL;
 	if (!c)
@@ -287,12 +328,8 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	c->topo = topo;
 	rt_buf_init(&c->job_bytes);
 	if (apply_layout(c, layout) ||
-	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len))) {
-		enum rt_err err = rt_fail(RT_ENOMEM, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
+	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len)))
+		return abandon_new(&c, RT_ENOMEM);
 	/* an agent's DONE carries the IPCQ payloads of all its ranks */
 	if (c->agents && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
 		max_frame *= job->config.ranks;
@@ -303,49 +340,9 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	}
 	rt_buf_init(&c->frame);
 	rt_trace_writer_init(&c->counters);
-	c->sock = c->zctx ? zmq_socket(c->zctx, ZMQ_ROUTER) : NULL;
-	if (!c->sock) {
-		rt_coord_destroy(&c);
-		return rt_fail(RT_ETRANSPORT, "coordinator: cannot create its socket");
-	}
-	if (make_tokens(c)) {
-		enum rt_err err = rt_fail(RT_EIO, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	/* a claimed frame larger than any legal one drops that connection
-	 * instead of making the coordinator allocate it */
-	zmq_setsockopt(c->sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
-	zmq_setsockopt(c->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof(one));
-	zmq_setsockopt(c->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(c->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_setsockopt(c->sock, ZMQ_LINGER, &zero, sizeof(zero));
-	if (c->agents) {
-		/* a host whose network is down stops answering ZeroMQ's pings:
-		 * its connection drops, and sends to it fail */
-		int ivl = RT_COORD_BEAT_MS, timeout = 2 * RT_COORD_SILENCE_MS;
-
-		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_IVL, &ivl, sizeof(ivl));
-		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof(timeout));
-		zmq_setsockopt(c->sock, ZMQ_HEARTBEAT_TTL, &timeout, sizeof(timeout));
-	}
-	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
-	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap)) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "%s", rt_last_error());
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	if (zmq_bind(c->sock, endpoint) < 0) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot bind %s: %s", endpoint,
-					  zmq_strerror(errno));
-
-		rt_coord_destroy(&c);
-		return err;
-	}
-	len = sizeof(c->endpoint);
-	zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len);
+	err = open_router(c, endpoint, max_frame);
+	if (err)
+		return abandon_new(&c, err);
 	*out = c;
 	return RT_EOK;
 }
@@ -495,8 +492,14 @@ static enum rt_err broadcast_shutdown(struct rt_coord *c, bool abort_run)
 	for (uint32_t i = 0; i < c->n_peers; i++) {
 		enum rt_err err;
 
-		if (!c->peers[i].ready)
+		/* a daemon that failed before READY waits for this word too
+		 * (send_error): tell it if it is connected, else it waits out
+		 * its 5 s and its thread holds up the teardown */
+		if (!c->peers[i].ready) {
+			if (abort_run)
+				(void)send_to(c, i, &sync);
 			continue;
+		}
 		c->peers[i].answered = false;
 		c->peers[i].released = true;
 		err = send_to(c, i, &sync);
@@ -613,9 +616,10 @@ static void reply_to(struct rt_coord *c, const zmq_msg_t *id, Kb__Sync *msg)
 {
 	if (rt_wire_encode_sync(msg, &c->frame))
 		return;
-	zmq_send(c->sock, zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id),
-		 ZMQ_SNDMORE);
-	zmq_send(c->sock, c->frame.data, c->frame.len, 0);
+	/* a refusal to a peer that is gone already has no one to tell */
+	if (zmq_send(c->sock, zmq_msg_data((zmq_msg_t *)id), zmq_msg_size((zmq_msg_t *)id),
+		     ZMQ_SNDMORE) >= 0)
+		(void)zmq_send(c->sock, c->frame.data, c->frame.len, 0);
 }
 
 static void refuse_hello(struct rt_coord *c, const zmq_msg_t *id, const char *why)
@@ -784,19 +788,20 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 	*out = NULL;
 	*taken = TAKEN_NOTHING;
 	zmq_msg_init(&body);
-	zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
-	if (more)
-		zmq_msg_recv(&body, c->sock, 0);
+	/* a part that cannot be read is an empty body, which no decoder takes */
+	if (zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len) == 0 && more)
+		(void)zmq_msg_recv(&body, c->sock, 0);
 	for (;;) { /* a stranger may send more parts: drop them */
 		zmq_msg_t extra;
 
 		more_len = sizeof(more);
-		zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len);
-		if (!more)
+		if (zmq_getsockopt(c->sock, ZMQ_RCVMORE, &more, &more_len) < 0 || !more)
 			break;
 		zmq_msg_init(&extra);
-		zmq_msg_recv(&extra, c->sock, 0);
+		more = zmq_msg_recv(&extra, c->sock, 0);
 		zmq_msg_close(&extra);
+		if (more < 0)
+			break;
 	}
 	*taken = TAKEN_IGNORED;
 	if (!peer_by_id(c, id, peer)) {
@@ -840,7 +845,8 @@ static enum rt_err take_frame(struct rt_coord *c, int wait_ms, uint32_t *peer, K
 	*taken = TAKEN_NOTHING;
 	*out = NULL;
 	if (wait_ms && wait_ms != c->rcvtimeo_ms) {
-		zmq_setsockopt(c->sock, ZMQ_RCVTIMEO, &wait_ms, sizeof(wait_ms));
+		if (RT_SOCK_SET_INT(c->sock, "coordinator", ZMQ_RCVTIMEO, wait_ms))
+			return RT_ETRANSPORT;
 		c->rcvtimeo_ms = wait_ms;
 	}
 	zmq_msg_init(&id);
@@ -854,7 +860,7 @@ static enum rt_err take_frame(struct rt_coord *c, int wait_ms, uint32_t *peer, K
 /* An error text a daemon sent, printable and bounded. */
 static enum rt_err peer_error(const Kb__Error *e, const char *fallback)
 {
-	char line[1200];
+	char line[RT_ERR_LINE];
 
 	enum rt_err code = e->usage ? RT_EUSAGE : RT_EPEER;
 
@@ -870,11 +876,11 @@ static enum rt_err peer_error(const Kb__Error *e, const char *fallback)
 static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 {
 	uint64_t deadline = wall_ms() + 300;
-	char saved[1024];
+	struct rt_error kept;
 
 	if (err == RT_EINTERRUPTED)
 		return err;
-	snprintf(saved, sizeof(saved), "%s", rt_last_error());
+	rt_err_keep(&kept, err);
 	while (wall_ms() < deadline) {
 		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
 		Kb__Sync *s = NULL;
@@ -890,13 +896,13 @@ static enum rt_err explain_failure(struct rt_coord *c, enum rt_err err)
 		if (taken != TAKEN_FRAME)
 			continue;
 		if (s->body_case == KB__SYNC__BODY_ERROR) {
-			got = peer_error(s->error, saved);
+			got = peer_error(s->error, kept.line);
 			rt_wire_free_sync(s);
 			return got;
 		}
 		rt_wire_free_sync(s);
 	}
-	return rt_fail(err, "%s", saved);
+	return rt_err_restore(&kept);
 }
 
 /* What the coordinator is waiting for, named only if the watchdog fires. */
@@ -1162,13 +1168,9 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 	}
 	if (kept)
 		err = peer_error(kept->error, peer_name(c, lowest, name, sizeof(name)));
-	if (more) {
-		char line[1200];
-
-		snprintf(line, sizeof(line), "%s (and %u more daemon%s failed)", rt_last_error(), more,
-			 more == 1 ? "" : "s");
-		err = rt_fail(err, "%s", line);
-	}
+	if (more) /* rt_fail formats aside: it may quote the last line */
+		err = rt_fail(err, "%s (and %u more daemon%s failed)", rt_last_error(), more,
+			      more == 1 ? "" : "s");
 	rt_wire_free_sync(kept);
 	free(settled);
 	return err;
@@ -1439,11 +1441,11 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err)
 {
 	uint64_t deadline = wall_ms() + 1000;
-	char saved[1024];
+	struct rt_error kept;
 
 	if (!c->hooks || c->hooks->fd < 0)
 		return err;
-	snprintf(saved, sizeof(saved), "%s", rt_last_error());
+	rt_err_keep(&kept, err);
 	while (wall_ms() < deadline) {
 		zmq_pollitem_t item = { .fd = c->hooks->fd, .events = ZMQ_POLLIN };
 		enum rt_err why;
@@ -1451,7 +1453,7 @@ static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err)
 		if (zmq_poll(&item, 1, 50) > 0 && (why = c->hooks->on_fd(c->hooks->arg)))
 			return explain_failure(c, why);
 	}
-	return rt_fail(err, "%s", saved);
+	return rt_err_restore(&kept);
 }
 
 /* The tree barrier (ADR 0067): the window goes to the top hosts, with every
@@ -1859,11 +1861,8 @@ static enum rt_err collect_bye(struct rt_coord *c)
 	/* every agent waits for its BYE's ack, queued now: closing the socket
 	 * must deliver them (they are alive, so this takes a round trip),
 	 * where a failed run's socket drops what it still holds */
-	if (c->agents) {
-		int linger = RT_COORD_SILENCE_MS;
-
-		zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof(linger));
-	}
+	if (c->agents && RT_SOCK_SET_INT(c->sock, "coordinator", ZMQ_LINGER, RT_COORD_SILENCE_MS))
+		return RT_ETRANSPORT;
 	return check_unfinished(c);
 }
 

@@ -15,6 +15,7 @@
 
 #include "ctx.h"
 #include "rt/event.h"
+#include "rt/sock.h"
 #include "rt/wire.h"
 
 #define ARENA_BYTES (8u << 20)
@@ -45,11 +46,11 @@ static enum rt_err daemon_init(struct rt_daemon *d, const struct rt_daemon_opts 
 		if (t->components[id].daemon != o->index)
 			continue;
 		err = rt_ctx_init(&d->ctxs[n], d, id);
-		if (err)
+		if (err) /* those before it are counted: daemon_release frees them */
 			return err;
 		d->by_id[id] = &d->ctxs[n++];
+		d->n_local = n;
 	}
-	d->n_local = n;
 	return RT_EOK;
 }
 
@@ -240,8 +241,10 @@ static void heartbeat(struct rt_daemon *d)
 	progress.now_ps = d->now;
 	sync.body_case = KB__SYNC__BODY_PROGRESS;
 	sync.progress = &progress;
+	/* a beat that cannot be sent is missed like a late one: the watchdog
+	 * reads the CPU clock too, and the next send says what broke */
 	if (rt_wire_encode_sync(&sync, &d->frame) == RT_EOK)
-		zmq_send(d->sock, d->frame.data, d->frame.len, 0);
+		(void)zmq_send(d->sock, d->frame.data, d->frame.len, 0);
 }
 
 static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
@@ -332,11 +335,11 @@ static enum rt_err inject_faults(struct rt_daemon *d, uint64_t window)
 		abort();
 	}
 	if (fault_due(d, "garbage", window)) {
-		zmq_send(d->sock, garbage, sizeof(garbage) - 1, 0);
+		(void)zmq_send(d->sock, garbage, sizeof(garbage) - 1, 0); /* test hook */
 		return RT_EINTERRUPTED;
 	}
 	if (fault_due(d, "truncate", window)) {
-		zmq_send(d->sock, d->frame.data, d->frame.len / 2, 0);
+		(void)zmq_send(d->sock, d->frame.data, d->frame.len / 2, 0); /* test hook */
 		return RT_EINTERRUPTED;
 	}
 	return RT_EOK;
@@ -407,21 +410,21 @@ static void send_error(struct rt_daemon *d, enum rt_err code)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Error error = KB__ERROR__INIT;
-	char line[1200];
+	struct rt_error kept;
 
-	snprintf(line, sizeof(line), "%s", rt_last_error()[0] ? rt_last_error() : rt_err_msg(code));
+	rt_err_keep(&kept, code);
 	error.daemon = d->index;
 	error.component = (char *)d->label;
-	error.message = line;
+	error.message = kept.line;
 	error.usage = code == RT_EUSAGE;
 	sync.body_case = KB__SYNC__BODY_ERROR;
 	sync.error = &error;
 	if (send_frame(d, &sync) == RT_EOK) {
 		zmq_pollitem_t item = { .socket = d->sock, .events = ZMQ_POLLIN };
 
-		zmq_poll(&item, 1, 5000);
+		(void)zmq_poll(&item, 1, 5000); /* SHUTDOWN, or the time to give up */
 	}
-	rt_fail(code, "%s", line);
+	rt_err_restore(&kept);
 }
 
 /* BYE carries every hosted component's end-of-run report: its delivery
@@ -608,24 +611,25 @@ static enum rt_err participate(struct rt_daemon *d)
 
 static enum rt_err open_socket(struct rt_daemon *d, const struct rt_daemon_opts *o)
 {
-	int zero = 0, linger = 5000; /* let BYE reach the coordinator on close */
+	char who[96];
+	struct rt_sock_opts so = { .who = who, .linger_ms = 5000, /* BYE reaches the coordinator */
+				   .rcvtimeo_ms = 1000 };
+	enum rt_err err;
+
+	snprintf(who, sizeof(who), "daemon %s", d->label);
 	d->zctx = o->zmq_ctx;
 	if (!d->zctx) {
 		d->zctx = zmq_ctx_new();
 		d->own_zctx = true;
 	}
 	d->threaded = o->zmq_ctx != NULL;
-	d->sock = d->zctx ? zmq_socket(d->zctx, ZMQ_DEALER) : NULL;
-	if (!d->sock)
-		return rt_fail(RT_ETRANSPORT, "daemon %s: cannot create socket: %s", d->label,
-			       zmq_strerror(errno));
 	d->token = o->token ? o->token : "";
-	if (!d->token[0] || zmq_setsockopt(d->sock, ZMQ_ROUTING_ID, d->token, strlen(d->token)) < 0)
+	if (!d->token[0])
 		return rt_fail(RT_EINVAL, "daemon %s: no valid token from the launcher", d->label);
-	zmq_setsockopt(d->sock, ZMQ_SNDHWM, &zero, sizeof(zero));
-	zmq_setsockopt(d->sock, ZMQ_RCVHWM, &zero, sizeof(zero));
-	zmq_setsockopt(d->sock, ZMQ_LINGER, &linger, sizeof(linger));
-	zmq_setsockopt(d->sock, ZMQ_RCVTIMEO, &(int){ 1000 }, sizeof(int));
+	so.routing_id = d->token;
+	err = rt_sock_open(d->zctx, ZMQ_DEALER, &so, &d->sock);
+	if (err)
+		return err;
 	/* --keys: CURVE client; the keys came in the sealed job memfd */
 	if (o->job->keys.on && o->job->transport != RT_TRANSPORT_INPROC &&
 	    rt_keys_client(&o->job->keys, d->sock))

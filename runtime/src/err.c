@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[RT_ERR_LINE];
 
 static const char *const names[] = {
 #define RT_ERR_NAME(name, msg) "RT_E" #name,
@@ -86,6 +86,25 @@ void rt_print_error(const char *line)
 
 	rt_escape_line(line, shown, sizeof(shown));
 	fprintf(stderr, "kernbench: error: %s\n", shown);
+}
+
+enum rt_err rt_err_keep(struct rt_error *e, enum rt_err code)
+{
+	e->code = code;
+	snprintf(e->line, sizeof(e->line), "%s", last_error[0] ? last_error : rt_err_msg(code));
+	return code;
+}
+
+enum rt_err rt_err_restore(const struct rt_error *e)
+{
+	/* the kept line is escaped already: copy it back as it is */
+	snprintf(last_error, sizeof(last_error), "%s", e->line);
+	return e->code;
+}
+
+int rt_exit_status(enum rt_err code)
+{
+	return code == RT_EOK ? 0 : code == RT_EUSAGE ? 2 : 1;
 }
 
 const char *rt_last_error(void)

@@ -57,7 +57,7 @@ enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name, uint64_t 
 	*out = def;
 	if (!v || rt_parse_u64(v, min, max, out) == RT_PARSE_OK)
 		return RT_EOK;
-	return rt_fail(RT_EINVAL, "--arg %s=%.40s%s: expected a decimal whole number from %llu to %llu",
+	return rt_fail(RT_EUSAGE, "--arg %s=%.40s%s: expected a decimal whole number from %llu to %llu",
 		       name, v, strlen(v) > 40 ? "..." : "", (unsigned long long)min,
 		       (unsigned long long)max);
 }
@@ -71,7 +71,7 @@ enum rt_err rt_transport_parse(const char *s, enum rt_transport *out)
 			*out = (enum rt_transport)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--transport '%s': expected inproc, ipc or tcp", s);
+	return rt_fail(RT_EUSAGE, "--transport '%s': expected inproc, ipc or tcp", s);
 }
 
 enum rt_err rt_progress_parse(const char *s, enum rt_progress *out)
@@ -83,7 +83,7 @@ enum rt_err rt_progress_parse(const char *s, enum rt_progress *out)
 			*out = (enum rt_progress)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--progress '%.40s': expected auto, bar, plain or off", s);
+	return rt_fail(RT_EUSAGE, "--progress '%.40s': expected auto, bar, plain or off", s);
 }
 
 const char *rt_transport_name(enum rt_transport t)
@@ -106,24 +106,62 @@ struct job_frame {
 
 #define JOB_MAGIC 0x6b626a6f62763031ULL /* "kbjobv01" */
 
-enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo, int *fd_out)
+/* The job as `role` may see it (rt/job.h): never the server secret. */
+static void job_for(const struct rt_job *job, enum rt_job_role role, struct rt_job *out)
+{
+	*out = *job;
+	rt_keys_client_side(&job->keys, &out->keys);
+	if (role == RT_JOB_FOR_DAEMON)
+		return;
+	explicit_bzero(&out->keys, sizeof(out->keys));
+	for (size_t i = 0; i < sizeof(out->hbm_fds) / sizeof(out->hbm_fds[0]); i++)
+		out->hbm_fds[i] = -1;
+	for (size_t i = 0; i < sizeof(out->tcm_fds) / sizeof(out->tcm_fds[0]); i++)
+		out->tcm_fds[i] = -1;
+}
+
+static enum rt_err write_job(int fd, const struct rt_job *job, const struct rt_topology *topo)
 {
 	struct job_frame fr = { JOB_MAGIC, sizeof(*job), rt_hash(RT_HASH_INIT, job, sizeof(*job)) };
-	int fd = memfd_create("kb-job", MFD_ALLOW_SEALING);
 
-	if (fd < 0)
-		return rt_fail(RT_EIO, "cannot create the job file for the daemons: %s",
-			       strerror(errno));
 	if (write(fd, &fr, sizeof(fr)) != (ssize_t)sizeof(fr) ||
 	    write(fd, job, sizeof(*job)) != (ssize_t)sizeof(*job) ||
 	    (topo && rt_topology_write(topo, fd)) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL)) {
-		close(fd);
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
 		return rt_fail(RT_EIO, "cannot write the job file for the daemons: %s",
 			       strerror(errno));
+	return RT_EOK;
+}
+
+enum rt_err rt_job_share(const struct rt_job *job, enum rt_job_role role,
+			 const struct rt_topology *topo, int *fd_out)
+{
+	struct rt_job *seen = malloc(sizeof(*seen)); /* large: not on the stack */
+	int fd = seen ? memfd_create("kb-job", MFD_ALLOW_SEALING) : -1;
+	enum rt_err err;
+
+	if (!seen)
+		return rt_fail(RT_ENOMEM, "cannot allocate the job file for the daemons");
+	if (fd < 0) {
+		free(seen);
+		return rt_fail(RT_EIO, "cannot create the job file for the daemons: %s",
+			       strerror(errno));
+	}
+	job_for(job, role, seen);
+	err = write_job(fd, seen, topo);
+	explicit_bzero(&seen->keys, sizeof(seen->keys));
+	free(seen);
+	if (err) {
+		close(fd);
+		return err;
 	}
 	*fd_out = fd;
 	return RT_EOK;
+}
+
+void rt_job_forget_secret(struct rt_job *job)
+{
+	explicit_bzero(job->keys.server_secret, sizeof(job->keys.server_secret));
 }
 
 /* Whether `len` bytes at `p` hold a NUL. */

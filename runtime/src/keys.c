@@ -255,14 +255,14 @@ static void zap_answer(struct rt_zap *z)
 	if (n == 7 && zmq_msg_size(&part[5]) == 5 && !memcmp(zmq_msg_data(&part[5]), "CURVE", 5) &&
 	    zmq_msg_size(&part[6]) == 32)
 		ok = z->admit(z->arg, zmq_msg_data(&part[6]), user);
-	if (n >= 2) {
-		zmq_send(z->rep, "1.0", 3, ZMQ_SNDMORE);
-		zmq_send(z->rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? "200" : "400", 3, ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? "OK" : "key not admitted", ok ? 2 : 16, ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? user : "", ok ? strlen(user) : 0, ZMQ_SNDMORE);
-		zmq_send(z->rep, "", 0, 0);
-	}
+	/* a reply cut short leaves the handshake unanswered: the peer is not
+	 * admitted, the safe way to fail */
+	if (n >= 2 && zmq_send(z->rep, "1.0", 3, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, ok ? "200" : "400", 3, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, ok ? "OK" : "key not admitted", ok ? 2 : 16, ZMQ_SNDMORE) >= 0 &&
+	    zmq_send(z->rep, ok ? user : "", ok ? strlen(user) : 0, ZMQ_SNDMORE) >= 0)
+		(void)zmq_send(z->rep, "", 0, 0);
 	for (int i = 0; i < n; i++)
 		zmq_msg_close(&part[i]);
 }

@@ -13,6 +13,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/grow.h"
 
 void rt_topology_init(struct rt_topology *t)
 {
@@ -70,15 +71,8 @@ enum rt_err rt_topology_link(struct rt_topology *t, uint32_t src, uint32_t dst,
 	if (latency_ps == 0)
 		return rt_fail(RT_ECONFIG, "link %s -> %s has zero latency (model at least one cycle)",
 			       t->components[src].name, t->components[dst].name);
-	if (t->n_links == t->cap_links) {
-		size_t cap = t->cap_links ? t->cap_links * 2 : 64;
-		struct rt_link *grown = realloc(t->links, cap * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "cannot grow the topology to %zu links", cap);
-		t->links = grown;
-		t->cap_links = cap;
-	}
+	if (!RT_GROW(t->links, t->cap_links, t->n_links, 64))
+		return rt_fail(RT_ENOMEM, "cannot grow the topology to %zu links", t->n_links + 1);
 	t->links[t->n_links] = (struct rt_link){ src, dst, latency_ps, t->n_links };
 	t->n_links++;
 	free(t->link_start); /* a new link invalidates the index */
@@ -283,7 +277,7 @@ enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out)
 			*out = (enum rt_colocate)i;
 			return RT_EOK;
 		}
-	return rt_fail(RT_EINVAL, "--colocate '%s': expected none, pe, rank, host or all", s);
+	return rt_fail(RT_EUSAGE, "--colocate '%s': expected none, pe, rank, host or all", s);
 }
 
 const char *rt_colocate_name(enum rt_colocate c)

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	err = kb_program_load_text("fuzz", text, size, out, sizeof(out));
-	if (err != RT_EOK && err != RT_EINVAL)
+	if (err != RT_EOK && err != RT_EUSAGE)
 		abort();
 	if (err == RT_EOK) {
 		if (tl_program_parse(out, &p) != RT_EOK)

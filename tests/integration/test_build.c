@@ -45,6 +45,23 @@ Test(release_build, ignores_the_fault_hook, .timeout = 60)
 	cr_expect_neq(r.status, 0, "kernbench-test ignored KB_FAULT");
 }
 
+/* nor the allocation-failure and fault-point hooks (rt/faults.h) */
+Test(release_build, ignores_allocation_faults_and_fault_points, .timeout = 60)
+{
+	char dir[256];
+	struct kb_result r;
+
+	kb_tmpdir(dir, sizeof(dir), "release-alloc");
+	setenv("KB_FAULT_ALLOC", "1", 1);
+	run_release(&r, dir, "traffic");
+	unsetenv("KB_FAULT_ALLOC");
+	cr_expect_eq(r.status, 0, "release binary obeyed KB_FAULT_ALLOC: %s", r.err);
+	setenv("KB_FAULT", "einval@merge", 1);
+	run_release(&r, dir, "traffic");
+	unsetenv("KB_FAULT");
+	cr_expect_eq(r.status, 0, "release binary obeyed KB_FAULT=einval@merge: %s", r.err);
+}
+
 Test(release_build, has_no_test_kernels, .timeout = 60)
 {
 	char dir[256];

@@ -47,7 +47,7 @@ static int share(const struct rt_topology *t)
 	cr_assert_not_null(job);
 	strcpy(job->workload, "test");
 	rt_config_defaults(&job->config); /* adopting checks the job (rt_job_check) */
-	cr_assert_eq(rt_job_share(job, t, &fd), RT_EOK, "%s", rt_last_error());
+	cr_assert_eq(rt_job_share(job, RT_JOB_FOR_DAEMON, t, &fd), RT_EOK, "%s", rt_last_error());
 	free(job);
 	return fd;
 }

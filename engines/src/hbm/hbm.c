@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rt/grow.h"
 #include "rt/pe.h"
 
 /* token = DMA component << 41 | channel << 40 | per-channel transfer id */
@@ -259,15 +260,8 @@ static enum rt_err remember(struct hbm *h, const struct eng_hbm_access *a,
 	if (!st)
 		return rt_fail(RT_EPROTOCOL, "HbmRequest for stream %u of %u", a->stream,
 			       h->n_streams);
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 8;
-		struct inflight *q = realloc(st->q, cap * sizeof(*q));
-
-		if (!q)
-			return rt_fail(RT_ENOMEM, "rank memory: out of memory");
-		st->q = q;
-		st->cap = cap;
-	}
+	if (!RT_GROW(st->q, st->cap, st->n, 8))
+		return rt_fail(RT_ENOMEM, "rank memory: out of memory");
 	x = &st->q[st->n++];
 	x->token = a->token;
 	x->arrive_ps = a->issue_ps;

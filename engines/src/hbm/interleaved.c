@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "rt/grow.h"
+
 /* A transfer whose end is known, waiting to be retired. */
 struct pending {
 	uint64_t token;
@@ -95,15 +97,8 @@ static enum rt_err ilv_submit(void *state, uint64_t now_ps, const struct eng_hbm
 		if (st->free_ps[c] > end)
 			end = st->free_ps[c];
 	}
-	if (st->n_pend == st->cap_pend) {
-		size_t cap = st->cap_pend ? 2 * st->cap_pend : 16;
-		struct pending *p = realloc(st->pend, cap * sizeof(*p));
-
-		if (!p)
-			return rt_fail(RT_ENOMEM, "hbm model 'interleaved': out of memory");
-		st->pend = p;
-		st->cap_pend = cap;
-	}
+	if (!RT_GROW(st->pend, st->cap_pend, st->n_pend, 16))
+		return rt_fail(RT_ENOMEM, "hbm model 'interleaved': out of memory");
 	st->pend[st->n_pend++] = (struct pending){ a->token, end, st->seq++ };
 	return RT_EOK;
 }

@@ -72,7 +72,7 @@ enum rt_parse { RT_PARSE_OK, RT_PARSE_NOT_A_NUMBER, RT_PARSE_OUT_OF_RANGE };
 enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max,
 			   uint64_t *out);
 
-/* Workload argument lookup: `def` when absent; RT_EINVAL with one line
+/* Workload argument lookup: `def` when absent; RT_EUSAGE with one line
  * naming the argument and [min, max] if it is not a number in range. */
 enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
 			   uint64_t def, uint64_t min, uint64_t max,
@@ -81,11 +81,21 @@ enum rt_err rt_job_arg_u64(const struct rt_job *job, const char *name,
 const char *rt_job_arg_str(const struct rt_job *job, const char *name,
 			   const char *def);
 
-/* Launcher: writes `job`, and the placed topology `topo` if not NULL
- * (rt_topology_write), into a sealed memory file (close-on-exec off, so
- * spawned daemons inherit it); *fd_out is its descriptor. */
-enum rt_err rt_job_share(const struct rt_job *job, const struct rt_topology *topo,
-			 int *fd_out);
+/* Who a shared job is for, and so what it carries (ADR 0070): a daemon
+ * gets the CURVE client keys and this host's memory descriptors; an agent
+ * (the Assign of a run across hosts) no keys (it has its own client keys)
+ * and no descriptor (they mean nothing on another host). Neither ever
+ * gets the server secret: it is the coordinator's alone. */
+enum rt_job_role { RT_JOB_FOR_DAEMON, RT_JOB_FOR_AGENT };
+/* Launcher: writes `job` as `role` sees it, and the placed topology `topo`
+ * if not NULL (rt_topology_write), into a sealed memory file
+ * (close-on-exec off, so spawned daemons inherit it); *fd_out is its
+ * descriptor. */
+enum rt_err rt_job_share(const struct rt_job *job, enum rt_job_role role,
+			 const struct rt_topology *topo, int *fd_out);
+/* The coordinator is set up (its socket holds the key): forget the
+ * server secret (explicit_bzero). */
+void rt_job_forget_secret(struct rt_job *job);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
  * RT_EDECODE if it is not one (wrong size, magic or checksum) or fails
  * rt_job_check. */
@@ -101,7 +111,7 @@ enum rt_err rt_job_topology(int fd, struct rt_topology *topo);
 #define RT_JOB_FD_ENV "KB_JOB_FD"
 
 enum rt_err rt_transport_parse(const char *s, enum rt_transport *out);
-/* Parses "auto|bar|plain|off" (RT_EINVAL naming --progress otherwise). */
+/* Parses "auto|bar|plain|off" (RT_EUSAGE naming --progress otherwise). */
 enum rt_err rt_progress_parse(const char *s, enum rt_progress *out);
 const char *rt_transport_name(enum rt_transport t);
 const char *rt_colocate_name(enum rt_colocate c);

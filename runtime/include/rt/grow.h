@@ -1,0 +1,18 @@
+/* grow.h — the one growable array: room for one more element, the
+ * capacity doubling from a first size, overflow checked. */
+#ifndef RT_GROW_H
+#define RT_GROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Room for element `n` (0-based) of `size` bytes in the array *items_ptr
+ * points to (a T **), whose capacity is *cap: grown to max(first, 2 *cap)
+ * when n == *cap. False, with the array and *cap unchanged, when memory
+ * runs out (the caller says what it was growing). */
+bool rt_grow(void *items_ptr, size_t *cap, size_t n, size_t size, size_t first);
+
+/* rt_grow for `items` (a T *) and its size_t capacity `cap`. */
+#define RT_GROW(items, cap, n, first) rt_grow(&(items), &(cap), (n), sizeof(*(items)), (first))
+
+#endif
