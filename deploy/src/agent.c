@@ -1012,7 +1012,10 @@ static enum rt_err ship_dir(struct agent *a, const char *sub)
 
 /* This host's output folder and all in it, by the launcher's rules
  * (tidy.h: never through a link, only what is ours). */
-static void remove_staging(struct agent *a)
+/* The staging folder removed; `forget` once this host's daemons are gone
+ * (before, a failed host removes it early and again after them: an engine
+ * that stopped it may SIGKILL it a second later, mpirun does). */
+static void remove_staging(struct agent *a, bool forget)
 {
 	int tmp;
 
@@ -1023,6 +1026,8 @@ static void remove_staging(struct agent *a)
 		kb_remove_owned(tmp, a->staging + strlen("/tmp/"), true);
 		close(tmp);
 	}
+	if (!forget)
+		return;
 	a->staging[0] = '\0';
 	kb_guard_staging(NULL);
 }
@@ -1280,7 +1285,7 @@ static void abandon_host(struct agent *a, enum rt_err err)
 {
 	report_error(a, err);
 	kb_kill_strays();
-	remove_staging(a);
+	remove_staging(a, true);
 	fflush(NULL);
 	_exit(1);
 }
@@ -1492,11 +1497,13 @@ int kb_agent_main(int argc, char **argv)
 	if (!err)
 		err = participate(&a);
 	if (err)
+		remove_staging(&a, false);
+	if (err)
 		report_error(&a, err);
 	stop_keeper(&a);
 	pthread_mutex_unlock(&a.sock_lock);
 	kb_local_close(&a.local, err != RT_EOK);
-	remove_staging(&a);
+	remove_staging(&a, true);
 	close_socket(&a);
 	kb_mesh_close(&a.mesh);
 	free(a.sent_to);

@@ -221,7 +221,10 @@ static enum rt_err make_endpoint(struct launch *l)
 	}
 }
 
-static void remove_endpoint(struct launch *l)
+/* The ipc folder and its socket file, removed; `forget` once the socket
+ * is closed (before, a failed run removes them early and again at the end:
+ * a connected socket outlives its path). */
+static void remove_endpoint(struct launch *l, bool forget)
 {
 	char path[128];
 
@@ -230,7 +233,8 @@ static void remove_endpoint(struct launch *l)
 	snprintf(path, sizeof(path), "%s/coord", l->ipc_dir);
 	unlink(path);
 	rmdir(l->ipc_dir);
-	l->ipc_dir[0] = '\0';
+	if (forget)
+		l->ipc_dir[0] = '\0';
 }
 
 /* ---------------------------------------------------------------- spawning */
@@ -769,6 +773,8 @@ static void teardown(struct launch *l, bool failed)
 	/* what the run left for others outside its folders goes first: after
 	 * a failure an engine may SIGKILL this process a second later */
 	kb_guard_files_now();
+	if (failed)
+		remove_endpoint(l, false);
 	if (l->keys_published)
 		kb_hostkeys_withdraw(l->hosts->coordinator);
 	l->keys_published = false;
@@ -789,7 +795,7 @@ static void teardown(struct launch *l, bool failed)
 	/* a hung daemon thread still holds a socket; the process exit frees it */
 	if (l->zctx && threads_done)
 		zmq_ctx_term(l->zctx);
-	remove_endpoint(l);
+	remove_endpoint(l, true);
 	close_memory(l->job);
 	if (l->sigfd >= 0)
 		close(l->sigfd);

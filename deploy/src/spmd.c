@@ -505,7 +505,7 @@ static int run_coordinator(const struct kb_spmd *s, const struct kb_spmd_opts *o
 	if (err) {
 		withdraw(&f);
 		rt_print_error(rt_last_error());
-		return err == RT_ECONFIG ? 2 : 1;
+		return rt_exit_status(err);
 	}
 	/* the coordinator asks this agent to end with the run (SIGTERM),
 	 * never kills it outright: it removes its own folders */
@@ -543,7 +543,7 @@ static int run_agent(const struct kb_spmd *s, const struct kb_spmd_opts *o,
 		err = await_file(f.keys, wait_s, "keys");
 	if (err) {
 		rt_print_error(rt_last_error());
-		return err == RT_ECONFIG ? 2 : 1;
+		return rt_exit_status(err);
 	}
 	return kb_agent_main(f.keys[0] ? 9 : 7, argv);
 }
