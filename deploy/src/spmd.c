@@ -222,7 +222,7 @@ static enum rt_err planned_addr(const struct kb_spmd *s, const struct kb_spmd_op
 	else if (s->launch_addr[0])
 		snprintf(ip, sizeof(ip), "%s", s->launch_addr);
 	else if (!rendezvous || !first_address(ip, sizeof(ip)))
-		return rt_fail(RT_ECONFIG, "run: the %u processes %s started span several nodes and "
+		return rt_fail(RT_EUSAGE, "run: the %u processes %s started span several nodes and "
 			       "it names no address for process 0: give --coordinator "
 			       "tcp://ADDRESS:PORT (an address of process 0's node) or --rendezvous "
 			       "DIR (a folder every node shares)", s->size, s->engine);
@@ -243,7 +243,7 @@ static enum rt_err listen_addr(const struct kb_spmd *s, const struct kb_spmd_opt
 	if (err)
 		return err;
 	if (!split_addr(addr, &ip, &port))
-		return rt_fail(RT_ECONFIG, "run: coordinator %s: expected tcp://IPV4:PORT", addr);
+		return rt_fail(RT_EUSAGE, "run: coordinator %s: expected tcp://IPV4:PORT", addr);
 	e = try_bind(ip, &port);
 	if (e == EADDRINUSE && o->rendezvous && !o->coordinator) {
 		port = 0;
@@ -372,7 +372,7 @@ static enum rt_err keys_path(const struct kb_spmd *s, const struct kb_spmd_opts 
 		return RT_EOK;
 	}
 	if (!s->one_node)
-		return rt_fail(RT_ECONFIG, "run: the %u processes %s started span several nodes: give "
+		return rt_fail(RT_EUSAGE, "run: the %u processes %s started span several nodes: give "
 			       "every one --keys FILE (`kernbench keygen`, the same path on every "
 			       "node) or --rendezvous DIR (a shared folder: process 0 leaves its keys "
 			       "there)", s->size, s->engine);
