@@ -172,3 +172,8 @@ enum rt_err kb_models_preflight(const struct rt_config *cfg)
 		return err;
 	return load_in_child(cfg, what);
 }
+
+void kb_models_describe(const struct rt_config *cfg, const char *prefix, struct rt_buf *b)
+{
+	eng_plugins_describe(cfg, prefix, b);
+}

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "rt/buf.h"
 #include "rt/err.h"
 #include "rt/job.h"
 #include "rt/topology.h"
@@ -54,6 +55,9 @@ enum rt_err kb_program_load_text(const char *name, const char *text, size_t len,
  * engines will load it (preflight.c). RT_EUSAGE with the one line for a
  * refusal; RT_EPEER when the plug-in crashes, exits or hangs loading. */
 enum rt_err kb_models_preflight(const struct rt_config *cfg);
+/* `kernbench config`: the parameters each engine plug-in of `cfg`
+ * declares, as lines starting with `prefix` (eng_plugins_describe). */
+void kb_models_describe(const struct rt_config *cfg, const char *prefix, struct rt_buf *b);
 
 /* The synthetic message fixture. */
 enum rt_err kb_traffic_build(const struct rt_job *job, struct rt_topology *topo);

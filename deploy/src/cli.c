@@ -821,6 +821,9 @@ int kb_cli_config(int argc, char **argv)
 				      : rt_config_emit(&cfg, cli.format ? RT_CONFIG_JSON : RT_CONFIG_YAML,
 						       &b);
 	}
+	/* a plug-in's declared parameters, as comments the YAML loads back with */
+	if (!err && cli.format == 0)
+		kb_models_describe(&cfg, "# ", &b);
 	if (!err)
 		fputs(b.data ? b.data : "", stdout);
 	rt_buf_release(&b);

@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,17 +41,9 @@ static const struct kb_opt *find_opt(const struct kb_command *cmd, const char *n
 		return NULL;
 	}
 	{
-		const char *near = NULL;
-		size_t best = 3;
+		const char *near = rt_nearest_name(given, cmd->opts, cmd->n_opts, sizeof(*cmd->opts),
+						   offsetof(struct kb_opt, name));
 
-		for (unsigned i = 0; i < cmd->n_opts; i++) {
-			size_t d = rt_edit_distance(given, cmd->opts[i].name);
-
-			if (d < best) {
-				best = d;
-				near = cmd->opts[i].name;
-			}
-		}
 		rt_fail(RT_EINVAL, "%s: unknown option '--%s'%s%s%s (see `kernbench %s --help`)",
 			cmd->name, given, near ? " (did you mean '--" : "", near ? near : "",
 			near ? "'?)" : "", cmd->name);

@@ -54,6 +54,7 @@
 #include "rt/isa.h"
 #include "rt/wire.h"
 #include "kb_engine_plugin.h"
+#include "rt/buf.h"
 
 /* ---------------------------------------------------------------- memory */
 
@@ -214,6 +215,27 @@ struct eng_model {
 	const struct kb_engine_plugin *pub; /* public-ABI plug-in or NULL */
 	void *pub_state;                    /* what its create returned */
 };
+
+/* ABI 4 plug-ins (kb_engine_plugin.h): the `n_given` pairs of <class>.params
+ * checked against `p`'s declarations (a known name, with a did-you-mean;
+ * its type and range; given once) and completed with the defaults: *out
+ * gets every declared parameter in declaration order (at most `cap`), its
+ * value normalised into `store`. RT_EUSAGE with one line naming the
+ * parameter and the plug-in; RT_ECONFIG if the declarations themselves are
+ * wrong (a bad name, range or default). */
+#define ENG_PARAM_VALUE_MAX 64
+enum rt_err eng_plugin_params_bind(enum eng_class cls, const char *path,
+				   const struct kb_engine_plugin *p,
+				   const struct kb_plugin_param *given, size_t n_given,
+				   struct kb_plugin_param *out, size_t cap, size_t *n_out,
+				   char (*store)[ENG_PARAM_VALUE_MAX]);
+/* One line per declared parameter, each starting with `prefix`:
+ * "name  type, unit, min..max, default D: description". */
+void eng_plugin_params_describe(const struct kb_engine_plugin *p, const char *prefix,
+				struct rt_buf *b);
+/* For every engine whose model is a public plug-in: what it declares
+ * (eng_plugin_params_describe), each line starting with `prefix`. */
+void eng_plugins_describe(const struct rt_config *cfg, const char *prefix, struct rt_buf *b);
 
 /* True when a model name is a path to a plug-in (has a '/' or ends in
  * ".so"), not a built-in's name: the engines and the rank memory agree. */

@@ -19,8 +19,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
-#define KB_ENGINE_PLUGIN_ABI 3u /* 3: queued, lead_cycles, stationary_held; 2 still loads */
+#define KB_ENGINE_PLUGIN_ABI 4u /* 4: declared parameters; 3: queued, lead_cycles,
+				  * stationary_held; 3 and 2 still load */
 #define KB_ENGINE_PLUGIN_SYMBOL "kb_engine_plugin"
 
 enum kb_engine_class { KB_ENGINE_DMA = 0, KB_ENGINE_GEMM = 1, KB_ENGINE_MATH = 2 };
@@ -30,6 +32,65 @@ struct kb_plugin_param {
 	const char *name;
 	const char *value;
 };
+
+/* ABI 4: a parameter the plug-in declares. kernbench checks every given
+ * value against its declaration before any daemon starts (a known name,
+ * with a did-you-mean; the type; the range), fills in the default, lists
+ * it under `kernbench config`, and hands create() every declared
+ * parameter, in declaration order, with its value normalised (an INT in
+ * plain decimal); the texts live until create() returns: keep what you need. A plug-in that declares none (n_params 0) gets the
+ * given pairs unchecked, as under ABI 3. */
+enum kb_param_type {
+	KB_PARAM_INT = 0,  /* unsigned decimal integer, min..max */
+	KB_PARAM_REAL = 1, /* finite decimal number, min..max */
+	KB_PARAM_TEXT = 2, /* any text without ',' */
+};
+
+struct kb_param_decl {
+	const char *name;          /* letters, digits, '_' */
+	enum kb_param_type type;
+	const char *unit;          /* "cycles", "bytes", "" for none */
+	double min, max;           /* INT and REAL: the inclusive range */
+	const char *default_value; /* as text; NULL: the parameter is required */
+	const char *description;   /* one line, for `kernbench config` */
+};
+
+/* The value of declared parameter `name` in what create() received
+ * (ABI 4: kernbench checked it against its declaration), or NULL. */
+static inline const char *kb_param_text(const struct kb_plugin_param *params, size_t n,
+					const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *a = params[i].name, *b = name;
+
+		while (*a && *a == *b)
+			a++, b++;
+		if (*a == *b)
+			return params[i].value;
+	}
+	return NULL;
+}
+
+/* A declared KB_PARAM_INT's value (0 if absent). */
+static inline uint64_t kb_param_int(const struct kb_plugin_param *params, size_t n,
+				    const char *name)
+{
+	const char *t = kb_param_text(params, n, name);
+	uint64_t v = 0;
+
+	while (t && *t >= '0' && *t <= '9')
+		v = v * 10 + (uint64_t)(*t++ - '0');
+	return v;
+}
+
+/* A declared KB_PARAM_REAL's value (0 if absent). */
+static inline double kb_param_real(const struct kb_plugin_param *params, size_t n,
+				   const char *name)
+{
+	const char *t = kb_param_text(params, n, name);
+
+	return t ? strtod(t, NULL) : 0.0;
+}
 
 /* What a model may know about a stage (see docs/stages.md). */
 struct kb_stage_info {
@@ -60,6 +121,9 @@ struct kb_engine_plugin {
 	int (*latency)(const void *state, const struct kb_stage_info *stage, uint64_t *cycles,
 		       char *err, size_t err_cap);
 	void (*destroy)(void *state);     /* may be NULL */
+	/* ABI 4: the parameters it takes (read only when abi >= 4) */
+	const struct kb_param_decl *params;
+	size_t n_params;
 };
 
 #endif

@@ -1,7 +1,8 @@
 /* gemm_cycles.c — example PE_GEMM timing plug-in written against the public
  * kb_engine_plugin.h alone: every GEMM stage takes `cycles` cycles (its own
  * parameter, default 1000, 1 to 1e9), whatever its shape. The data effect
- * stays the built-in model's.
+ * stays the built-in model's. It declares its parameter (ABI 4), so
+ * kernbench checks it and `kernbench config` lists it.
  *
  *   kernbench run gemm --set gemm.model=BUILD/plugins/gemm_cycles.so \
  *       --set gemm.params=cycles=900
@@ -16,24 +17,14 @@ struct gemm_cycles {
 	uint64_t cycles;
 };
 
-static int parse_cycles(const char *text, uint64_t *out)
-{
-	uint64_t v = 0;
+/* Declared, so kernbench checks `cycles` (name, integer, range) before any
+ * daemon starts and fills in the default: create() only reads it. */
+static const struct kb_param_decl params[] = {
+	{ .name = "cycles", .type = KB_PARAM_INT, .unit = "cycles", .min = 1, .max = 1e9,
+	  .default_value = "1000", .description = "cycles every GEMM stage occupies the engine" },
+};
 
-	if (!*text)
-		return -1;
-	for (const char *p = text; *p; p++) {
-		if (*p < '0' || *p > '9' || v > 100000000u)
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (v < 1 || v > 1000000000u)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int create(const struct kb_plugin_param *params, size_t n, void **state, char *err,
+static int create(const struct kb_plugin_param *given, size_t n, void **state, char *err,
 		  size_t cap)
 {
 	struct gemm_cycles *g = malloc(sizeof(*g));
@@ -42,20 +33,7 @@ static int create(const struct kb_plugin_param *params, size_t n, void **state, 
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	g->cycles = 1000;
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(params[i].name, "cycles")) {
-			snprintf(err, cap, "unknown parameter '%s' (accepted: cycles)", params[i].name);
-			free(g);
-			return -1;
-		}
-		if (parse_cycles(params[i].value, &g->cycles)) {
-			snprintf(err, cap, "cycles='%s': expected a decimal integer from 1 to 1000000000",
-				 params[i].value);
-			free(g);
-			return -1;
-		}
-	}
+	g->cycles = kb_param_int(given, n, "cycles");
 	*state = g;
 	return 0;
 }
@@ -82,4 +60,6 @@ const struct kb_engine_plugin kb_engine_plugin = {
 	.create = create,
 	.latency = latency,
 	.destroy = destroy,
+	.params = params,
+	.n_params = sizeof(params) / sizeof(params[0]),
 };

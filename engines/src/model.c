@@ -102,10 +102,11 @@ static const struct eng_model_ops *default_builtin(enum eng_class cls)
 static enum rt_err pub_validate(enum eng_class cls, const char *path,
 				const struct kb_engine_plugin *p)
 {
-	/* ABI 2 plug-ins read a prefix of today's kb_stage_info: still fine */
-	if (p->abi != KB_ENGINE_PLUGIN_ABI && p->abi != 2)
+	/* ABI 2 plug-ins read a prefix of today's kb_stage_info, ABI 3 ones
+	 * declare no parameters: both still fine */
+	if (p->abi < 2 || p->abi > KB_ENGINE_PLUGIN_ABI)
 		return rt_fail(RT_ECONFIG,
-			       "%s model plug-in %s: plug-in ABI %u, this kernbench expects %u or 2 (rebuild it against this kernbench's kb_engine_plugin.h)",
+			       "%s model plug-in %s: plug-in ABI %u, this kernbench expects 2 to %u (rebuild it against this kernbench's kb_engine_plugin.h)",
 			       eng_class_name(cls), path, p->abi, KB_ENGINE_PLUGIN_ABI);
 	if ((int)p->engine != (int)cls)
 		return rt_fail(RT_ECONFIG, "%s model plug-in %s models a %s engine, not %s",
@@ -197,14 +198,19 @@ static enum rt_err pub_create(struct eng_model *m, enum eng_class cls, const cha
 			      const struct rt_config *cfg)
 {
 	const struct kb_engine_plugin *p = dlsym(m->dl, KB_ENGINE_PLUGIN_SYMBOL);
-	struct kb_plugin_param params[32];
+	struct kb_plugin_param given[32], params[32];
 	char text[RT_MODEL_NAME_MAX], why[256] = "";
+	char store[32][ENG_PARAM_VALUE_MAX]; /* lives through create() only */
 	size_t n;
 	enum rt_err err = pub_validate(cls, path, p);
 
 	snprintf(text, sizeof(text), "%s", params_of(cfg, cls));
 	if (!err)
-		err = split_params(cls, text, params, 32, &n);
+		err = split_params(cls, text, given, 32, &n);
+	if (!err && p->abi >= 4 && p->n_params)
+		err = eng_plugin_params_bind(cls, path, p, given, n, params, 32, &n, store);
+	else if (!err)
+		memcpy(params, given, n * sizeof(*given));
 	if (err)
 		return err;
 	if (!p->create && n)
@@ -269,6 +275,35 @@ enum rt_err eng_plugins_check(const struct rt_config *cfg)
 	if (!err && eng_is_plugin_path(cfg->hbm_model))
 		err = eng_hbm_plugin_check(cfg->hbm_model);
 	return err;
+}
+
+void eng_plugins_describe(const struct rt_config *cfg, const char *prefix, struct rt_buf *b)
+{
+	static const enum eng_class classes[] = { ENG_DMA, ENG_GEMM, ENG_MATH };
+	const char *names[] = { cfg->dma_model, cfg->gemm_model, cfg->math_model };
+
+	for (size_t i = 0; i < 3; i++) {
+		void *h = eng_is_plugin_path(names[i]) ? dlopen(names[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+		const struct kb_engine_plugin *p = h ? dlsym(h, KB_ENGINE_PLUGIN_SYMBOL) : NULL;
+
+		if (eng_is_plugin_path(names[i]) && !p)
+			rt_buf_printf(b, "%s%s.model plug-in %s: cannot be loaded here (%s)\n", prefix,
+				      eng_class_name(classes[i]), names[i],
+				      h ? "no " KB_ENGINE_PLUGIN_SYMBOL " symbol: the internal ABI"
+					: dlerror());
+		else if (p && p->abi >= 4 && p->n_params) {
+			rt_buf_printf(b, "%s%s.model plug-in %s takes (%s.params):\n", prefix,
+				      eng_class_name(classes[i]), names[i], eng_class_name(classes[i]));
+			eng_plugin_params_describe(p, prefix, b);
+		} else if (p) {
+			rt_buf_printf(b, "%s%s.model plug-in %s declares no parameters (ABI %u): "
+				      "it checks %s.params itself\n", prefix,
+				      eng_class_name(classes[i]), names[i], p->abi,
+				      eng_class_name(classes[i]));
+		}
+		if (h)
+			dlclose(h);
+	}
 }
 
 void eng_model_release(struct eng_model *m)

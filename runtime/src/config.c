@@ -303,6 +303,26 @@ size_t rt_config_field_index(const char *key)
 	return f ? (size_t)(f - rt_config_fields) : SIZE_MAX;
 }
 
+const char *rt_nearest_name(const char *given, const void *items, size_t n, size_t stride,
+			    size_t name_at)
+{
+	const char *best = NULL;
+	size_t best_d = 3;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name;
+		size_t d;
+
+		memcpy(&name, (const char *)items + i * stride + name_at, sizeof(name));
+		d = name ? rt_edit_distance(given, name) : SIZE_MAX;
+		if (d < best_d) {
+			best_d = d;
+			best = name;
+		}
+	}
+	return best;
+}
+
 size_t rt_edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b), row[64], prev, tmp;

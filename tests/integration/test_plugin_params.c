@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -95,4 +96,43 @@ Test(plugin_params, plugin_refuses_bad_yaml_values_in_one_line, .timeout = 60)
 	cr_expect_eq(r.status, 2);
 	cr_expect(strstr(r.err, "key 'gemm.params' (line 4)") && kb_count_lines(r.err) == 1, "%s",
 		  r.err);
+}
+
+/* gemm_cycles declares its parameter (ABI 4): kernbench checks it with a
+ * did-you-mean before any daemon starts, and `kernbench config` lists it
+ * as comments its YAML loads back with. */
+Test(plugin_params, declared_parameters_are_checked_and_listed, .timeout = 60)
+{
+	char dir[256], out[400], model[400], yaml[500], cmd[2000];
+	struct kb_result r;
+	char *text;
+
+	cr_assert(getenv("KB_PLUGINS"), "KB_PLUGINS unset: run through `make integration`");
+	kb_tmpdir(dir, sizeof(dir), "plugin-params-declared");
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(model, sizeof(model), "gemm.model=%s/gemm_cycles.so", getenv("KB_PLUGINS"));
+	kb_run(&r, "run", "gemm", "--quiet", "--out", out, "--set", model, "--set",
+	       "gemm.params=cycels=900", NULL);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "unknown parameter 'cycels'") &&
+			  strstr(r.err, "did you mean 'cycles'? it takes: cycles") &&
+			  kb_count_lines(r.err) == 1,
+		  "%s", r.err);
+	cr_expect_neq(access(out, F_OK), 0, "a refused run made its output folder");
+	kb_run(&r, "run", "gemm", "--quiet", "--out", out, "--set", model, "--set",
+	       "gemm.params=cycles=9e2", NULL);
+	cr_expect_eq(r.status, 2);
+	cr_expect(strstr(r.err, "expected a decimal integer from 1 to 1000000000 (cycles)"), "%s",
+		  r.err);
+	/* the listing is at the end of a long text: written to a file whole */
+	snprintf(yaml, sizeof(yaml), "%s/c.yaml", dir);
+	snprintf(cmd, sizeof(cmd), "'%s' config --set '%s' > '%s'", kb_bin(), model, yaml);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	text = kb_slurp(yaml, NULL);
+	cr_assert_not_null(text);
+	cr_expect(strstr(text, "\n# cycles  int, cycles, 1..1000000000, default 1000: "), "%s",
+		  text);
+	free(text);
+	kb_run(&r, "config", "--config", yaml, NULL);
+	cr_expect_eq(r.status, 0, "the listed YAML does not load back: %s", r.err);
 }

@@ -204,6 +204,11 @@ void rt_config_preset_list(char *out, size_t cap);
 /* Levenshtein distance of two short strings (63 bytes or more: SIZE_MAX),
  * for "did you mean" hints. */
 size_t rt_edit_distance(const char *a, const char *b);
+/* Of `n` items of `stride` bytes, each with a `const char *` name `name_at`
+ * bytes in, the name within two edits of `given` (the closest, the first
+ * of equals), or NULL: what a "did you mean" names. */
+const char *rt_nearest_name(const char *given, const void *items, size_t n, size_t stride,
+			    size_t name_at);
 
 /* Picoseconds per PE cycle. */
 uint64_t rt_config_cycle_ps(const struct rt_config *cfg);
