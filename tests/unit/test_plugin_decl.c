@@ -31,7 +31,7 @@ static enum rt_err bind(const struct kb_engine_plugin *p, const struct kb_plugin
 	return eng_plugin_params_bind(ENG_GEMM, "x.so", p, given, n, out, 8, n_out, store);
 }
 
-Test(plugin_decl, defaults_fill_in_declaration_order_and_values_are_normalised)
+Test(plugin_decl, defaults_fill_in_declaration_order_and_values_are_normalised, .timeout = 10)
 {
 	const struct kb_plugin_param given[] = { { "lanes", "0008" }, { "scale", "1.5" } };
 	size_t n = 0;
@@ -62,7 +62,7 @@ static void refused(const char *name, const char *value, const char *want)
 	cr_expect_eq(n, 0);
 }
 
-Test(plugin_decl, bad_values_are_refused_naming_the_parameter)
+Test(plugin_decl, bad_values_are_refused_naming_the_parameter, .timeout = 10)
 {
 	refused("cycels", "5", "did you mean 'cycles'?");
 	refused("speed", "5", "unknown parameter 'speed' of plug-in x.so (it takes: cycles, scale, "
@@ -78,7 +78,7 @@ Test(plugin_decl, bad_values_are_refused_naming_the_parameter)
 	refused("lanes", "5", "'lanes' given twice");
 }
 
-Test(plugin_decl, a_required_parameter_must_be_given)
+Test(plugin_decl, a_required_parameter_must_be_given, .timeout = 10)
 {
 	size_t n = 0;
 
@@ -87,7 +87,7 @@ Test(plugin_decl, a_required_parameter_must_be_given)
 }
 
 /* A declaration its own range refuses is the plug-in's bug, named as such. */
-Test(plugin_decl, a_bad_declaration_is_the_plugins_error)
+Test(plugin_decl, a_bad_declaration_is_the_plugins_error, .timeout = 10)
 {
 	static const struct kb_param_decl bad_default[] = {
 		{ .name = "cycles", .type = KB_PARAM_INT, .min = 1, .max = 9, .default_value = "10" },
@@ -115,7 +115,7 @@ Test(plugin_decl, a_bad_declaration_is_the_plugins_error)
 	}
 }
 
-Test(plugin_decl, described_one_line_per_parameter)
+Test(plugin_decl, described_one_line_per_parameter, .timeout = 10)
 {
 	struct rt_buf b;
 
