@@ -288,6 +288,7 @@ static enum rt_err keep_in_memory(struct kb_trace *t, uint32_t part, struct kb_t
 				  size_t n, size_t cap)
 {
 	struct kb_trace_ev *mem = realloc(*ev, n * sizeof(*mem)), *next;
+	enum rt_err err;
 
 	if (!mem)
 		return rt_fail(RT_ENOMEM, "no memory to merge the trace");
@@ -299,7 +300,10 @@ static enum rt_err keep_in_memory(struct kb_trace *t, uint32_t part, struct kb_t
 	}
 	*ev = next;
 	t->mem_left -= n * sizeof(*mem);
-	return add_run(t, &(struct kb_trace_run){ .part = part, .mem = mem, .mem_n = n });
+	err = add_run(t, &(struct kb_trace_run){ .part = part, .mem = mem, .mem_n = n });
+	if (err)
+		free(mem); /* not a run: nobody else frees it */
+	return err;
 }
 
 /* Cuts part `part` into runs, `cap` records at a time: while the memory
