@@ -579,8 +579,8 @@ struct sink {
 #define GZ_WHOLE_MAX (128u << 20)
 
 /* The most JSON compressed in one piece: 128 MiB, or KB_TRACE_GZ_WHOLE
- * from the environment (0: always streamed; the tests use it to take the
- * zlib path). */
+ * from the environment (at most 1 GiB; 0: always streamed; the tests use
+ * it to take the zlib path). */
 static size_t gz_whole_max(void)
 {
 	const char *env = getenv("KB_TRACE_GZ_WHOLE");
@@ -589,7 +589,7 @@ static size_t gz_whole_max(void)
 
 	if (!env || *end || end == env)
 		return GZ_WHOLE_MAX;
-	return v > (1ull << 32) ? (size_t)1 << 32 : (size_t)v;
+	return v > (1ull << 30) ? (size_t)1 << 30 : (size_t)v; /* gzwrite takes an unsigned */
 }
 
 static void *deflate_thread(void *arg)
