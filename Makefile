@@ -31,20 +31,20 @@ endif
 
 CC ?= gcc
 PROTOC_C ?= protoc-c
-PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib
+PKGS := libzmq libprotobuf-c libcyaml yaml-0.1 zlib libdeflate
 # Debian packages by what needs them: building and running (make run), the
 # test suite (make test: Criterion, Debian's nodejs for the trace-importer
 # check, matplotlib for plot, numpy and pandas for the Python package's
 # tests, mpirun, setpriv and ip for the host tests) and the benches (make
 # bench: the SystemC reference). npm comes apart (deps-npm).
 RUN_DEB_PKGS := gcc make pkg-config libzmq3-dev protobuf-c-compiler libprotobuf-c-dev \
-	libcyaml-dev libyaml-dev zlib1g-dev
+	libcyaml-dev libyaml-dev zlib1g-dev libdeflate-dev
 TEST_DEB_PKGS := libcriterion-dev nodejs python3-matplotlib python3-numpy \
 	python3-pandas openmpi-bin util-linux iproute2 slurm-wlm munge
 BENCH_DEB_PKGS := libsystemc-dev g++
 # what the container image (deploy/k8s/Dockerfile) needs to run the binary:
 # the run-time libraries of RUN_DEB_PKGS' -dev packages
-IMAGE_DEB_PKGS := libzmq5 libprotobuf-c1 libcyaml1 libyaml-0-2 zlib1g
+IMAGE_DEB_PKGS := libzmq5 libprotobuf-c1 libcyaml1 libyaml-0-2 zlib1g libdeflate0
 DEB_PKGS := $(RUN_DEB_PKGS) $(TEST_DEB_PKGS) $(BENCH_DEB_PKGS)
 FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "rt/buf.h"
@@ -553,13 +554,20 @@ uint32_t kb_trace_tid(const struct kb_trace_ev *e)
 /* ---------------------------------------------------------------- sink */
 
 /* Buffered output to a plain or gzip file, written to `<path>.tmp` and
- * renamed when complete. A gzip sink compresses on a thread of its own,
- * one buffer behind the formatting (deflate costs as much as formatting:
- * side by side they take the time of one, not of both). */
+ * renamed when complete. A gzip sink keeps the whole JSON in memory up to
+ * gz_whole_max() bytes and compresses it at the end in one call of
+ * libdeflate (level 1: half the CPU of zlib's level 1, and smaller; ADR
+ * 0071). A longer trace is streamed through zlib instead, on a thread of
+ * its own one buffer behind the formatting (side by side they take the
+ * time of one, not of both), from the moment it outgrows that bound. Both
+ * write one gzip member: every reader (Perfetto's stops at the first
+ * member's end) sees the same JSON. */
 struct sink {
 	struct rt_buf b;
 	FILE *f;
 	gzFile gz;
+	bool whole;      /* gzip: b holds every byte so far, compressed at close */
+	size_t flush_at; /* b is drained (or spilled to zlib) beyond this */
 	char tmp[RT_PATH_MAX + 48];
 	enum rt_err err;
 	/* the compressing thread and the buffer it is given */
@@ -571,6 +579,22 @@ struct sink {
 	bool busy, stop;      /* full holds bytes; the sink is closing */
 	bool gz_failed;
 };
+
+#define GZ_WHOLE_MAX (128u << 20)
+
+/* The most JSON compressed in one piece: 128 MiB, or KB_TRACE_GZ_WHOLE
+ * from the environment (at most 1 GiB; 0: always streamed; the tests use
+ * it to take the zlib path). */
+static size_t gz_whole_max(void)
+{
+	const char *env = getenv("KB_TRACE_GZ_WHOLE");
+	char *end;
+	unsigned long long v = env ? strtoull(env, &end, 10) : 0;
+
+	if (!env || *end || end == env)
+		return GZ_WHOLE_MAX;
+	return v > (1ull << 30) ? (size_t)1 << 30 : (size_t)v; /* gzwrite takes an unsigned */
+}
 
 static void *deflate_thread(void *arg)
 {
@@ -629,37 +653,74 @@ static void sink_join(struct sink *s)
 		s->err = rt_fail(RT_EIO, "cannot write %s: %s", s->tmp, strerror(errno));
 }
 
-static enum rt_err sink_open(struct sink *s, const char *path, bool gz)
+/* Opens the zlib stream and its thread (if a thread cannot start, the
+ * stream is compressed in line). */
+static enum rt_err sink_stream(struct sink *s)
 {
-	memset(s, 0, sizeof(*s));
-	rt_buf_init(&s->b);
-	rt_buf_init(&s->full);
-	snprintf(s->tmp, sizeof(s->tmp), "%s.tmp", path);
-	if (gz)
-		s->gz = gzopen(s->tmp, "wb1"); /* fast: the trace is rewritten per run */
-	else
-		s->f = fopen(s->tmp, "wb");
-	if (!s->f && !s->gz)
+	s->whole = false;
+	s->flush_at = SINK_FLUSH;
+	s->gz = gzopen(s->tmp, "wb1"); /* fast: the trace is rewritten per run */
+	if (!s->gz)
 		return rt_fail(RT_EIO, "cannot create %s: %s", s->tmp, strerror(errno));
-	if (s->gz && !pthread_mutex_init(&s->mu, NULL)) {
+	if (!pthread_mutex_init(&s->mu, NULL)) {
 		if (pthread_cond_init(&s->cv, NULL))
 			pthread_mutex_destroy(&s->mu);
 		else if (pthread_create(&s->thread, NULL, deflate_thread, s)) {
 			pthread_cond_destroy(&s->cv);
 			pthread_mutex_destroy(&s->mu);
 		} else {
-			s->threaded = true; /* else: compressed in line */
+			s->threaded = true;
 		}
 	}
-	if (s->threaded && rt_buf_reserve(&s->full, SINK_FLUSH + 4096))
-		return RT_ENOMEM;
+	return s->threaded ? rt_buf_reserve(&s->full, SINK_FLUSH + 4096) : RT_EOK;
+}
+
+static enum rt_err sink_open(struct sink *s, const char *path, bool gz)
+{
+	memset(s, 0, sizeof(*s));
+	rt_buf_init(&s->b);
+	rt_buf_init(&s->full);
+	snprintf(s->tmp, sizeof(s->tmp), "%s.tmp", path);
+	s->flush_at = SINK_FLUSH;
+	if (gz) {
+		s->whole = gz_whole_max() > 0;
+		s->flush_at = s->whole ? gz_whole_max() : SINK_FLUSH;
+		/* the file exists from the start either way */
+		s->f = s->whole ? fopen(s->tmp, "wb") : NULL;
+		if (!s->whole) {
+			enum rt_err err = sink_stream(s);
+
+			if (err)
+				return err;
+		}
+	} else {
+		s->f = fopen(s->tmp, "wb");
+	}
+	if (!s->f && !s->gz)
+		return rt_fail(RT_EIO, "cannot create %s: %s", s->tmp, strerror(errno));
 	return rt_buf_reserve(&s->b, SINK_FLUSH + 4096);
+}
+
+/* A trace longer than the whole-buffer bound goes on through zlib, the
+ * bytes so far first (into the file opened at start, now a gzip stream). */
+static void sink_spill(struct sink *s)
+{
+	if (s->f && fclose(s->f) && !s->err)
+		s->err = rt_fail(RT_EIO, "cannot close %s: %s", s->tmp, strerror(errno));
+	s->f = NULL;
+	if (!s->err)
+		s->err = sink_stream(s);
 }
 
 static void sink_drain(struct sink *s)
 {
 	if (!s->b.len || s->err)
 		return;
+	if (s->whole) {
+		sink_spill(s);
+		if (s->err)
+			return;
+	}
 	if (s->threaded) {
 		sink_hand_over(s);
 		return;
@@ -670,9 +731,38 @@ static void sink_drain(struct sink *s)
 	rt_buf_reset(&s->b);
 }
 
+/* The whole JSON as one gzip member, in one call: a quarter of its size is
+ * room enough for JSON (about 10x smaller), else the worst case. */
+static void sink_deflate_whole(struct sink *s)
+{
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
+	size_t room = s->b.len / 4 + 4096, got = 0;
+	void *out = NULL;
+
+	for (int pass = 0; c && !got && pass < 2; pass++) {
+		if (pass)
+			room = libdeflate_gzip_compress_bound(c, s->b.len);
+		free(out);
+		out = malloc(room);
+		if (!out)
+			break;
+		got = libdeflate_gzip_compress(c, s->b.data, s->b.len, out, room);
+	}
+	if (!got)
+		s->err = rt_fail(RT_ENOMEM, "no memory to compress %s", s->tmp);
+	else if (fwrite(out, 1, got, s->f) != got)
+		s->err = rt_fail(RT_EIO, "cannot write %s: %s", s->tmp, strerror(errno));
+	free(out);
+	if (c)
+		libdeflate_free_compressor(c);
+}
+
 static enum rt_err sink_close(struct sink *s, const char *path)
 {
-	sink_drain(s);
+	if (s->whole && !s->err)
+		sink_deflate_whole(s);
+	else
+		sink_drain(s);
 	sink_join(s);
 	if (s->gz && gzclose(s->gz) != Z_OK && !s->err)
 		s->err = rt_fail(RT_EIO, "cannot finish %s", s->tmp);
@@ -690,7 +780,7 @@ static enum rt_err sink_close(struct sink *s, const char *path)
 /* Room for one event's fixed text; the buffer was reserved at open. */
 static char *sink_room(struct sink *s, size_t need)
 {
-	if (s->b.len + need > SINK_FLUSH)
+	if (s->b.len + need > s->flush_at)
 		sink_drain(s);
 	if (s->b.cap < s->b.len + need + 1 && rt_buf_reserve(&s->b, need) != RT_EOK) {
 		s->err = RT_ENOMEM;
@@ -727,7 +817,7 @@ static void put_u64(struct sink *s, uint64_t v)
 
 static void put_str(struct sink *s, const char *str)
 {
-	if (s->b.len + 2 * strlen(str) + 8 > SINK_FLUSH)
+	if (s->b.len + 2 * strlen(str) + 8 > s->flush_at)
 		sink_drain(s);
 	if (rt_buf_json_str(&s->b, str))
 		s->err = RT_ENOMEM;

@@ -34,10 +34,36 @@ struct pf_ends {
 
 struct pf_out {
 	FILE *f;
-	uint8_t *buf;
+	uint8_t *buf; /* one packet being encoded */
 	size_t cap;
+	uint8_t *out; /* packets waiting to be written, PF_OUT bytes at most */
+	size_t out_len;
 	bool failed;
 };
+
+#define PF_OUT (1u << 20)
+
+static void out_flush(struct pf_out *o)
+{
+	if (o->out_len && fwrite(o->out, 1, o->out_len, o->f) != o->out_len)
+		o->failed = true;
+	o->out_len = 0;
+}
+
+/* Bytes into the output buffer: one memcpy per packet, one write per MiB
+ * (instead of an fwrite per packet). */
+static void out_put(struct pf_out *o, const void *bytes, size_t n)
+{
+	if (o->out_len + n > PF_OUT)
+		out_flush(o);
+	if (n > PF_OUT) {
+		if (fwrite(bytes, 1, n, o->f) != n)
+			o->failed = true;
+		return;
+	}
+	memcpy(o->out + o->out_len, bytes, n);
+	o->out_len += n;
+}
 
 static bool end_before(const struct pf_end *a, const struct pf_end *b)
 {
@@ -88,8 +114,7 @@ static void put_varint(struct pf_out *o, uint64_t v)
 			b[n] |= 0x80;
 		n++;
 	} while (v);
-	if (fwrite(b, 1, n, o->f) != n)
-		o->failed = true;
+	out_put(o, b, n);
 }
 
 /* Appends one `Trace.packet` (field 1, length-delimited). */
@@ -113,8 +138,7 @@ static void put_packet(struct pf_out *o, Perfetto__Protos__TracePacket *p)
 	perfetto__protos__trace_packet__pack(p, o->buf);
 	put_varint(o, 1 << 3 | 2);
 	put_varint(o, len);
-	if (fwrite(o->buf, 1, len, o->f) != len)
-		o->failed = true;
+	out_put(o, o->buf, len);
 }
 
 static void put_track(struct pf_out *o, Perfetto__Protos__TrackDescriptor *td)
@@ -353,8 +377,7 @@ static void put_event(struct pf_out *o, const struct kb_trace *t, const struct k
 	memmove(o->buf + PF_HEAD - (size_t)(h - head), head, (size_t)(h - head));
 	memmove(o->buf + PF_HEAD - (size_t)(h - head) - head_len, o->buf, head_len);
 	body = o->buf + PF_HEAD - (size_t)(h - head) - head_len;
-	if (fwrite(body, 1, (size_t)(body_end - body), o->f) != (size_t)(body_end - body))
-		o->failed = true;
+	out_put(o, body, (size_t)(body_end - body));
 }
 
 /* Counter tracks in the order their first records come. */
@@ -405,15 +428,22 @@ enum rt_err kb_trace_write_perfetto(struct kb_trace *t, const struct rt_topology
 	bool ok;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	o.out = malloc(PF_OUT);
+	if (!o.out)
+		return rt_fail(RT_ENOMEM, "no memory to write %s", tmp);
 	o.f = fopen(tmp, "wb");
-	if (!o.f)
+	if (!o.f) {
+		free(o.out);
 		return rt_fail(RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
-	setvbuf(o.f, NULL, _IOFBF, 1 << 20); /* many small writes per packet */
+	}
+	setvbuf(o.f, NULL, _IONBF, 0); /* out_put buffers */
 	put_tracks(&o, t, topo);
 	put_counter_tracks(&o, t, topo);
 	err = put_events(&o, t);
+	out_flush(&o);
 	ok = !fclose(o.f) && !o.failed;
 	free(o.buf);
+	free(o.out);
 	if (err || !ok || rename(tmp, path)) {
 		unlink(tmp);
 		return err ? err : rt_fail(RT_EIO, "cannot write %s: %s", path, strerror(errno));
