@@ -225,7 +225,7 @@ $(BUILD)/gen/version.h: FORCE
 	@v=$$(git describe --always --dirty 2>/dev/null || echo "not a git checkout"); \
 	  echo "#define KB_BUILD_COMMIT \"$$v\"" > $@.tmp; \
 	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
-$(BUILD)/obj/deploy/src/main.o: $(BUILD)/gen/version.h
+$(BUILD)/obj/deploy/src/release.o: $(BUILD)/gen/version.h
 FORCE:
 
 # ---------------------------------------------------------------- libraries
