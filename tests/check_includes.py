@@ -138,11 +138,14 @@ def one_circle(graph, comp):
 
 def check(root):
     graph = include_graph(root)
-    circles = [one_circle(graph, comp) for comp in strongly_connected(graph)]
-    for circle in circles:
+    comps = strongly_connected(graph)
+    for comp in comps:
+        circle = one_circle(graph, comp)
         first = graph[circle[0]][circle[1]]
-        print("include circle: %s (%s)" % (" -> ".join(circle), first))
-    return len(circles)
+        more = sorted(comp - set(circle))
+        also = "; also entangled: " + ", ".join(more) if more else ""
+        print("include circle: %s (%s%s)" % (" -> ".join(circle), first, also))
+    return len(comps)
 
 
 def write(root, rel, text):
