@@ -52,7 +52,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # Without its dependencies the build would end in a wall of compiler or
 # linker errors: check up front and say what to run instead. Only the test
 # programs need Criterion.
-NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench \
+NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench check-includes \
 	model-step fuzz install
 TEST_GOALS := unit integration test-slurm fuzz-replay golden $(BUILD)/tests/unit_tests \
 	$(BUILD)/tests/integration_tests
