@@ -3,6 +3,7 @@
 #   make            build everything into build/ (binaries in build/bin/)
 #   make run        install missing packages, build, run the main job
 #   make test       install missing packages, build, run the whole suite
+#   make check-includes  no include circles between modules (part of test)
 #   make bench      benchmarks that print measured ratios (not in test)
 #   make model-step the Llama-3-70B tables of docs/model-step.md (long)
 #   make python-test the Python package's tests (part of test)
@@ -51,7 +52,7 @@ FUZZ_DEB_PKGS := clang libclang-rt-14-dev
 # Without its dependencies the build would end in a wall of compiler or
 # linker errors: check up front and say what to run instead. Only the test
 # programs need Criterion.
-NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench \
+NO_DEP_GOALS := deps deps-run deps-test deps-bench deps-npm fuzz-deps clean help test run bench check-includes \
 	model-step fuzz install
 TEST_GOALS := unit integration test-slurm fuzz-replay golden $(BUILD)/tests/unit_tests \
 	$(BUILD)/tests/integration_tests
@@ -131,7 +132,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 PLUGINS := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 
-.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test unit integration test-slurm fuzz-replay bench model-step fuzz \
+.PHONY: all install deps deps-run deps-test deps-bench deps-npm fuzz-deps run test check-includes unit integration test-slurm fuzz-replay bench model-step fuzz \
 	golden clean help python-test
 .DEFAULT_GOAL := all
 # keep what pattern-rule chains make (generated code, harness objects):
@@ -224,7 +225,7 @@ $(BUILD)/gen/version.h: FORCE
 	@v=$$(git describe --always --dirty 2>/dev/null || echo "not a git checkout"); \
 	  echo "#define KB_BUILD_COMMIT \"$$v\"" > $@.tmp; \
 	  cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
-$(BUILD)/obj/deploy/src/main.o: $(BUILD)/gen/version.h
+$(BUILD)/obj/deploy/src/release.o: $(BUILD)/gen/version.h
 FORCE:
 
 # ---------------------------------------------------------------- libraries
@@ -330,6 +331,12 @@ integration: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST) $(PLUGINS) $(TRACE_ENGI
 test-slurm: $(INTEG_BIN) $(KERNBENCH) $(KERNBENCH_TEST)
 	$(TEST_ENV) $(INTEG_BIN) --jobs 1 --filter 'slurm/*' $(CRITERION_FLAGS)
 
+# No include circles between modules (a .c and its own header are one):
+# the checker's self-test first, then the tree (tests/check_includes.py)
+check-includes:
+	@python3 tests/check_includes.py --self-test
+	@python3 tests/check_includes.py .
+
 fuzz-replay: $(FUZZ_REPLAY)
 	@for r in $(FUZZ_REPLAY); do n=$${r##*/replay_}; \
 	  $$r tests/fuzz/corpus/$${n#fuzz_} || exit 1; done
@@ -337,6 +344,7 @@ fuzz-replay: $(FUZZ_REPLAY)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: deps-test
+	$(MAKE) --no-print-directory check-includes
 	$(MAKE) --no-print-directory -j$(JOBS) all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_REPLAY)
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory unit

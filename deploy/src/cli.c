@@ -1,6 +1,7 @@
 /* cli.c — the `kernbench` command line: every command's options as a
  * table (opts.h), what they fill in, and the commands that need no more
- * than that (config, list, keygen). */
+ * than that (config, list, keygen, diff): see cli.h. The command table is
+ * main.c's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -11,14 +12,12 @@
 
 #include "diff.h"
 #include "hosts.h"
-#include "spmd.h"
-#include "launcher.h"
+#include "cli.h"
 #include "opts.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
 #include "rt/keys.h"
-#include "sweep.h"
 #include "workloads.h"
 
 static enum rt_err parse_arg(struct rt_job *job, const char *text)
@@ -893,91 +892,4 @@ int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out)
 		return 2;
 	}
 	return -1;
-}
-
-/* ---------------------------------------------------------------- kernbench */
-
-struct kb_cli_command {
-	const char *name;
-	int (*main)(int argc, char **argv);
-	const char *help; /* its line in `kernbench --help` */
-};
-
-static int cmd_help(int argc, char **argv);
-
-static const struct kb_cli_command commands[] = {
-	{ "run", kb_cli_run, "run WORKLOAD [options]   run a workload (`kernbench run --help`);\n"
-	  "                           run --from DIR: rerun a result folder, check its digest" },
-	{ "sweep", kb_sweep_main,
-	  "sweep WORKLOAD [options] run many points (--set k=v1,v2 --arg n=lo:hi:x2 ...)\n"
-	  "                           into results.csv and a plot (`kernbench sweep --help`)" },
-	{ "diff", kb_cli_diff,
-	  "diff A B                 what differs between two result folders (exit 0 same,\n"
-	  "                           1 different, 2 usage error)" },
-	{ "list", kb_cli_list, "list                     list built-in workloads and kernels" },
-	{ "config", kb_cli_config,
-	  "config [options]         print the effective configuration (loads back with\n"
-	  "                           --config; --machine NAME: a preset's, its sources as\n"
-	  "                           comments); --format markdown: the reference table" },
-	{ "keygen", kb_cli_keygen,
-	  "keygen --out FILE        write a run's CURVE keys (mode 0600, never\n"
-	  "                           overwrites); pass them with `run --keys FILE`" },
-	{ "agent", kb_agent_main,
-	  "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
-	  "                           run one host's ranks of a `run --hosts`" },
-	{ "plot", kb_cli_plot,
-	  "plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
-	  "                           --window START:END, --arrows, --format svg)" },
-	{ "help", cmd_help, "help [COMMAND]           this text, or a command's" },
-};
-
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-void kb_cli_usage(FILE *out)
-{
-	fputs("usage: kernbench <command> [options]\n\ncommands:\n", out);
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(out, "  %s\n", commands[i].help);
-	fputs("  --version                release and build commit\n"
-	      "  --help                   this text; `kernbench COMMAND --help`: a command's\n"
-	      "\n"
-	      "kernbench simulates NPU processing elements: one daemon per component\n"
-	      "(kb-host, kb-sched, kb-dma, kb-gemm, kb-math) under a conservative lockstep\n"
-	      "clock, deterministic to the byte. Outputs: summary.json, op_log.jsonl,\n"
-	      "trace.json (open in Perfetto) and tensors as .npy in the output directory.\n",
-	      out);
-}
-
-static int cmd_help(int argc, char **argv)
-{
-	char *help[] = { argv[1], (char *)"--help", NULL };
-
-	if (argc < 2) {
-		kb_cli_usage(stdout);
-		return 0;
-	}
-	if (argc > 2 || !strcmp(argv[1], "help")) {
-		rt_print_error("help: usage: kernbench help [COMMAND]");
-		return 2;
-	}
-	return kb_cli_main(2, help);
-}
-
-int kb_cli_main(int argc, char **argv)
-{
-	const char *near = NULL;
-	size_t best = 3;
-
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(argv[0], commands[i].name))
-			return commands[i].main(argc, argv);
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (rt_edit_distance(argv[0], commands[i].name) < best) {
-			best = rt_edit_distance(argv[0], commands[i].name);
-			near = commands[i].name;
-		}
-	rt_fail(RT_EINVAL, "unknown command '%.60s'%s%s%s (see `kernbench --help`)", argv[0],
-		near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
-	rt_print_error(rt_last_error());
-	return 2;
 }

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "launcher.h"
+#include "run_facts.h"
 
 /* What the energy goes into (summary.json energy.by_action). */
 enum kb_energy_action {

@@ -1,4 +1,7 @@
-/* main.c — `kernbench`: the launcher's command line. */
+/* main.c — `kernbench`: the command table above every role the binary
+ * plays (run, sweep, agent, daemon, ...), and `run` and `plot` themselves.
+ *
+ * May use every deploy module; none uses it. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,23 +12,18 @@
 #include <stdbool.h>
 
 #include "hosts.h"
-#include "launcher.h"
+#include "agent.h"
+#include "cli.h"
+#include "launch.h"
+#include "release.h"
 #include "rerun.h"
 #include "spmd.h"
 #include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/config_doc.h"
 #include "rt/keys.h"
-#include "version.h" /* generated: KB_BUILD_COMMIT from `git describe` */
+#include "sweep.h"
 #include "workloads.h"
-
-/* The release; KB_BUILD_COMMIT says which commit it was built from. */
-#define KB_RELEASE "0.1.0"
-
-const char *kb_version(void)
-{
-	return "kernbench " KB_RELEASE " (" KB_BUILD_COMMIT ")";
-}
 
 /* Started by mpirun or srun with no hosts file: *s says which process
  * this is (s->size 0: not such a launch, a one-host run). The options
@@ -48,7 +46,7 @@ static enum rt_err spmd_launch(const struct kb_spmd_opts *o, struct kb_spmd *s)
 	return err;
 }
 
-int kb_cli_run(int argc, char **argv)
+static int kb_cli_run(int argc, char **argv)
 {
 	static struct rt_job job; /* large (memfd tables); one per process */
 	static char *given[256];  /* argv as typed, for summary.json */
@@ -99,37 +97,9 @@ int kb_cli_run(int argc, char **argv)
 	return rc;
 }
 
-/* A plot script: installed beside the binary's share/ folder, or in the
- * source tree the binary was built in (build/bin, build/san/bin). */
-bool kb_find_script(const char *name, char *path, size_t cap)
-{
-	static const char *const rel[] = {
-		"../share/kernbench",
-		"../../deploy/plot",
-		"../../../deploy/plot",
-	};
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return false;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(path, cap, "%s/%s/%s", exe, rel[i], name);
-		if (!access(path, R_OK))
-			return true;
-	}
-	return false;
-}
-
 /* `kernbench plot OUT_DIR [...]`: pictures drawn by a matplotlib script
  * run with Debian's python3 (deploy/plot/kernbench_plot.py). */
-int kb_cli_plot(int argc, char **argv)
+static int kb_cli_plot(int argc, char **argv)
 {
 	char script[PATH_MAX + 64];
 	char *args[64];
@@ -148,6 +118,94 @@ int kb_cli_plot(int argc, char **argv)
 	fprintf(stderr, "kernbench: error: plot: cannot run /usr/bin/python3: %s (run `make deps`)\n",
 		strerror(errno));
 	return 1;
+}
+
+/* ---------------------------------------------------------------- kernbench */
+
+struct kb_cli_command {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *help; /* its line in `kernbench --help` */
+};
+
+static int cmd_help(int argc, char **argv);
+static int kb_cli_main(int argc, char **argv);
+
+static const struct kb_cli_command commands[] = {
+	{ "run", kb_cli_run, "run WORKLOAD [options]   run a workload (`kernbench run --help`);\n"
+	  "                           run --from DIR: rerun a result folder, check its digest" },
+	{ "sweep", kb_sweep_main,
+	  "sweep WORKLOAD [options] run many points (--set k=v1,v2 --arg n=lo:hi:x2 ...)\n"
+	  "                           into results.csv and a plot (`kernbench sweep --help`)" },
+	{ "diff", kb_cli_diff,
+	  "diff A B                 what differs between two result folders (exit 0 same,\n"
+	  "                           1 different, 2 usage error)" },
+	{ "list", kb_cli_list, "list                     list built-in workloads and kernels" },
+	{ "config", kb_cli_config,
+	  "config [options]         print the effective configuration (loads back with\n"
+	  "                           --config; --machine NAME: a preset's, its sources as\n"
+	  "                           comments); --format markdown: the reference table" },
+	{ "keygen", kb_cli_keygen,
+	  "keygen --out FILE        write a run's CURVE keys (mode 0600, never\n"
+	  "                           overwrites); pass them with `run --keys FILE`" },
+	{ "agent", kb_agent_main,
+	  "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE]\n"
+	  "                           run one host's ranks of a `run --hosts`" },
+	{ "plot", kb_cli_plot,
+	  "plot OUT_DIR [options]   timeline and utilisation pictures of a run (PNG/SVG;\n"
+	  "                           --window START:END, --arrows, --format svg)" },
+	{ "help", cmd_help, "help [COMMAND]           this text, or a command's" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void kb_cli_usage(FILE *out)
+{
+	fputs("usage: kernbench <command> [options]\n\ncommands:\n", out);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %s\n", commands[i].help);
+	fputs("  --version                release and build commit\n"
+	      "  --help                   this text; `kernbench COMMAND --help`: a command's\n"
+	      "\n"
+	      "kernbench simulates NPU processing elements: one daemon per component\n"
+	      "(kb-host, kb-sched, kb-dma, kb-gemm, kb-math) under a conservative lockstep\n"
+	      "clock, deterministic to the byte. Outputs: summary.json, op_log.jsonl,\n"
+	      "trace.json (open in Perfetto) and tensors as .npy in the output directory.\n",
+	      out);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	char *help[] = { argv[1], (char *)"--help", NULL };
+
+	if (argc < 2) {
+		kb_cli_usage(stdout);
+		return 0;
+	}
+	if (argc > 2 || !strcmp(argv[1], "help")) {
+		rt_print_error("help: usage: kernbench help [COMMAND]");
+		return 2;
+	}
+	return kb_cli_main(2, help);
+}
+
+static int kb_cli_main(int argc, char **argv)
+{
+	const char *near = NULL;
+	size_t best = 3;
+
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].main(argc, argv);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (rt_edit_distance(argv[0], commands[i].name) < best) {
+			best = rt_edit_distance(argv[0], commands[i].name);
+			near = commands[i].name;
+		}
+	rt_fail(RT_EINVAL, "unknown command '%.60s'%s%s%s (see `kernbench --help`)", argv[0],
+		near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+	rt_print_error(rt_last_error());
+	return 2;
 }
 
 /* A command's output that could not be written (> /dev/full, a closed

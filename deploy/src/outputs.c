@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "energy.h"
-#include "launcher.h"
+#include "outputs.h"
 #include "merge.h"
 #include "oplog_out.h"
 #include "steps.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "energy.h"
+#include "release.h"
 #include "report.h"
 #include "stats_out.h"
 #include "trace_out.h"

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "launcher.h"
+#include "run_facts.h"
 #include "rt/path.h"
 
 struct kb_stat {

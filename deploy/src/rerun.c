@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher.h"
+#include "cli.h"
 #include "rt/buf.h"
 #include "rt/infile.h"
 #include "rt/json_read.h"

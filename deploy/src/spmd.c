@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "hostkeys.h"
-#include "launcher.h"
+#include "agent.h"
+#include "launch.h"
 #include "stops.h"
+#include "strays.h"
 #include "rt/keys.h"
 
 #define WAIT_S_DEFAULT 60   /* how long an agent waits for process 0's files */

@@ -21,17 +21,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "hosts.h"
 #include "rt/err.h"
 #include "rt/job.h"
 
-/* The run options that shape an SPMD launch (cli.c). */
-struct kb_spmd_opts {
-	const char *rendezvous;  /* --rendezvous DIR, or NULL */
-	const char *coordinator; /* --coordinator tcp://ADDR:PORT, or NULL */
-	const char *keys_path;   /* --keys FILE as given, or NULL */
-	uint64_t agent_timeout_s; /* --agent-timeout (0: the default) */
-};
+/* struct kb_spmd_opts, the run options that shape an SPMD launch: cli.h */
 
 /* What the engine says about this process. */
 struct kb_spmd {

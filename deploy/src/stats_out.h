@@ -11,7 +11,7 @@
 #define KB_STATS_OUT_H
 
 #include "energy.h"
-#include "launcher.h"
+#include "run_facts.h"
 
 struct rt_json;
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher.h"
+#include "strays.h"
 #include "rt/job.h"
 #include "tidy.h"
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "agent_env.h"
-#include "launcher.h"
+#include "cli.h"
 #include "opts.h"
 #include "rt/buf.h"
 #include "rt/infile.h"

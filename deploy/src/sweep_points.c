@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "hosts.h"
-#include "launcher.h"
+#include "cli.h"
 #include "rt/buf.h"
 #include "rt/config_doc.h"
 #include "rt/json.h"

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "csv.h"
-#include "launcher.h"
+#include "release.h"
 #include "rt/buf.h"
 #include "rt/grow.h"
 #include "rt/json.h"

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rt/job.h"
 #include "rt/pe.h"
 
 #define MAX_CHANNELS 2

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rt/job.h"
 #include "rt/pe.h"
 
 struct host_state {

@@ -39,6 +39,7 @@
  * (the runtime checks it). */
 #include "tl_private.h"
 
+#include "rt/job.h"
 #include "rt/pe.h"
 
 enum { LINK_EGRESS = 0, LINK_INGRESS = 1 }; /* switch ports in free_ps */

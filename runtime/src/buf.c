@@ -1,6 +1,5 @@
 /* buf.c — growable buffer, JSON text helpers, file I/O and FNV hashing. */
 #include "rt/buf.h"
-#include "rt/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,11 +78,6 @@ enum rt_err rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 	return RT_EOK;
-}
-
-enum rt_err rt_buf_json_str(struct rt_buf *b, const char *s)
-{
-	return rt_json_escape(b, s); /* one escaper for every JSON text */
 }
 
 enum rt_err rt_buf_read_file(struct rt_buf *b, const char *path)

@@ -25,9 +25,7 @@
 
 #include "config_internal.h"
 #include "rt/buf.h"
-#include "rt/config_doc.h"
 #include "rt/infile.h"
-#include "rt/job.h"
 #include "rt/json.h"
 
 #define FIELD(k, t, member, def, unit, doc, lo, hi)                         \
@@ -197,6 +195,32 @@ const struct rt_config_field rt_config_fields[] = {
 	    "TCP address the daemons bind to: an IPv4 address (not a host name, not IPv6)"),
 };
 
+enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!text || !*text || (text[0] == '0' && text[1]))
+		return RT_PARSE_NOT_A_NUMBER; /* "", or "010" (octal to C, 10 to people) */
+	for (const char *p = text; *p; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (*p < '0' || *p > '9')
+			return RT_PARSE_NOT_A_NUMBER;
+		if (v > (UINT64_MAX - d) / 10) {
+			/* keep scanning: "99999999999999999999x" is not a number */
+			for (; *p; p++)
+				if (*p < '0' || *p > '9')
+					return RT_PARSE_NOT_A_NUMBER;
+			return RT_PARSE_OUT_OF_RANGE;
+		}
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return RT_PARSE_OUT_OF_RANGE;
+	*out = v;
+	return RT_PARSE_OK;
+}
+
 #define FIELD_COUNT (sizeof(rt_config_fields) / sizeof(rt_config_fields[0]))
 const size_t rt_config_field_count = FIELD_COUNT;
 
@@ -266,8 +290,7 @@ static bool field_assign(struct rt_config *cfg,
 }
 
 /* The numeric value of `f` in `cfg` (strings: 0). */
-static uint64_t field_u64(const struct rt_config *cfg,
-			  const struct rt_config_field *f)
+uint64_t rt_config_field_u64(const struct rt_config *cfg, const struct rt_config_field *f)
 {
 	const uint8_t *src = (const uint8_t *)cfg + f->offset;
 	uint32_t v32;
@@ -451,7 +474,7 @@ enum rt_topology_kind rt_config_topology(const struct rt_config *cfg)
  * or by flags rather than through field_assign). */
 static enum rt_err check_range(const struct rt_config *cfg, const struct rt_config_field *f)
 {
-	uint64_t v = field_u64(cfg, f);
+	uint64_t v = rt_config_field_u64(cfg, f);
 
 	/* a configuration can come as bytes (an agent's job): a string must
 	 * end inside its field before anything reads it */
@@ -468,7 +491,7 @@ static enum rt_err check_range(const struct rt_config *cfg, const struct rt_conf
 /* A cost in cycles must stay a sane number of picoseconds at this clock. */
 static enum rt_err check_cost(const struct rt_config *cfg, const struct rt_config_field *f)
 {
-	uint64_t v = field_u64(cfg, f), cycle = rt_config_cycle_ps(cfg);
+	uint64_t v = rt_config_field_u64(cfg, f), cycle = rt_config_cycle_ps(cfg);
 
 	if (strcmp(f->unit, "cycles") || v <= RT_CONFIG_MAX_COST_PS / cycle)
 		return RT_EOK;
@@ -529,7 +552,6 @@ enum rt_err rt_config_validate(const struct rt_config *cfg)
 /* ------------------------------------------------------------ YAML schema */
 
 #define SECTION_MAX 16
-#define SECTION_NAME_MAX 32
 
 /* The libcyaml schema derived from rt_config_fields. The loaded document is
  * an array of section pointers, each an array of `char *` values in table
@@ -1220,147 +1242,4 @@ out_release:
 enum rt_err rt_config_load_file(struct rt_config *cfg, const char *path)
 {
 	return load_one(cfg, NULL, 0, path, path);
-}
-
-/* ------------------------------------------------------------ docs */
-
-/* "1 to 64", or "at most 255 bytes" for a string, into `out`. */
-static const char *range_text(const struct rt_config_field *f, char *out, size_t cap)
-{
-	if (f->type == RT_CFG_STR)
-		snprintf(out, cap, "at most %zu bytes", f->size - 1);
-	else
-		snprintf(out, cap, "%llu to %llu", (unsigned long long)f->min,
-			 (unsigned long long)f->max);
-	return out;
-}
-
-enum rt_err rt_config_doc(struct rt_buf *out)
-{
-	enum rt_err err = rt_buf_printf(out, "| key | default | range | unit | "
-					"meaning |\n|---|---|---|---|---|\n");
-	char range[64];
-
-	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
-		const struct rt_config_field *f = &rt_config_fields[i];
-		err = rt_buf_printf(out, "| `%s` | `%s` | %s | %s | %s |\n", f->key, f->def,
-				    range_text(f, range, sizeof(range)), f->unit, f->doc);
-	}
-	return err;
-}
-
-/* One field's value as YAML/JSON text: a number, or a JSON string (which
- * YAML reads as a double-quoted scalar). */
-static enum rt_err emit_value(const struct rt_config *cfg, const struct rt_config_field *f,
-			      struct rt_buf *out)
-{
-	if (f->type == RT_CFG_STR)
-		return rt_buf_json_str(out, (const char *)cfg + f->offset);
-	return rt_buf_printf(out, "%llu", (unsigned long long)field_u64(cfg, f));
-}
-
-/* The notes above key i: its source lines (indented) and, when its value
- * is not the preset's, what the preset says. */
-static enum rt_err emit_note(const struct rt_config *cfg, const struct rt_config_notes *n,
-			     size_t i, struct rt_buf *out)
-{
-	const struct rt_config_field *f = &rt_config_fields[i];
-	const char *at = n->before[i];
-	enum rt_err err = RT_EOK;
-	struct rt_buf v;
-
-	while (!err && at && *at) {
-		const char *end = strchr(at, '\n');
-
-		err = rt_buf_printf(out, "  %.*s\n", (int)(end ? end - at : (long)strlen(at)), at);
-		at = end ? end + 1 : NULL;
-	}
-	if (err || !strcmp(f->key, "machine.preset") ||
-	    !memcmp((const uint8_t *)cfg + f->offset, (const uint8_t *)&n->preset + f->offset,
-		    f->size))
-		return err;
-	rt_buf_init(&v);
-	err = emit_value(&n->preset, f, &v);
-	if (!err)
-		err = rt_buf_printf(out, "  # overridden: the preset has %s\n", v.data ? v.data : "");
-	rt_buf_release(&v);
-	return err;
-}
-
-static enum rt_err emit_yaml(const struct rt_config *cfg, const struct rt_config_notes *n,
-			     struct rt_buf *out)
-{
-	enum rt_err err = rt_buf_printf(out, "# kernbench configuration (`kernbench config`); "
-					"loads back with --config\n");
-	char range[64];
-
-	if (!err && n)
-		err = rt_buf_printf(out, "# machine preset %s (%s), its sources as comments:\n%s",
-				    cfg->machine_preset, n->path, n->header ? n->header : "");
-	for (size_t i = 0; !err && i < FIELD_COUNT; i++) {
-		const struct rt_config_field *f = &rt_config_fields[i];
-		size_t plen = strcspn(f->key, "."), start = out->len;
-
-		if (!i || strncmp(rt_config_fields[i - 1].key, f->key, plen + 1))
-			err = rt_buf_printf(out, "%s%.*s:\n", i ? "\n" : "", (int)plen, f->key);
-		if (!err && n)
-			err = emit_note(cfg, n, i, out);
-		start = out->len;
-		if (!err)
-			err = rt_buf_printf(out, "  %s: ", f->key + plen + 1);
-		if (!err)
-			err = emit_value(cfg, f, out);
-		if (!err)
-			err = rt_buf_printf(out, "%*s# [%s] %s; %s\n",
-					    out->len - start < 38 ? (int)(38 - (out->len - start)) : 1,
-					    "", f->unit, f->doc, range_text(f, range, sizeof(range)));
-	}
-	return err;
-}
-
-void rt_config_json(struct rt_json *j, const char *key, const struct rt_config *cfg)
-{
-	char section[SECTION_NAME_MAX] = "";
-
-	rt_json_object(j, key, RT_JSON_LINES);
-	for (size_t i = 0; i < FIELD_COUNT; i++) {
-		const struct rt_config_field *f = &rt_config_fields[i];
-		size_t plen = strcspn(f->key, ".");
-
-		if (strlen(section) != plen || strncmp(section, f->key, plen)) {
-			if (section[0])
-				rt_json_close(j);
-			snprintf(section, sizeof(section), "%.*s", (int)plen, f->key);
-			rt_json_object(j, section, RT_JSON_LINES);
-		}
-		if (f->type == RT_CFG_STR)
-			rt_json_str(j, f->key + plen + 1, (const char *)cfg + f->offset);
-		else
-			rt_json_u64(j, f->key + plen + 1, field_u64(cfg, f));
-	}
-	if (section[0])
-		rt_json_close(j);
-	rt_json_close(j);
-}
-
-static enum rt_err emit_json(const struct rt_config *cfg, struct rt_buf *out)
-{
-	struct rt_json j;
-
-	rt_json_init(&j, out);
-	rt_config_json(&j, NULL, cfg);
-	rt_buf_append(out, "\n", 1);
-	return rt_json_finish(&j);
-}
-
-enum rt_err rt_config_emit(const struct rt_config *cfg, enum rt_config_format format,
-			   struct rt_buf *out)
-{
-	return format == RT_CONFIG_JSON ? emit_json(cfg, out) : emit_yaml(cfg, NULL, out);
-}
-
-enum rt_err rt_config_emit_noted(const struct rt_config *cfg, const struct rt_config_notes *n,
-				 struct rt_buf *out)
-{
-	return emit_yaml(cfg, n, out);
 }

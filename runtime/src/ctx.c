@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rt/daemon.h"
+#include "rt/job.h"
+#include "rt/topology.h"
 #include "rt/json.h"
 
 #define FLUSH_BYTES (1u << 20)

@@ -14,32 +14,6 @@
 
 #include "rt/buf.h"
 
-enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!text || !*text || (text[0] == '0' && text[1]))
-		return RT_PARSE_NOT_A_NUMBER; /* "", or "010" (octal to C, 10 to people) */
-	for (const char *p = text; *p; p++) {
-		uint64_t d = (uint64_t)(*p - '0');
-
-		if (*p < '0' || *p > '9')
-			return RT_PARSE_NOT_A_NUMBER;
-		if (v > (UINT64_MAX - d) / 10) {
-			/* keep scanning: "99999999999999999999x" is not a number */
-			for (; *p; p++)
-				if (*p < '0' || *p > '9')
-					return RT_PARSE_NOT_A_NUMBER;
-			return RT_PARSE_OUT_OF_RANGE;
-		}
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return RT_PARSE_OUT_OF_RANGE;
-	*out = v;
-	return RT_PARSE_OK;
-}
-
 const char *rt_job_arg_str(const struct rt_job *job, const char *name, const char *def)
 {
 	/* the last --arg of a name wins, as on most command lines */

@@ -3,6 +3,7 @@
  * core.c and plan.c; this file only translates. */
 #include "sched.h"
 
+#include "rt/job.h"
 #include "rt/pe.h"
 
 /* Component state (zeroed by the runtime, filled by init). */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "rt/grow.h"
+#include "rt/job.h"
 #include "rt/pe.h"
 
 /* token = DMA component << 41 | channel << 40 | per-channel transfer id */

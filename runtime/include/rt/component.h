@@ -19,11 +19,15 @@
 
 #include "kernbench.pb-c.h"
 #include "rt/err.h"
-#include "rt/job.h"
 #include "rt/path.h"
-#include "rt/topology.h"
 
 struct rt_ctx;
+/* rt/job.h and rt/topology.h, by pointer only: topology.c reads the ops
+ * table declared here */
+struct rt_config;
+struct rt_job;
+struct rt_component_desc;
+struct rt_topology;
 
 /* What a handler is given: a message from another component or a timer the
  * component set for itself. `msg` is valid only during the call. */

@@ -18,6 +18,15 @@
 #include "rt/err.h"
 
 #define RT_MODEL_NAME_MAX 256
+#define RT_PATH_MAX 1024
+
+/* The one parser of unsigned numbers from users (--arg, --set, YAML,
+ * --seed; in config.c, job.h's users see it through this header): decimal
+ * digits only (no sign, blank, 0x or octal prefix; a leading zero only in
+ * "0"), overflow-checked, inclusive range [min, max]. */
+enum rt_parse { RT_PARSE_OK, RT_PARSE_NOT_A_NUMBER, RT_PARSE_OUT_OF_RANGE };
+enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max,
+			   uint64_t *out);
 
 #define RT_PRESET_NAME_MAX 64
 

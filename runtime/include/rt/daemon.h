@@ -55,7 +55,4 @@ void rt_daemon_close(struct rt_daemon **d);
 /* Environment variable a daemon process finds its token in (then unsets). */
 #define RT_DAEMON_TOKEN_ENV "KB_DAEMON_TOKEN"
 
-/* Directory for component output parts inside the output directory. */
-#define RT_PARTS_DIR ".parts"
-
 #endif

@@ -18,7 +18,7 @@
 #include "rt/trace.h"
 
 #define RT_MAX_ARGS 64
-#define RT_PATH_MAX 1024
+/* RT_PATH_MAX: rt/config.h */
 #define RT_PROGRAM_MAX 65536 /* a program file's canonical text */
 
 enum rt_transport { RT_TRANSPORT_INPROC, RT_TRANSPORT_IPC, RT_TRANSPORT_TCP };
@@ -35,6 +35,9 @@ struct rt_job_arg {
 	char name[64];
 	char value[256];
 };
+
+/* Directory for component output parts inside the output directory. */
+#define RT_PARTS_DIR ".parts"
 
 struct rt_job {
 	char workload[RT_PATH_MAX];   /* "traffic", "gemm", "lib.so:NAME" */
@@ -65,12 +68,7 @@ struct rt_job {
 	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
 };
 
-/* The one parser of unsigned numbers from users (--arg, --set, YAML,
- * --seed): decimal digits only (no sign, blank, 0x or octal prefix; a
- * leading zero only in "0"), overflow-checked, inclusive range [min, max]. */
-enum rt_parse { RT_PARSE_OK, RT_PARSE_NOT_A_NUMBER, RT_PARSE_OUT_OF_RANGE };
-enum rt_parse rt_parse_u64(const char *text, uint64_t min, uint64_t max,
-			   uint64_t *out);
+/* rt_parse_u64, the one parser of numbers from users: rt/config.h */
 
 /* Workload argument lookup: `def` when absent; RT_EUSAGE with one line
  * naming the argument and [min, max] if it is not a number in range. */
@@ -114,6 +112,5 @@ enum rt_err rt_transport_parse(const char *s, enum rt_transport *out);
 /* Parses "auto|bar|plain|off" (RT_EUSAGE naming --progress otherwise). */
 enum rt_err rt_progress_parse(const char *s, enum rt_progress *out);
 const char *rt_transport_name(enum rt_transport t);
-const char *rt_colocate_name(enum rt_colocate c);
 
 #endif

@@ -105,5 +105,6 @@ enum rt_err rt_topology_map(int fd, uint64_t offset, struct rt_topology *t);
 
 /* Parses "none|pe|rank|all". */
 enum rt_err rt_colocate_parse(const char *s, enum rt_colocate *out);
+const char *rt_colocate_name(enum rt_colocate c);
 
 #endif

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""check_includes.py — no include circles between the project's modules.
+
+A module is a .c file and its own header taken together (deploy/src/launch.c
+and deploy/src/launch.h, runtime/src/coord.c and runtime/include/rt/coord.h):
+one node. An edge is an `#include "..."` from any file of one module to a
+file of another, resolved as the compiler does (the including file's folder,
+then the folders the Makefile passes with -iquote). A circle (launch ->
+outputs -> report -> launch) is one line naming its modules in order, and the
+exit status is 1. Headers not in the tree (generated protobuf-c headers,
+system headers) are no nodes.
+
+    tests/check_includes.py [ROOT]      check the tree at ROOT (default: .)
+    tests/check_includes.py --self-test make a tree with a circle and one
+                                        without, and check both
+
+Run by `make check-includes`, part of `make test`.
+"""
+import os
+import re
+import sys
+import tempfile
+
+# the project's top-level source folders and the -iquote folders (Makefile)
+SOURCE_DIRS = ("runtime", "scheduler", "engines", "kernel_host", "workloads", "deploy",
+               "tests", "bench")
+QUOTE_DIRS = ("runtime/include", "scheduler/include", "engines/include", "kernel_host/include",
+              "workloads", "deploy/src")
+# a module's private header: foo_internal.h belongs to foo.c
+PRIVATE_SUFFIXES = ("_internal",)
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def module_of(rel):
+    """The node of file `rel` (a path under the root): its top folder and
+    its name without extension, a header under include/ named by its file
+    name alone (include/rt/coord.h is runtime's coord, as src/coord.c) and
+    a private header as its module (config_internal.h is config)."""
+    parts = rel.split("/")
+    top, rest = parts[0], parts[1:]
+    if rest and rest[0] == "include":
+        rest = rest[-1:]
+    elif rest and rest[0] == "src":
+        rest = rest[1:]
+    stem = os.path.splitext("/".join(rest))[0]
+    for private in PRIVATE_SUFFIXES:  # config_internal.h is config.c's
+        if stem.endswith(private):
+            stem = stem[:-len(private)]
+    return top + ":" + stem
+
+
+def source_files(root):
+    for top in SOURCE_DIRS:
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(d for d in dirs if d not in ("node_modules", "corpus", "golden"))
+            for name in sorted(files):
+                if name.endswith((".c", ".h")):
+                    yield os.path.relpath(os.path.join(folder, name), root)
+
+
+def resolve(root, rel, target):
+    for base in [os.path.dirname(rel)] + list(QUOTE_DIRS):
+        path = os.path.normpath(os.path.join(base, target))
+        if os.path.isfile(os.path.join(root, path)):
+            return path
+    return None
+
+
+def include_graph(root):
+    graph = {}
+    for rel in source_files(root):
+        node = graph.setdefault(module_of(rel), {})
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = INCLUDE_RE.match(line)
+                target = m and resolve(root, rel, m.group(1))
+                if target and module_of(target) != module_of(rel):
+                    node.setdefault(module_of(target), rel + " includes " + m.group(1))
+    return graph
+
+
+def strongly_connected(graph):
+    """Tarjan's components of more than one node, iteratively."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    comp.append(top)
+                    if top == node:
+                        break
+                if len(comp) > 1:
+                    found.append(set(comp))
+    return found
+
+
+def one_circle(graph, comp):
+    """A shortest circle through the component's first node (breadth first)."""
+    start = min(comp)
+    prev, queue = {start: None}, [start]
+    for node in queue:
+        for nxt in sorted(graph[node]):
+            if nxt == start:
+                path = [node]
+                while prev[path[-1]] is not None:
+                    path.append(prev[path[-1]])
+                return [start] + path[::-1][1:] + [start] if len(path) > 1 else [start, node, start]
+            if nxt in comp and nxt not in prev:
+                prev[nxt] = node
+                queue.append(nxt)
+    return sorted(comp)
+
+
+def check(root):
+    graph = include_graph(root)
+    comps = strongly_connected(graph)
+    for comp in comps:
+        circle = one_circle(graph, comp)
+        first = graph[circle[0]][circle[1]]
+        more = sorted(comp - set(circle))
+        also = "; also entangled: " + ", ".join(more) if more else ""
+        print("include circle: %s (%s%s)" % (" -> ".join(circle), first, also))
+    return len(comps)
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def self_test():
+    with tempfile.TemporaryDirectory(prefix="kb-includes-") as root:
+        # a.c -> b.h, b.c -> c.h, c.h -> a.h: the circle a -> b -> c -> a,
+        # and d.c -> a.h alone, which is no circle
+        write(root, "deploy/src/a.h", "#pragma once\n")
+        write(root, "deploy/src/a.c", '#include "a.h"\n#include "b.h"\n')
+        write(root, "deploy/src/b.h", "#pragma once\n")
+        write(root, "deploy/src/b.c", '#include "b.h"\n#include "c.h"\n')
+        write(root, "deploy/src/c.h", '#include "a.h"\n#include "rt/err.h"\n')
+        write(root, "runtime/include/rt/err.h", "#pragma once\n")
+        write(root, "runtime/src/err.c", '#include "rt/err.h"\n#include <stdio.h>\n')
+        write(root, "deploy/src/d.c", '#include "a.h"\n#include "kernbench.pb-c.h"\n')
+        import io
+        import contextlib
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            bad = check(root)
+        want = "include circle: deploy:a -> deploy:b -> deploy:c -> deploy:a"
+        if bad != 1 or not out.getvalue().startswith(want):
+            print("self-test: the made-up circle was not found as one line:\n" + out.getvalue())
+            return 1
+        os.remove(os.path.join(root, "deploy/src/c.h"))
+        with contextlib.redirect_stdout(out):
+            bad = check(root)
+        if bad:
+            print("self-test: a circle found in a tree without one")
+            return 1
+    print("check_includes self-test: a made-up circle is found, a tree without one passes")
+    return 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    root = argv[1] if len(argv) > 1 else "."
+    bad = check(root)
+    if bad:
+        print("%d include circle(s) between modules (tests/check_includes.py)" % bad)
+        return 1
+    print("no include circles between modules")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
