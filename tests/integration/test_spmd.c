@@ -247,7 +247,11 @@ static pid_t start_long(const char *what, char *tag, size_t tag_cap, char *env, 
 {
 	static char base[256], out[300];
 	char *run[64], *argv[96];
-	char *envs[2] = { env, NULL };
+	/* scancel's case stands in for slurmstepd, which waits KillWait (30 s
+	 * by default) before SIGKILL; mpirun's own is 1 s after a process
+	 * ends, tested by the killed-process case */
+	char slurm_wait[] = "OMPI_MCA_odls_base_sigkill_timeout=30";
+	char *envs[3] = { env, strcmp(what, "term") ? NULL : slurm_wait, NULL };
 	pid_t pid, agents[8];
 
 	need_mpirun();
