@@ -1,0 +1,65 @@
+/* ff.h — fast-forward of repeated loops (ADR 0059).
+ *
+ * A component whose work repeats (a kernel host running a kernel's tile
+ * loop, tl.h's TL_FOR) registers each such loop while it runs and ticks it
+ * once per iteration. In timing mode, in a daemon that hosts every
+ * component of the run, the daemon watches the ticks: once the run has
+ * been periodic for long enough (mode exact: the same events at the same
+ * relative times, period after period; mode auto: the same progress of
+ * every loop in windows of nearly the same length) it skips whole periods.
+ * Nothing is shifted: the state at the skip point stands for the state k
+ * periods later, so each loop's counter jumps by k times its progress per
+ * period (the component applies `skip` at its next tick), statistics and
+ * delivery counts grow by k times their growth per period, and every time
+ * reported from then on (rt_ff_offset_ps) is later by k periods. */
+#ifndef RT_FF_H
+#define RT_FF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rt_ctx;
+
+enum rt_ff_mode { RT_FF_OFF, RT_FF_EXACT, RT_FF_AUTO };
+
+/* Most iterations of one loop in a period that may be skipped. */
+#define RT_FF_PER_MAX 64
+
+/* A loop as the daemon sees it; owned by the component, registered between
+ * rt_ff_loop_enter and rt_ff_loop_leave. */
+struct rt_ff_loop {
+	uint64_t index;  /* the iteration running (the component keeps it) */
+	uint64_t end;    /* one past the last iteration */
+	uint64_t ticks;  /* iterations finished (rt_ff_loop_tick) */
+	uint64_t skip;   /* iterations to jump at the next tick (set by the
+			  * daemon, cleared by the component) */
+	uint64_t skipped; /* iterations jumped so far (the component's) */
+	uint64_t per;    /* the pending skip's iterations per period (daemon) */
+	uint32_t ready;  /* ticks over which the component can extrapolate
+			  * its own counters (it sets this; the daemon skips
+			  * only periods of fewer iterations) */
+	uint64_t serial; /* which loop instance (set by rt_ff_loop_enter) */
+	uint32_t owner;  /* component id (set by rt_ff_loop_enter) */
+	uint32_t slot;   /* its place in the daemon's table */
+};
+
+/* Registers `loop` (index and end set) for the daemon to watch; a no-op
+ * where fast-forward is off. */
+void rt_ff_loop_enter(struct rt_ctx *ctx, struct rt_ff_loop *loop);
+/* One iteration finished (counted in loop->ticks). */
+void rt_ff_loop_tick(struct rt_ctx *ctx, struct rt_ff_loop *loop);
+void rt_ff_loop_leave(struct rt_ctx *ctx, struct rt_ff_loop *loop);
+/* The critical path to the component's clock at this tick (rt/path.h):
+ * the skipped time's split by class follows its growth. May be NULL. */
+struct rt_path;
+void rt_ff_loop_path(struct rt_ctx *ctx, const struct rt_ff_loop *loop,
+		     const struct rt_path *path);
+/* Simulated time skipped so far: add it to every time the component
+ * reports (its end, its kernel's end). 0 with fast-forward off. */
+uint64_t rt_ff_offset_ps(const struct rt_ctx *ctx);
+
+const char *rt_ff_mode_name(enum rt_ff_mode m);
+/* "off|exact|auto"; false for anything else. */
+bool rt_ff_mode_parse(const char *s, enum rt_ff_mode *out);
+
+#endif
