@@ -179,6 +179,9 @@ struct tl_totals {
 	uint64_t ipcq_bytes;
 };
 void tl_totals(const struct tl *tl, struct tl_totals *out);
+/* Fast-forward's digest of the kernel's state relative to t_ps
+ * (rt_component_ops.ff_digest, ADR 0059). */
+uint64_t tl_ff_digest(const struct tl *tl, uint64_t t_ps);
 
 /* ------------------------------------------------------------ component */
 

@@ -307,10 +307,19 @@ static enum rt_err host_fini(struct rt_ctx *ctx, void *state)
 	return undone;
 }
 
+static uint64_t host_digest(const struct rt_ctx *ctx, const void *state, uint64_t t)
+{
+	const struct host_state *h = state;
+
+	(void)ctx;
+	return h->tl ? tl_ff_digest(h->tl, t) : 0;
+}
+
 const struct rt_component_ops tl_host_ops = {
 	.name = "host",
 	.state_size = sizeof(struct host_state),
 	.init = host_init,
 	.handle = host_handle,
 	.fini = host_fini,
+	.ff_digest = host_digest,
 };

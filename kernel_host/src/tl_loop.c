@@ -147,3 +147,40 @@ void tl_loops_release(struct tl *tl)
 		hist_release(&tl->loop_hist[i]);
 	tl->n_loops = 0;
 }
+
+static uint64_t pending_sum(const struct tl *tl)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < tl->n_pending; i++)
+		sum += rt_ff_mix(0x70656e64, tl->n_cmds - tl->pending[i]);
+	return sum;
+}
+
+static uint64_t dir_digest(uint64_t h, const struct tl_ipcq_dir *q, uint64_t t)
+{
+	h = rt_ff_mix(h, ((uint64_t)q->n_early << 32) | q->n_posted);
+	return rt_ff_mix(h, rt_ff_rel(q->link_free_ps, t));
+}
+
+/* Fast-forward (ADR 0059): where the kernel is and what it waits for, its
+ * commands in flight by how long ago they were issued (ids relative to
+ * the next), its IPCQ queues and barrier, relative to t. Addresses and the
+ * scratch cursor are left out (they place, never time, a command). */
+uint64_t tl_ff_digest(const struct tl *tl, uint64_t t)
+{
+	uint64_t h = ((uint64_t)tl->state << 40) ^ ((uint64_t)tl->n_loops << 32) ^ tl->n_saves;
+
+	h = rt_ff_mix(h, rt_ff_rel(tl->clock_ps, t));
+	h = rt_ff_mix(h, tl->waiting_for ? tl->n_cmds - tl->waiting_for : 0);
+	h = rt_ff_mix(h, (uint64_t)(uint32_t)tl->wait_site.line);
+	h = rt_ff_mix(h, tl->n_pending);
+	h = rt_ff_mix(h, pending_sum(tl)); /* a set: its order is the removals' */
+	for (unsigned d = 0; d < 2; d++)
+		h = dir_digest(h, &tl->ipcq[d], t);
+	for (uint32_t i = 0; i < tl->n_p2p; i++)
+		h = dir_digest(rt_ff_mix(h, ((uint64_t)tl->p2p[i].src_rank << 32) | tl->p2p[i].tag),
+			       &tl->p2p[i].q, t);
+	h = rt_ff_mix(h, ((uint64_t)tl->bar_arrived << 1) | tl->bar_waiting);
+	return rt_ff_mix(h, tl->bar_cmd ? tl->n_cmds - tl->bar_cmd : 0);
+}

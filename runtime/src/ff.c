@@ -28,9 +28,9 @@
 #include "ctx.h"
 #include "rt/daemon.h"
 
-#define M_MAX 32
+#define M_MAX 40
 #define HIST (3 * M_MAX + 1)
-#define GUARD 2          /* periods kept before a loop's end */
+#define GUARD 1          /* periods kept before a loop's end, besides one */
 #define AUTO_SPREAD 0.01 /* auto: window lengths within 1 % of each other */
 
 struct ff_sample {
@@ -64,6 +64,7 @@ struct rt_ff {
 	uint64_t serials;      /* loops entered so far */
 	uint64_t ticked;       /* iterations run in detail, every loop */
 	bool exact_only;       /* every skip so far was exact */
+	bool digests;          /* every component digests its state */
 	struct ff_skip {       /* each skip, for the launcher's busy times: */
 		uint64_t at_ps;    /* where the detail resumes, on the reported clock
 				    * (the first period after it is complete) */
@@ -74,9 +75,7 @@ struct rt_ff {
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 31);
+	return rt_ff_mix(h, v);
 }
 
 static uint64_t event_word(const struct rt_event *ev, uint64_t t)
@@ -114,6 +113,17 @@ enum rt_err rt_ff_open(struct rt_daemon *d)
 		disable(ff, "components in several daemons (fast-forward needs --colocate all)");
 	else if (!job->trace_off)
 		disable(ff, "the trace is on (--trace off to fast-forward)");
+	ff->digests = true;
+	for (uint32_t i = 0; i < d->n_local && ff->active; i++)
+		if (!d->ctxs[i].desc->ops->ff_digest) {
+			char why[160];
+
+			ff->digests = false;
+			snprintf(why, sizeof(why), "component kind \"%s\" cannot digest its state "
+				 "(exact mode needs every one to)", d->ctxs[i].desc->ops->name);
+			if (ff->mode == RT_FF_EXACT)
+				disable(ff, why);
+		}
 	return RT_EOK;
 }
 
@@ -324,10 +334,27 @@ static bool progress(const struct ff_sample *x, const struct ff_sample *y,
 	return true;
 }
 
+/* Every component's state relative to t (exact mode only). */
+static uint64_t components_hash(const struct rt_daemon *d, uint64_t t)
+{
+	uint64_t h = 0;
+
+	for (uint32_t i = 0; i < d->n_local; i++) {
+		const struct rt_ctx *c = &d->ctxs[i];
+		uint64_t x = c->desc->ops->ff_digest(c, c->state, t);
+
+		h = mix(h, x);
+	}
+	return h;
+}
+
 static uint64_t signature(const struct rt_ff *ff, const struct rt_daemon *d,
 			  const struct ff_sample *prev, uint64_t t)
 {
 	uint64_t h = mix(ff->ev_hash, queue_hash(d, t));
+
+	if (ff->digests)
+		h = mix(h, components_hash(d, t));
 
 	h = mix(h, prev ? t - prev->t : 0);
 	for (uint32_t i = 0; i < ff->n_loops; i++) {
@@ -428,6 +455,18 @@ static bool same_progress(const struct rt_ff *ff, const struct ff_period *q)
 	return true;
 }
 
+/* Every loop running now ran at the windows' start: a loop entered
+ * inside them may have a partner elsewhere (its sender) that did not. */
+static bool all_persistent(const struct rt_ff *ff, const struct ff_period *q)
+{
+	uint64_t per;
+
+	for (uint32_t i = 0; i < ff->n_loops; i++)
+		if (!progress(q->a, q->e, ff->loops[i], &per))
+			return false;
+	return true;
+}
+
 static bool find_period(const struct rt_ff *ff, uint32_t m, struct ff_period *q)
 {
 	uint64_t l1, l2, l3, lo, hi;
@@ -451,7 +490,7 @@ static bool find_period(const struct rt_ff *ff, uint32_t m, struct ff_period *q)
 		q->window_ps = 0;
 		return true;
 	}
-	if (ff->mode != RT_FF_AUTO || !same_progress(ff, q))
+	if (ff->mode != RT_FF_AUTO || !all_persistent(ff, q) || !same_progress(ff, q))
 		return false;
 	lo = l1 < l2 ? (l1 < l3 ? l1 : l3) : (l2 < l3 ? l2 : l3);
 	hi = l1 > l2 ? (l1 > l3 ? l1 : l3) : (l2 > l3 ? l2 : l3);

@@ -58,6 +58,20 @@ void rt_ff_loop_path(struct rt_ctx *ctx, const struct rt_ff_loop *loop,
  * reports (its end, its kernel's end). 0 with fast-forward off. */
 uint64_t rt_ff_offset_ps(const struct rt_ctx *ctx);
 
+/* Digest helpers (rt_component_ops.ff_digest): folds `v` into `h`; a time
+ * as an offset from t (0 when already past: only max(now, it) matters). */
+static inline uint64_t rt_ff_mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 31);
+}
+
+static inline uint64_t rt_ff_rel(uint64_t time_ps, uint64_t t_ps)
+{
+	return time_ps > t_ps ? time_ps - t_ps : 0;
+}
+
 const char *rt_ff_mode_name(enum rt_ff_mode m);
 /* "off|exact|auto"; false for anything else. */
 bool rt_ff_mode_parse(const char *s, enum rt_ff_mode *out);
