@@ -280,7 +280,8 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at);
  * periods, so a loop's drain always runs in detail. Do not `break`, `goto`
  * or `return` out of the body. Loops nest up to TL_LOOP_DEPTH deep. */
 #define TL_LOOP_DEPTH 8
-uint32_t tl_loop_begin_at(struct tl *tl, struct tl_site at, uint32_t first, uint32_t end);
+uint32_t tl_loop_begin_at(struct tl *tl, struct tl_site at, uint32_t first, uint32_t end,
+			  uint64_t key);
 bool tl_loop_more(struct tl *tl, uint32_t i);
 uint32_t tl_loop_next(struct tl *tl, uint32_t i);
 /* Iterations the innermost running TL_FOR has skipped so far (0 without
@@ -289,9 +290,14 @@ uint32_t tl_loop_next(struct tl *tl, uint32_t i);
  * not i: the state at the skip stands for the state that many iterations
  * later. */
 uint32_t tl_loop_skipped(const struct tl *tl);
-#define TL_FOR(tl, i, first, end)                                                   \
-	for (uint32_t i = tl_loop_begin_at((tl), TL_HERE, (first), (end)); tl_loop_more((tl), i); \
-	     i = tl_loop_next((tl), i))
+#define TL_FOR(tl, i, first, end) TL_FOR_KEY(tl, i, first, end, 0)
+/* With a key: a word saying what the iterations do that another PE sees
+ * (what they send and receive). --fast-forward auto skips only while
+ * every running loop has the same key, so a loop that sends is never
+ * skipped beside one that only receives. */
+#define TL_FOR_KEY(tl, i, first, end, key)                                            \
+	for (uint32_t i = tl_loop_begin_at((tl), TL_HERE, (first), (end), (key));       \
+	     tl_loop_more((tl), i); i = tl_loop_next((tl), i))
 
 uint64_t tl_scratch_used(const struct tl *tl); /* cursor, bytes */
 uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */

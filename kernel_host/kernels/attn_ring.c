@@ -199,7 +199,8 @@ static void pass_kv_step(struct tl *tl, const struct attn *a, uint32_t h,
 			uint32_t seen = 0;
 			struct ring last = { 0, 0 }; /* the last tile's share of rg */
 
-			TL_FOR(tl, j, 0, full) {
+			/* key: whether its tiles are forwarded, loaded, received */
+			TL_FOR_KEY(tl, j, 0, full, (s + 1 < a->ranks) | (uint64_t)(s == 0) << 1) {
 				struct ring before;
 
 				/* tiles skipped since (tl_loop_skipped): their waits

@@ -87,14 +87,15 @@ static void hist_grow(struct tl *tl, const struct tl_loop_hist *h, uint64_t per,
 	}
 }
 
-uint32_t tl_loop_begin_at(struct tl *tl, struct tl_site at, uint32_t first, uint32_t end)
+uint32_t tl_loop_begin_at(struct tl *tl, struct tl_site at, uint32_t first, uint32_t end,
+			  uint64_t key)
 {
 	struct rt_ff_loop *l;
 
 	if (tl->n_loops == TL_LOOP_DEPTH)
 		tl_abort(tl, at, RT_EKERNEL, "TL_FOR nested more than %d deep", TL_LOOP_DEPTH);
 	l = &tl->loops[tl->n_loops++];
-	*l = (struct rt_ff_loop){ .index = first, .end = end, .slot = UINT32_MAX };
+	*l = (struct rt_ff_loop){ .index = first, .end = end, .key = key, .slot = UINT32_MAX };
 	if (first < end && tl->s.port->loop_enter)
 		tl->s.port->loop_enter(tl->s.port_ctx, l);
 	return first;

@@ -29,13 +29,18 @@
 #include "rt/daemon.h"
 
 #define M_MAX 40
-#define HIST (3 * M_MAX + 1)
+/* Samples over which the pattern must have repeated (besides three
+ * windows): an iteration that differs from the others less often than this
+ * is not seen, and would be skipped over (tl.h: iterations must be alike). */
+#define RUN_MIN 32
+#define HIST (3 * M_MAX + RUN_MIN + 1)
 #define GUARD 1          /* periods kept before a loop's end, besides one */
 #define AUTO_SPREAD 0.01 /* auto: window lengths within 1 % of each other */
 
 struct ff_sample {
 	uint64_t t;      /* event time */
 	uint64_t sig;    /* signature of the period that ended here */
+	uint64_t ssig;   /* ... of its structure only: every time left out */
 	uint64_t *vals;  /* statistics then delivery counts, every component */
 	uint32_t n_lp;   /* loops running then, by rising serial: */
 	uint64_t *serial;
@@ -52,6 +57,7 @@ struct rt_ff {
 	bool due;              /* the reference loop ticked in this event */
 	struct rt_path ref_path;
 	uint64_t ev_hash;      /* events since the last sample */
+	uint64_t ev_shash;     /* ... without their times */
 	uint64_t last_t;
 	size_t n_vals;
 	struct ff_sample hist[HIST];
@@ -76,6 +82,12 @@ struct rt_ff {
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	return rt_ff_mix(h, v);
+}
+
+static uint64_t event_shape(const struct rt_event *ev)
+{
+	return mix(((uint64_t)ev->dst << 32) | ev->key.src,
+		   ((uint64_t)ev->key.priority << 1) | ev->is_timer);
 }
 
 static uint64_t event_word(const struct rt_event *ev, uint64_t t)
@@ -266,8 +278,10 @@ bool rt_ff_due(const struct rt_ff *ff)
 
 void rt_ff_note_event(struct rt_ff *ff, const struct rt_event *ev)
 {
-	if (ff->active && ff->n_loops)
+	if (ff->active && ff->n_loops) {
 		ff->ev_hash = mix(ff->ev_hash, event_word(ev, ff->last_t));
+		ff->ev_shash = mix(ff->ev_shash, event_shape(ev));
+	}
 }
 
 static size_t count_vals(const struct rt_daemon *d)
@@ -334,7 +348,18 @@ static bool progress(const struct ff_sample *x, const struct ff_sample *y,
 	return true;
 }
 
-/* Every component's state relative to t (exact mode only). */
+/* The queue's structure: who waits for what, not when. */
+static uint64_t queue_shape(const struct rt_daemon *d)
+{
+	uint64_t h = d->queue.count;
+
+	for (size_t i = 0; i < d->queue.count; i++)
+		h += mix(0x51ed27, event_shape(&d->queue.items[i]));
+	return h;
+}
+
+/* Every component's state relative to t; t = UINT64_MAX leaves every time
+ * out (rt_ff_rel is then 0): its structure. */
 static uint64_t components_hash(const struct rt_daemon *d, uint64_t t)
 {
 	uint64_t h = 0;
@@ -369,6 +394,25 @@ static uint64_t signature(const struct rt_ff *ff, const struct rt_daemon *d,
 	return h;
 }
 
+/* Auto mode's signature: the same without any time. */
+static uint64_t shape_signature(const struct rt_ff *ff, const struct rt_daemon *d,
+				const struct ff_sample *prev)
+{
+	uint64_t h = mix(ff->ev_shash, queue_shape(d));
+
+	if (ff->digests)
+		h = mix(h, components_hash(d, UINT64_MAX));
+	for (uint32_t i = 0; i < ff->n_loops; i++) {
+		const struct rt_ff_loop *l = ff->loops[i];
+		uint64_t before = 0;
+		bool known = prev && ticks_at(prev, l->serial, &before);
+
+		h = mix(h, known ? l->ticks - before : (l->ticks | 1ull << 63) ^ (l->end - l->index));
+		h = mix(h, l->owner);
+	}
+	return h;
+}
+
 /* Appends a sample, dropping the oldest when full. */
 static bool push_sample(struct rt_ff *ff, const struct rt_daemon *d)
 {
@@ -376,6 +420,7 @@ static bool push_sample(struct rt_ff *ff, const struct rt_daemon *d)
 	struct ff_sample s = { .t = d->now, .path = ff->ref_path };
 
 	s.sig = signature(ff, d, prev, d->now);
+	s.ssig = ff->mode == RT_FF_AUTO ? shape_signature(ff, d, prev) : 0;
 	s.n_lp = ff->n_loops;
 	s.vals = malloc((ff->n_vals ? ff->n_vals : 1) * sizeof(*s.vals));
 	s.serial = malloc((s.n_lp ? s.n_lp : 1) * sizeof(*s.serial));
@@ -416,12 +461,22 @@ static const struct ff_sample *at_back(const struct rt_ff *ff, uint32_t back)
 	return &ff->hist[ff->n_hist - 1 - back];
 }
 
-static bool same_sigs(const struct rt_ff *ff, uint32_t m)
+/* Samples back over which a pattern of m samples must repeat. */
+static uint32_t run_of(uint32_t m)
 {
-	for (uint32_t i = 0; i < m; i++)
-		if (at_back(ff, i)->sig != at_back(ff, i + m)->sig ||
-		    at_back(ff, i)->sig != at_back(ff, i + 2 * m)->sig)
+	return 2 * m > RUN_MIN ? 2 * m : RUN_MIN;
+}
+
+/* The signatures (or, shape, their structure) repeat with period m over
+ * the last run_of(m) + m samples. */
+static bool repeats(const struct rt_ff *ff, uint32_t m, bool shape)
+{
+	for (uint32_t i = 0; i < run_of(m); i++) {
+		const struct ff_sample *x = at_back(ff, i), *y = at_back(ff, i + m);
+
+		if (shape ? x->ssig != y->ssig : x->sig != y->sig)
 			return false;
+	}
 	return true;
 }
 
@@ -441,18 +496,28 @@ static bool same_growth(const struct rt_ff *ff, const struct ff_sample *x,
 	return true;
 }
 
+/* Auto: every loop made the same progress in each window, and the same as
+ * every other loop, and every loop has the same key. Loops that exchange
+ * messages (a ring's PEs) must skip alike, or a skipped send would leave
+ * its receive waiting; the runtime cannot see which do, so all must, and
+ * the kernel says by the key which iterations send what. */
 static bool same_progress(const struct rt_ff *ff, const struct ff_period *q)
 {
+	uint64_t first = 0;
+
 	for (uint32_t i = 0; i < ff->n_loops; i++) {
 		uint64_t d1, d2, d3;
 
-		if (!progress(q->a, q->b, ff->loops[i], &d1))
-			continue; /* entered since: runs inside the periods */
-		if (!progress(q->b, q->c, ff->loops[i], &d2) ||
-		    !progress(q->c, q->e, ff->loops[i], &d3) || d1 != d2 || d2 != d3)
+		if (!progress(q->a, q->b, ff->loops[i], &d1) ||
+		    !progress(q->b, q->c, ff->loops[i], &d2) ||
+		    !progress(q->c, q->e, ff->loops[i], &d3) || d1 != d2 || d2 != d3 || !d1)
+			return false;
+		if (i == 0)
+			first = d1;
+		else if (d1 != first || ff->loops[i]->key != ff->loops[0]->key)
 			return false;
 	}
-	return true;
+	return ff->n_loops > 0;
 }
 
 /* Every loop running now ran at the windows' start: a loop entered
@@ -471,7 +536,7 @@ static bool find_period(const struct rt_ff *ff, uint32_t m, struct ff_period *q)
 {
 	uint64_t l1, l2, l3, lo, hi;
 
-	if (ff->n_hist < 3 * m + 1)
+	if (ff->n_hist < 3 * m + 1 || ff->n_hist < run_of(m) + m + 1)
 		return false;
 	q->m = m;
 	q->a = at_back(ff, 3 * m);
@@ -483,14 +548,16 @@ static bool find_period(const struct rt_ff *ff, uint32_t m, struct ff_period *q)
 	l3 = q->e->t - q->c->t;
 	if (!l3)
 		return false;
-	q->exact = l1 == l2 && l2 == l3 && same_sigs(ff, m) && same_growth(ff, q->b, q->c, q->e);
+	q->exact = l1 == l2 && l2 == l3 && repeats(ff, m, false) &&
+		   same_growth(ff, q->b, q->c, q->e);
 	if (q->exact) {
 		q->p = l3;
 		q->bound_ps = 0;
 		q->window_ps = 0;
 		return true;
 	}
-	if (ff->mode != RT_FF_AUTO || !all_persistent(ff, q) || !same_progress(ff, q))
+	if (ff->mode != RT_FF_AUTO || !repeats(ff, m, true) || !all_persistent(ff, q) ||
+	    !same_progress(ff, q))
 		return false;
 	lo = l1 < l2 ? (l1 < l3 ? l1 : l3) : (l2 < l3 ? l2 : l3);
 	hi = l1 > l2 ? (l1 > l3 ? l1 : l3) : (l2 > l3 ? l2 : l3);
@@ -655,6 +722,7 @@ enum rt_err rt_ff_after_event(struct rt_daemon *d)
 		return RT_EOK;
 	}
 	ff->ev_hash = 0;
+	ff->ev_shash = 0;
 	ff->last_t = d->now;
 	try_skip(d, ff);
 	return RT_EOK;

@@ -89,9 +89,9 @@ static uint64_t skipped(const char *dir)
 Test(fast_forward, exact_decode_is_the_full_run, .timeout = 120)
 {
 	char full[256], ff[256];
-	const char *off[] = { "gqa_decode_opt2", "--arg", "seq_kv=65536", EMBEDDED,
+	const char *off[] = { "gqa_decode_opt2", "--arg", "seq_kv=65536", "--arg", "tile=256", EMBEDDED,
 			      "--fast-forward", "off", NULL };
-	const char *on[] = { "gqa_decode_opt2", "--arg", "seq_kv=65536", EMBEDDED,
+	const char *on[] = { "gqa_decode_opt2", "--arg", "seq_kv=65536", "--arg", "tile=256", EMBEDDED,
 			     "--fast-forward", "exact", NULL };
 	char *s;
 
@@ -148,4 +148,97 @@ Test(fast_forward, a_bad_mode_is_a_usage_error, .timeout = 30)
 	cr_assert_eq(r.status, 2, "exit %d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, "--fast-forward"), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "exact"), "%s", r.err);
+}
+
+static double summary_num(const char *dir, const char *key)
+{
+	char *s = summary(dir), v[64];
+	bool ok = kb_json_field(s, key, v, sizeof(v));
+
+	free(s);
+	cr_assert(ok, "%s/summary.json has no %s", dir, key);
+	return strtod(v, NULL);
+}
+
+/* Auto mode: the latency's error against the full run is within the
+ * bound it reports (and within 0.5 %). */
+static void expect_bound_covers(const char *full, const char *ff)
+{
+	double lf = summary_num(full, "latency_ps"), la = summary_num(ff, "latency_ps");
+	double bound = summary_num(ff, "fast_forward.error_bound_ps");
+	double err = la > lf ? la - lf : lf - la;
+
+	cr_assert_leq(err, bound, "error %.0f ps above the bound %.0f ps", err, bound);
+	cr_assert_leq(err, 0.005 * lf, "error %.0f ps above 0.5 %% of %.0f ps", err, lf);
+}
+
+Test(fast_forward, auto_bound_covers_its_error, .timeout = 240)
+{
+	char full[256], ff[256];
+	const char *off[] = { "gqa_decode_opt3", "--arg", "seq_kv=65536", "--arg", "tile=256",
+			      EMBEDDED, NULL };
+	const char *on[] = { "gqa_decode_opt3", "--arg", "seq_kv=65536", "--arg", "tile=256",
+			     EMBEDDED, "--fast-forward", "auto", NULL };
+	const char *roff[] = { "ring_attention", "--ranks", "4", "--pes", "2", "--arg",
+			       "seq_kv=1024", EMBEDDED, NULL };
+	const char *ron[] = { "ring_attention", "--ranks", "4", "--pes", "2", "--arg",
+			      "seq_kv=1024", EMBEDDED, "--fast-forward", "auto", NULL };
+
+	kb_tmpdir(full, sizeof(full), "ff-afull");
+	kb_tmpdir(ff, sizeof(ff), "ff-auto");
+	run_ok(full, off);
+	run_ok(ff, on);
+	cr_assert_gt(skipped(ff), 0, "nothing was skipped");
+	expect_bound_covers(full, ff);
+	kb_tmpdir(full, sizeof(full), "ff-rfull");
+	kb_tmpdir(ff, sizeof(ff), "ff-rauto");
+	run_ok(full, roff);
+	run_ok(ff, ron);
+	expect_bound_covers(full, ff);
+}
+
+/* A user's kernel: a TL_FOR of loads and a softmax step, every iteration
+ * alike (exact mode skips it and gives the full run), and the same loop
+ * with an odd iteration out every 9th (the pattern then repeats only every
+ * 9 iterations: whatever it skips, the result is the full run's). */
+static const char user_loops[] =
+	"#include \"tl.h\"\n"
+	"int loops(struct tl *tl, const struct tl_args *args)\n"
+	"{\n"
+	"	uint32_t n = tl_arg_u32(args, \"n\", 400, 1, 100000);\n"
+	"	uint32_t odd = tl_arg_u32(args, \"odd\", 0, 0, 1000);\n"
+	"	TL_FOR(tl, i, 0, n) {\n"
+	"		TL_SCRATCH_SCOPE(tl) {\n"
+	"			tl_tensor x = tl_load(tl, (uint64_t)i * 8192, 64, 64, TL_F16);\n"
+	"			tl_tensor y = tl_exp(tl, x);\n"
+	"			if (odd && i % odd == 0)\n"
+	"				y = tl_add(tl, y, tl_exp(tl, y));\n"
+	"			tl_wait(tl, (tl_future){ y });\n"
+	"		}\n"
+	"	}\n"
+	"	return 0;\n"
+	"}\n";
+
+Test(fast_forward, user_loops_are_the_full_run, .timeout = 240)
+{
+	char dir[256], so[512], spec[600], full[256], ff[256];
+	static const char *const odds[] = { "odd=0", "odd=9" };
+
+	kb_tmpdir(dir, sizeof(dir), "ff-user");
+	kb_build_kernel(dir, "loops", user_loops, so, sizeof(so));
+	snprintf(spec, sizeof(spec), "%s:loops", so);
+	for (size_t i = 0; i < 2; i++) {
+		const char *off[] = { spec, "--arg", odds[i], "--pes", "2", "--colocate", "all",
+				      "--trace", "off", NULL };
+		const char *on[] = { spec, "--arg", odds[i], "--pes", "2", "--colocate", "all",
+				     "--trace", "off", "--fast-forward", "exact", NULL };
+
+		kb_tmpdir(full, sizeof(full), "ff-ufull");
+		kb_tmpdir(ff, sizeof(ff), "ff-uexact");
+		run_ok(full, off);
+		run_ok(ff, on);
+		if (i == 0)
+			cr_assert_gt(skipped(ff), 0, "nothing was skipped");
+		expect_same_results(full, ff);
+	}
 }

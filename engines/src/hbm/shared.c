@@ -197,16 +197,18 @@ static uint64_t shared_digest(const void *state, uint64_t t)
 {
 	const struct shared_state *st = state;
 	uint64_t h = ((uint64_t)st->busy << 32) ^ st->units;
+	bool times = t != UINT64_MAX; /* UINT64_MAX: the structure only */
 
-	h = rt_ff_mix(h, t > st->last_ps ? t - st->last_ps : 0);
+	h = rt_ff_mix(h, times && t > st->last_ps ? t - st->last_ps : 0);
 	for (uint32_t i = 0; st->s && i < st->n_streams; i++) {
 		const struct stream *s = &st->s[i];
 
-		h = rt_ff_mix(h, ((uint64_t)s->len << 1) ^ rt_ff_rel(s->last_v, st->v));
+		h = rt_ff_mix(h, ((uint64_t)s->len << 1) ^ (times ? rt_ff_rel(s->last_v, st->v) : 0));
 		for (size_t k = 0; k < s->len; k++) {
 			const struct xfer *x = &s->q[(s->head + k) % s->cap];
 
-			h = rt_ff_mix(h, ((uint64_t)x->lanes << 48) ^ rt_ff_rel(x->finish_v, st->v));
+			h = rt_ff_mix(h, ((uint64_t)x->lanes << 48) ^
+					 (times ? rt_ff_rel(x->finish_v, st->v) : 0));
 			h = rt_ff_mix(h, rt_ff_rel(x->wire_end_ps, t));
 		}
 	}

@@ -39,6 +39,8 @@ struct rt_ff_loop {
 			  * its own counters (it sets this; the daemon skips
 			  * only periods of fewer iterations) */
 	uint64_t serial; /* which loop instance (set by rt_ff_loop_enter) */
+	uint64_t key;    /* what its iterations do (the component's word):
+			  * auto mode skips only loops of one key */
 	uint32_t owner;  /* component id (set by rt_ff_loop_enter) */
 	uint32_t slot;   /* its place in the daemon's table */
 };
