@@ -209,10 +209,8 @@ static bool crosses(const struct attn *a, const struct attn_kv *kv,
 	return t >= j1 && t < n && t - j1 < x->n && pos_rows(a, kv, t) == a->tile;
 }
 
-/* Issues tiles *next .. last: in this group's scope, then the next
- * group's first tiles into the cross buffers. *next, last and the slots
- * of s and v count tiles as if none was skipped; the tile itself is
- * `off` further (the iterations fast-forward skipped, tl.h TL_FOR). */
+/* Issues tiles *next .. last (counted as run: the tile is `off`, the tiles
+ * skipped, further): in this scope, then the next group's first ones. */
 static void issue_ahead(struct tl *tl, const struct attn *a,
 			const struct attn_block *b, const struct attn_kv *kv,
 			const struct attn_cross *x, uint32_t j0, uint32_t j1,
@@ -252,14 +250,9 @@ static void sweep_group(struct tl *tl, const struct attn *a,
 		v[next - j0] = a->vstream ? issue_v(tl, a, kv, next) : x->v[next - j0];
 	}
 	issue_ahead(tl, a, b, kv, x, j0, j1, n, j0 + a->depth - 1, &next, s, v, 0);
-	/* the tiles are alike, so fast-forward may skip some (tl.h TL_FOR):
-	 * what is carried from one to the next (the tiles issued ahead, the
-	 * running state used last) counts tiles as if none was skipped (vj);
-	 * the last `depth`, which issue across the group, run in the drain */
-	TL_FOR(tl, j, j0, j1) {
+	TL_FOR(tl, j, j0, j1) { /* alike tiles; vj counts tiles run (ADR 0061) */
 		uint32_t off = tl_loop_skipped(tl), vj = j - off;
 		struct attn_block st = split_state(a, b, vj - skipped);
-
 		settle_state(tl, &st);
 		attn_fold(tl, a, &st, s[vj - j0], v[vj - j0],
 			  kv->kpos0 + (uint64_t)tile_of(a, j) * a->tile, pos_rows(a, kv, j), a->opt);
@@ -339,18 +332,11 @@ void attn_sweep(struct tl *tl, const struct attn *a0,
 		reset_splits(tl, a, b);
 	if (!a->scopes || n <= a->group)
 		x.n = 0; /* no group boundary */
-	/* the groups are alike (fast-forward may skip some, tl.h TL_FOR):
-	 * the last, maybe shorter, runs on its own */
-	TL_FOR(tl, gi, 0, n ? (n - 1) / a->group : 0) {
-		uint32_t j = gi * a->group;
+	TL_FOR(tl, gi, 0, (n + a->group - 1) / a->group) { /* the last: in the drain */
+		uint32_t j = gi * a->group, end = n - j < a->group ? n : j + a->group;
 
 		scope_begin(tl, a);
-		sweep_group(tl, a, b, kv, &x, j, j + a->group, n, tl_loop_skipped(tl) * a->group);
-		scope_end(tl, a);
-	}
-	for (uint32_t j = n ? (n - 1) / a->group * a->group : n; j < n; j = n) {
-		scope_begin(tl, a);
-		sweep_group(tl, a, b, kv, &x, j, n, n, 0);
+		sweep_group(tl, a, b, kv, &x, j, end, n, tl_loop_skipped(tl) * a->group);
 		scope_end(tl, a);
 	}
 	merge_splits(tl, b, a->splits);
