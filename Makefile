@@ -250,7 +250,7 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 
 # ---------------------------------------------------------------- tests
 # launcher files with unit tests of their own (the rest needs a whole run)
-UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c \
+UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c deploy/src/ff_out.c \
   deploy/src/merge.c deploy/src/steps.c)
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
