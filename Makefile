@@ -263,10 +263,15 @@ $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o \
 	  $(ALL_LIBS) -lcriterion $(LDLIBS)
 
+# the op-log harness reads parts as the launcher does (deploy/src/oplog_out.c)
+FUZZ_LAUNCH_OBJ := $(call obj,deploy/src/oplog_out.c deploy/src/merge.c deploy/src/steps.c)
+$(BUILD)/tests/replay_fuzz_oplog $(BUILD)/fuzz/fuzz_oplog: $(FUZZ_LAUNCH_OBJ)
+
 # corpus replay: the harness plus a main() that feeds it every corpus file
 $(BUILD)/tests/replay_%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/replay_main.o \
+	  $(filter $(FUZZ_LAUNCH_OBJ),$^) $(ALL_LIBS) $(LDLIBS)
 
 # The trace importer test loads traces with Chrome DevTools' trace engine,
 # the npm package and its whole dependency tree pinned by
@@ -357,7 +362,8 @@ fuzz: fuzz-deps
 
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(ALL_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(filter $(FUZZ_LAUNCH_OBJ),$^) $(ALL_LIBS) \
+	  $(LDLIBS)
 
 # ---------------------------------------------------------------- install
 # The author kit: the binary, the public headers (a kernel needs tl.h and

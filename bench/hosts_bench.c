@@ -36,6 +36,7 @@
 #include <zmq.h>
 
 #include "bench.h"
+#include "bench_netns.h"
 #include "bench_zmq.h"
 
 #define ROUNDS 3000
@@ -43,56 +44,6 @@
 #define BARE_PORT "5600"
 #define RUN_PORT "5555"
 
-static char net_id[16];
-static char tmp_dir[128];
-
-static int netns(const char *args)
-{
-	char cmd[1200];
-	const char *root = getenv("KB_ROOT");
-
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/netns.sh' %s", root ? root : ".", args);
-	return system(cmd);
-}
-
-static void down(void)
-{
-	char args[64], cmd[200];
-
-	if (net_id[0]) {
-		snprintf(args, sizeof(args), "down %s", net_id);
-		netns(args);
-		net_id[0] = '\0';
-	}
-	if (tmp_dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "hosts_bench: could not remove %s\n", tmp_dir);
-	}
-}
-
-static void on_signal(int sig)
-{
-	down();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Moves this process into namespace `host`. */
-static bool enter(int host)
-{
-	char path[128];
-	int fd;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/run/netns/kb-%s-h%d", net_id, host);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ok = setns(fd, CLONE_NEWNET) == 0;
-	close(fd);
-	return ok;
-}
 
 /* ---------------------------------------------------------------- bare round */
 
@@ -106,7 +57,7 @@ static void peer(int host, const struct curve *k)
 	void *ctx, *s;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (!enter(host))
+	if (!bench_net_enter(host))
 		_exit(1);
 	ctx = zmq_ctx_new();
 	s = zmq_socket(ctx, ZMQ_DEALER);
@@ -127,7 +78,7 @@ static void coordinator(int fd, const struct curve *k, int n_peers)
 	double us;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (!enter(0))
+	if (!bench_net_enter(0))
 		_exit(1);
 	ctx = zmq_ctx_new();
 	s = bench_router(ctx);
@@ -225,19 +176,12 @@ static pid_t start(int host, char *const argv[])
 		dup2(null, 0);
 		dup2(null, 1);
 		dup2(null, 2);
-		if (host >= 0 && !enter(host))
+		if (host >= 0 && !bench_net_enter(host))
 			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
 	}
 	return pid;
-}
-
-static bool ok(pid_t pid)
-{
-	int st;
-
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* Wall seconds of the one-host run (here), or -1. */
@@ -248,7 +192,7 @@ static double one_host(const struct job *job, const char *out)
 
 	argv[0] = getenv("KB_BIN");
 	job_args(argv, 1, job, out);
-	return ok(start(-1, argv)) ? bench_now_s() - t0 : -1;
+	return bench_exited_0(start(-1, argv)) ? bench_now_s() - t0 : -1;
 }
 
 /* Wall seconds of the two-host run over the bridge, or -1. */
@@ -279,7 +223,7 @@ static double two_hosts(const struct job *job, const char *out, const char *host
 		pid[h + 1] = start(h + 1, agent);
 	}
 	for (int i = 0; i < 3; i++)
-		all &= ok(pid[i]);
+		all &= bench_exited_0(pid[i]);
 	return all ? bench_now_s() - t0 : -1;
 }
 
@@ -357,28 +301,28 @@ int main(void)
 		fprintf(stderr, "hosts_bench: KB_BIN is not set (run it with `make bench`)\n");
 		return 2;
 	}
-	if (geteuid() != 0 || netns("probe") != 0) {
+	if (geteuid() != 0 || bench_netns("probe") != 0) {
 		printf("hosts_bench: skipped: needs root and network namespaces (tests/netns.sh probe)\n");
 		return 0;
 	}
-	snprintf(net_id, sizeof(net_id), "%dq", (int)getpid());
-	snprintf(args, sizeof(args), "up %s 3", net_id);
-	atexit(down);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	if (netns(args) != 0) {
+	snprintf(bench_net_id, sizeof(bench_net_id), "%dq", (int)getpid());
+	snprintf(args, sizeof(args), "up %s 3", bench_net_id);
+	atexit(bench_net_down);
+	signal(SIGINT, bench_net_on_signal);
+	signal(SIGTERM, bench_net_on_signal);
+	if (bench_netns(args) != 0) {
 		fprintf(stderr, "hosts_bench: could not set up namespaces\n");
 		return 1;
 	}
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/kb-hosts-bench-XXXXXX");
-	if (!mkdtemp(tmp_dir)) {
-		tmp_dir[0] = '\0';
+	snprintf(bench_tmp_dir, sizeof(bench_tmp_dir), "/tmp/kb-hosts-bench-XXXXXX");
+	if (!mkdtemp(bench_tmp_dir)) {
+		bench_tmp_dir[0] = '\0';
 		return 1;
 	}
-	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts.yaml", tmp_dir);
-	snprintf(keys_path, sizeof(keys_path), "%s/run.keys", tmp_dir);
-	snprintf(out_one, sizeof(out_one), "%s/one", tmp_dir);
-	snprintf(out_two, sizeof(out_two), "%s/two", tmp_dir);
+	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts.yaml", bench_tmp_dir);
+	snprintf(keys_path, sizeof(keys_path), "%s/run.keys", bench_tmp_dir);
+	snprintf(out_one, sizeof(out_one), "%s/one", bench_tmp_dir);
+	snprintf(out_two, sizeof(out_two), "%s/two", bench_tmp_dir);
 	f = fopen(hosts_path, "w");
 	if (!f)
 		return 1;

@@ -16,8 +16,16 @@
  *    with seeded inputs and with the same inputs read back from the .npy
  *    files it wrote (--inputs): the difference is what generating them
  *    costs, printed as a share of the run. Target < 20 %.
- * Traced / untraced per format is bench/trace_bench.c. Figures are printed,
- * never asserted. Needs KB_BIN and KB_SYSTEMC_BIN (set by `make bench`). */
+ * 5. Traced / untraced CPU and wall time for json.gz and perfetto on
+ *    embedded decode 32K and embedded traffic (16 components, 200 000
+ *    messages). Target <= 1.5. (bench/trace_bench.c has every format and
+ *    a run over ipc.)
+ * Last, every target side by side with its goal. Figures are printed,
+ * never asserted. Needs KB_BIN and KB_SYSTEMC_BIN (set by `make bench`);
+ * KB_BENCH_TMP picks the folder the runs write in (default /tmp: part
+ * files are created and removed by the hundred per traced run, which some
+ * file systems make costly; see docs/metrics.md). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,26 +34,56 @@
 #include "bench.h"
 
 #define REPEATS 3
+#define MAX_TARGETS 16
 
 static const char *bin;
-static char out[] = "/tmp/kb-lean-bench-XXXXXX";
+static char out[400];
 
-/* Best CPU seconds of REPEATS runs of `cmd`; -1 if one failed. */
-static double best_cpu(const char *cmd)
+/* The targets as measured, printed together at the end. */
+struct target {
+	char what[96];
+	double value, goal;
+	const char *op; /* "<=", "<" or ">=": how value must compare with goal */
+	const char *unit;
+};
+
+static struct target targets[MAX_TARGETS];
+static int n_targets;
+
+static void target(const char *what, double value, const char *op, double goal, const char *unit)
 {
-	double best = -1;
+	if (n_targets < MAX_TARGETS)
+		targets[n_targets++] = (struct target){ .value = value, .goal = goal, .op = op,
+							.unit = unit };
+	snprintf(targets[n_targets - 1].what, sizeof(targets[0].what), "%s", what);
+}
+
+/* Best CPU seconds of REPEATS runs of `cmd` (best wall time into *wall
+ * when asked); -1 if one failed. */
+static double best_cpu_wall(const char *cmd, double *wall)
+{
+	double best = -1, best_wall = -1;
 
 	for (int i = 0; i < REPEATS; i++) {
-		double c0 = bench_children_cpu_s(), dc;
+		double c0 = bench_children_cpu_s(), t0 = bench_now_s(), dc, dt;
 
 		if (system(cmd) != 0) {
 			fprintf(stderr, "lean_bench: `%s` failed\n", cmd);
 			return -1;
 		}
+		dt = bench_now_s() - t0;
 		dc = bench_children_cpu_s() - c0;
 		best = best < 0 || dc < best ? dc : best;
+		best_wall = best_wall < 0 || dt < best_wall ? dt : best_wall;
 	}
+	if (wall)
+		*wall = best_wall;
 	return best;
+}
+
+static double best_cpu(const char *cmd)
+{
+	return best_cpu_wall(cmd, NULL);
 }
 
 /* Best CPU of `kernbench run ARGS`, and its summary's messages. */
@@ -81,6 +119,10 @@ static int per_message(void)
 	       c32 / m32 * 1e6);
 	printf("  marginal over seq_kv=1024 (%.0f messages, %.3f s): %.2f us CPU per message "
 	       "(target <= 1)\n", m1, c1, (c32 - c1) / (m32 - m1) * 1e6);
+	target("embedded decode 32K, CPU per message (whole run)", c32 / m32 * 1e6, "<=", 1,
+	       "us");
+	target("embedded decode 32K, CPU per message (marginal)", (c32 - c1) / (m32 - m1) * 1e6,
+	       "<=", 1, "us");
 	return 0;
 }
 
@@ -108,6 +150,8 @@ static int versus_systemc(void)
 	       delivered / kb_cpu);
 	printf("  ratio                 %12.2f  (embedded / SystemC; target >= 2)\n",
 	       (delivered / kb_cpu) / ((double)messages / sc_cpu));
+	target("embedded traffic / SystemC, messages per CPU second",
+	       (delivered / kb_cpu) / ((double)messages / sc_cpu), ">=", 2, "x");
 	return 0;
 }
 
@@ -146,12 +190,75 @@ static int input_generation(void)
 	printf("\nmake run's job (%s, daemon per component): %.3f s CPU seeded, %.3f s reading the "
 	       "same inputs back\n  generating the inputs: %.1f %% of the run's CPU (target < 20 %%)\n",
 	       job, seeded, read_back, 100.0 * (seeded - read_back) / seeded);
+	target("make run: input generation, share of CPU", 100.0 * (seeded - read_back) / seeded,
+	       "<", 20, "%");
 	return 0;
+}
+
+/* Traced / untraced, CPU and wall, for the two formats the issue names. */
+static int trace_cost(void)
+{
+	static const struct {
+		const char *what, *args;
+	} cases[] = {
+		{ "embedded decode 32K", "gqa_decode_opt2 --arg seq_kv=32768 --colocate all "
+					 "--transport inproc" },
+		{ "embedded traffic", "traffic --colocate all --transport inproc --arg components=16 "
+				      "--arg messages=200000" },
+	};
+	static const char *const formats[] = { "json.gz", "perfetto" };
+	char cmd[2048], dir[600], what[96];
+	int failed = 0;
+
+	snprintf(dir, sizeof(dir), "%s/trace", out);
+	printf("\ntraced / untraced, CPU [wall] (best of %d; target <= 1.5)\n", REPEATS);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		double base_wall, base;
+
+		snprintf(cmd, sizeof(cmd), "%s run %s --trace off --quiet --out %s", bin,
+			 cases[c].args, dir);
+		base = best_cpu_wall(cmd, &base_wall);
+		if (base <= 0) {
+			failed = 1;
+			continue;
+		}
+		printf("  %-20s untraced %.3f s CPU [%.3f s]", cases[c].what, base, base_wall);
+		for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+			double wall, cpu;
+
+			snprintf(cmd, sizeof(cmd), "%s run %s --trace-format %s --quiet --out %s", bin,
+				 cases[c].args, formats[f], dir);
+			cpu = best_cpu_wall(cmd, &wall);
+			if (cpu < 0) {
+				failed = 1;
+				continue;
+			}
+			printf(", %s %.2fx [%.2fx]", formats[f], cpu / base, wall / base_wall);
+			snprintf(what, sizeof(what), "%s, %s traced / untraced CPU", cases[c].what,
+				 formats[f]);
+			target(what, cpu / base, "<=", 1.5, "x");
+		}
+		printf("\n");
+	}
+	return failed;
+}
+
+static void print_targets(void)
+{
+	printf("\nissue 24 targets, measured | goal\n");
+	for (int i = 0; i < n_targets; i++) {
+		const struct target *t = &targets[i];
+		bool met = !strcmp(t->op, "<=") ? t->value <= t->goal
+			 : !strcmp(t->op, "<") ? t->value < t->goal : t->value >= t->goal;
+
+		printf("  %-58s %8.2f %-2s | %-2s %5.2f %-2s %s\n", t->what, t->value, t->unit,
+		       t->op, t->goal, t->unit, met ? "met" : "NOT met");
+	}
 }
 
 int main(void)
 {
-	char rm[96];
+	char rm[640];
 	int failed;
 
 	bin = getenv("KB_BIN");
@@ -159,6 +266,8 @@ int main(void)
 		fprintf(stderr, "lean_bench: set KB_BIN to the kernbench binary\n");
 		return 1;
 	}
+	snprintf(out, sizeof(out), "%s/kb-lean-bench-XXXXXX",
+		 getenv("KB_BENCH_TMP") ? getenv("KB_BENCH_TMP") : "/tmp");
 	if (!mkdtemp(out)) {
 		perror("lean_bench: mkdtemp");
 		return 1;
@@ -167,6 +276,8 @@ int main(void)
 	failed |= versus_systemc();
 	failed |= oplog_cost();
 	failed |= input_generation();
+	failed |= trace_cost();
+	print_targets();
 	snprintf(rm, sizeof(rm), "rm -rf %s", out);
 	if (system(rm) != 0)
 		fprintf(stderr, "lean_bench: could not remove %s\n", out);

@@ -34,10 +34,12 @@
 #include "hostkeys.h"
 #include "hosts.h"
 #include "launcher.h"
+#include "mesh.h"
 #include "stops.h"
 #include "tidy.h"
 #include "rt/buf.h"
 #include "rt/daemon.h"
+#include "rt/event.h"
 #include "rt/wire.h"
 
 #define HELLO_WAIT_S 60 /* --agent-wait's default */
@@ -58,6 +60,13 @@ struct shipped {
 	bool whole;            /* every piece sent */
 };
 
+/* A window waiting for its messages from other hosts (messages_in). */
+struct mesh_wait {
+	uint64_t window, expect; /* messages sent before `window`: `expect` */
+	uint64_t had;            /* arrived at the last look */
+	uint64_t moved_ms;       /* when that count last grew (0: not yet looked) */
+};
+
 struct agent {
 	struct kb_agent_opts opts; /* the command line */
 	const char *coordinator;
@@ -74,6 +83,13 @@ struct agent {
 	struct rt_job *job;
 	char staging[64];         /* this host's output folder */
 	struct kb_local *local;
+	struct kb_mesh *mesh;     /* messages to and from other hosts (ADR 0066) */
+	uint64_t *sent_to;        /* per host: what this window sent it */
+	uint32_t n_hosts;         /* in the coordinator's mesh table */
+	uint64_t next_local_ps;   /* this host's earliest pending time */
+	uint64_t expect_seen;     /* tree: the count it last waited for */
+	Kb__Sync *tree_grant;     /* tree: the GRANT its parent forwarded */
+	struct mesh_wait await;   /* what the window waits for */
 	uint64_t heard_ms, beat_ms, beats;
 	uint64_t watched_ms;      /* last look at this host's signals and children */
 	int rcvtimeo_ms;          /* the socket's receive timeout now */
@@ -602,6 +618,8 @@ static enum rt_err send_ready(struct agent *a)
 	ready.pid = getpid();
 	ready.token.data = (uint8_t *)a->token;
 	ready.token.len = strlen(a->token);
+	ready.mesh_endpoint = (char *)kb_mesh_endpoint(a->mesh);
+	ready.mesh_key = (char *)kb_mesh_key(a->mesh);
 	sync.body_case = KB__SYNC__BODY_READY;
 	sync.ready = &ready;
 	err = send_up(a, &sync);
@@ -609,28 +627,238 @@ static enum rt_err send_ready(struct agent *a)
 	return err;
 }
 
+/* The coordinator's table of every host's mesh endpoint and key. */
+static enum rt_err on_mesh(struct agent *a, const Kb__Mesh *table)
+{
+	enum rt_err err = kb_mesh_join(a->mesh, a->host, table);
+
+	free(a->sent_to);
+	a->sent_to = err ? NULL : calloc(table->n_peers ? table->n_peers : 1, sizeof(*a->sent_to));
+	if (!err && !a->sent_to)
+		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	return err ? rt_fail(err, "%s: %s", a->label, rt_last_error()) : RT_EOK;
+}
+
+static enum rt_err wait_hosts(struct agent *a, enum rt_err (*ready)(struct agent *a, bool *done),
+			      Kb__Sync **from_coord);
+
+/* wait_hosts' test while a window waits for its messages: every message
+ * other hosts sent this host before a->await.window has arrived (their
+ * count, summed by the coordinator, is a->await.expect). More is a
+ * protocol error; no new one for run.watchdog_ms while some are missing
+ * ends the run here. */
+static enum rt_err messages_in(struct agent *a, bool *done)
+{
+	struct mesh_wait *w = &a->await;
+	uint64_t arrived = kb_mesh_arrived_before(a->mesh, w->window), now = now_ms();
+
+	*done = arrived == w->expect;
+	if (arrived > w->expect)
+		return rt_fail(RT_EPROTOCOL, "%s: %llu messages from other hosts arrived before "
+			       "window %llu, they sent %llu", a->label, (unsigned long long)arrived,
+			       (unsigned long long)w->window, (unsigned long long)w->expect);
+	if (arrived != w->had || !w->moved_ms) {
+		w->had = arrived;
+		w->moved_ms = now;
+	} else if (!*done && now - w->moved_ms >= a->job->config.watchdog_ms) {
+		return rt_fail(RT_ETIMEOUT, "%s: window %llu waits for %llu messages from other "
+			       "hosts, %llu arrived, none for %llu ms (watchdog)", a->label,
+			       (unsigned long long)w->window, (unsigned long long)w->expect,
+			       (unsigned long long)arrived, (unsigned long long)(now - w->moved_ms));
+	}
+	return RT_EOK;
+}
+
+/* Waits until the messages of windows before `window` arrived: a host
+ * that died meanwhile is named by the coordinator, whose SHUTDOWN ends
+ * the wait. */
+static enum rt_err wait_mesh(struct agent *a, uint64_t window, uint64_t expect)
+{
+	a->await = (struct mesh_wait){ .window = window, .expect = expect };
+	return wait_hosts(a, messages_in, NULL);
+}
+
+/* Runs the GRANT's window (taken) over this host's daemons with what other
+ * hosts sent it before, then sends what goes to other hosts to them
+ * directly; `done` gets the window, its next times and the counts. */
+static enum rt_err run_granted(struct agent *a, Kb__Sync **grant_p, uint64_t expect,
+			       Kb__Done *done)
+{
+	Kb__Grant g = *(*grant_p)->grant;
+	Kb__Sync **data = NULL, **frames = NULL;
+	Kb__Envelope **inbound = NULL;
+	size_t n_data = 0, n_inbound = 0;
+	struct rt_coord_away away;
+	enum rt_err err, verdict;
+
+	if (!a->sent_to || g.n_inbound) {
+		rt_wire_free_sync(*grant_p);
+		*grant_p = NULL;
+		return rt_fail(RT_EPROTOCOL, "%s: a GRANT before the mesh table, or with messages "
+			       "(they come from other hosts directly)", a->label);
+	}
+	err = wait_mesh(a, g.window, expect);
+	if (!err)
+		err = kb_mesh_take(a->mesh, g.window, &data, &n_data, &inbound, &n_inbound);
+	if (!err && !(frames = malloc((n_data + 1) * sizeof(*frames))))
+		err = rt_fail(RT_ENOMEM, "%s: out of memory", a->label);
+	if (err) {
+		for (size_t k = 0; k < n_data; k++)
+			rt_wire_free_sync(data[k]);
+		free(data);
+		return err;
+	}
+	frames[0] = *grant_p;
+	*grant_p = NULL;
+	memcpy(frames + 1, data, n_data * sizeof(*data));
+	free(data);
+	g.inbound = inbound;
+	g.n_inbound = n_inbound;
+	lend_socket(a);
+	err = kb_local_step_frames(a->local, &g, frames, n_data + 1, &away);
+	verdict = take_socket(a);
+	free(frames);
+	if (!err)
+		err = verdict;
+	if (!err)
+		err = kb_mesh_send(a->mesh, g.window, away.envelopes, away.n, a->sent_to,
+				   &done->next_sent_ps);
+	done->window = g.window;
+	done->next_local_ps = away.next_ps;
+	done->n_sent_to = a->n_hosts;
+	done->sent_to = a->sent_to;
+	a->next_local_ps = away.next_ps;
+	return err;
+}
+
+/* The flat barrier: the window, then DONE (counts and times only) to the
+ * coordinator. */
 static enum rt_err on_grant(struct agent *a, Kb__Sync **grant_p)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Done done = KB__DONE__INIT;
-	struct rt_coord_away away;
-	uint64_t window = (*grant_p)->grant->window;
-	enum rt_err err, verdict;
+	enum rt_err err = run_granted(a, grant_p, (*grant_p)->grant->expect, &done);
 
-	lend_socket(a);
-	err = kb_local_step(a->local, grant_p, &away);
-	verdict = take_socket(a);
-	if (!err)
-		err = verdict;
 	if (err)
 		return err;
-	done.window = window;
-	done.next_local_ps = away.next_ps;
-	done.n_outbound = away.n;
-	done.outbound = away.envelopes;
 	sync.body_case = KB__SYNC__BODY_DONE;
 	sync.done = &done;
 	return send_up(a, &sync);
+}
+
+/* Waits for what the mesh brings (`ready` says when it is enough),
+ * beating and listening to the coordinator meanwhile; a frame from the
+ * coordinator that is not a heartbeat (SHUTDOWN) returns in *from_coord
+ * when the caller takes one, else it ends the wait as keep_up does. */
+static enum rt_err wait_hosts(struct agent *a, enum rt_err (*ready)(struct agent *a, bool *done),
+			      Kb__Sync **from_coord)
+{
+	for (;;) {
+		zmq_pollitem_t items[2] = { { kb_mesh_socket(a->mesh), 0, ZMQ_POLLIN, 0 },
+					    { a->sock, 0, ZMQ_POLLIN, 0 } };
+		enum rt_err err = kb_mesh_drain(a->mesh);
+		bool done = false;
+
+		if (err)
+			return rt_fail(err, "%s: %s", a->label, rt_last_error());
+		err = ready(a, &done);
+		if (err || done)
+			return err;
+		if (zmq_poll(items, 2, WATCH_MS) < 0 && errno != EINTR)
+			return rt_fail(RT_ETRANSPORT, "%s: cannot wait for other hosts: %s", a->label,
+				       zmq_strerror(errno));
+		if (from_coord) {
+			err = recv_up(a, 0, from_coord);
+			if (!err && *from_coord && (*from_coord)->body_case != KB__SYNC__BODY_PROGRESS)
+				return RT_EOK;
+			rt_wire_free_sync(*from_coord);
+			*from_coord = NULL;
+			if (!err)
+				err = beat_up(a);
+		} else {
+			err = keep_up(a);
+		}
+		if (!err && now_ms() - a->watched_ms >= WATCH_MS) {
+			a->watched_ms = now_ms();
+			err = kb_local_watch(a->local);
+		}
+		if (err)
+			return err;
+	}
+}
+
+static enum rt_err children_done(struct agent *a, bool *done)
+{
+	*done = kb_mesh_children_done(a->mesh);
+	return RT_EOK;
+}
+
+static enum rt_err grant_came(struct agent *a, bool *done)
+{
+	*done = (a->tree_grant = kb_mesh_take_grant(a->mesh)) != NULL;
+	return RT_EOK;
+}
+
+/* The tree barrier (ADR 0067): the GRANT goes on to this host's children
+ * first, so they run beside it; this host runs the window only if it has
+ * an event before its end or messages were sent to it (as the flat
+ * coordinator grants only those); then its children's DONEs and its own,
+ * combined, go to its parent (a host, or the coordinator). */
+static enum rt_err on_tree_grant(struct agent *a, Kb__Sync **grant_p)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Done done = KB__DONE__INIT;
+	const Kb__Grant *g = (*grant_p)->grant;
+	uint64_t expect = a->host < g->n_expect_all ? g->expect_all[a->host] : 0;
+	bool run = a->next_local_ps < g->end_ps || expect != a->expect_seen;
+	enum rt_err err = g->n_expect_all == a->n_hosts
+				  ? kb_mesh_forward(a->mesh, *grant_p)
+				  : rt_fail(RT_EPROTOCOL, "%s: a GRANT for %zu hosts, the run has %u",
+					    a->label, g->n_expect_all, a->n_hosts);
+
+	done.window = g->window;
+	done.next_local_ps = a->next_local_ps;
+	done.next_sent_ps = RT_TIME_NEVER;
+	done.n_sent_to = a->n_hosts;
+	done.sent_to = a->sent_to;
+	done.hosts = 1;
+	done.ran = run;
+	memset(a->sent_to, 0, a->n_hosts * sizeof(*a->sent_to));
+	if (!err && run) {
+		a->expect_seen = expect;
+		err = run_granted(a, grant_p, expect, &done);
+	}
+	rt_wire_free_sync(*grant_p);
+	*grant_p = NULL;
+	if (!err)
+		err = wait_hosts(a, children_done, NULL);
+	if (!err)
+		err = kb_mesh_combine(a->mesh, &done);
+	if (err)
+		return err;
+	sync.body_case = KB__SYNC__BODY_DONE;
+	sync.done = &done;
+	if (kb_mesh_parent(a->mesh) == RT_COORD_TREE_TOP)
+		return send_up(a, &sync);
+	return kb_mesh_send_up(a->mesh, &sync);
+}
+
+/* The next frame that moves this host on: the coordinator's (its GRANT,
+ * or SHUTDOWN for every host), or, below the top of the tree, the GRANT
+ * its parent forwards. */
+static enum rt_err wait_next(struct agent *a, Kb__Sync **out)
+{
+	enum rt_err err;
+
+	if (!a->mesh || !kb_mesh_fanout(a->mesh) || kb_mesh_parent(a->mesh) == RT_COORD_TREE_TOP)
+		return wait_up(a, out);
+	*out = NULL;
+	err = wait_hosts(a, grant_came, out);
+	if (!err && !*out) {
+		*out = a->tree_grant;
+		a->tree_grant = NULL;
+	}
+	return err;
 }
 
 /* ---------------------------------------------------------------- files */
@@ -910,17 +1138,26 @@ static enum rt_err participate(struct agent *a)
 	enum rt_err err = kb_local_start(a->local, keep_alive, a);
 
 	if (!err)
+		err = kb_mesh_open(a->zctx, a->coordinator, kb_local_topology(a->local),
+				   a->job->host_of_rank, &a->mesh);
+	if (!err)
 		err = send_ready(a);
 	a->heard_ms = now_ms();
 	a->joined = !err;
+	a->next_local_ps = kb_local_next_ps(a->local);
 	while (!err) {
 		Kb__Sync *s = NULL;
 
-		err = wait_up(a, &s);
+		err = wait_next(a, &s);
 		if (err)
 			break;
-		if (s->body_case == KB__SYNC__BODY_GRANT) {
+		if (s->body_case == KB__SYNC__BODY_GRANT && a->mesh && kb_mesh_fanout(a->mesh)) {
+			err = on_tree_grant(a, &s);
+		} else if (s->body_case == KB__SYNC__BODY_GRANT) {
 			err = on_grant(a, &s);
+		} else if (s->body_case == KB__SYNC__BODY_MESH) {
+			a->n_hosts = (uint32_t)s->mesh->n_peers;
+			err = on_mesh(a, s->mesh);
 		} else if (s->body_case == KB__SYNC__BODY_SHUTDOWN) {
 			bool abort_run = s->shutdown->abort;
 
@@ -1252,6 +1489,8 @@ int kb_agent_main(int argc, char **argv)
 	kb_local_close(&a.local, err != RT_EOK);
 	remove_staging(&a);
 	close_socket(&a);
+	kb_mesh_close(&a.mesh);
+	free(a.sent_to);
 	if (a.zctx)
 		zmq_ctx_term(a.zctx);
 	rt_buf_release(&a.frame);

@@ -1139,6 +1139,19 @@ static enum rt_err prepare_outputs(struct launch *l)
 	return err;
 }
 
+/* With KB_REPORT_WINDOWS_CPU=1 in the environment, one stderr line gives
+ * the coordinator's global windows and the CPU it used running them (a
+ * bench's figure: bench/mesh_bench.c; not in summary.json, whose bytes
+ * must not depend on the run). */
+static void report_windows_cpu(const struct rt_coord_stats *st)
+{
+	const char *env = getenv("KB_REPORT_WINDOWS_CPU");
+
+	if (env && !strcmp(env, "1"))
+		fprintf(stderr, "kernbench: coordinator: %llu windows, %.6f s CPU\n",
+			(unsigned long long)st->windows, st->windows_cpu_s);
+}
+
 static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 {
 	struct rt_coord_hooks hooks = { .fd = l->sigfd, .on_fd = on_signal, .on_file = on_file,
@@ -1174,6 +1187,7 @@ static enum rt_err run_hosts(struct launch *l, struct kb_run_facts *facts)
 		err = rt_coord_run(l->coord, &hooks, &facts->coord);
 	if (err)
 		return err;
+	report_windows_cpu(&facts->coord);
 	rt_coord_take_reports(l->coord, &facts->reports);
 	/* windows: the most any host ran inside; global_windows: across hosts */
 	facts->global_windows = facts->coord.windows;
@@ -1341,15 +1355,24 @@ bool kb_local_direct_events(const struct kb_local *local, uint64_t *events)
 
 enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out)
 {
+	Kb__Sync *s = *grant_p;
+
+	*grant_p = NULL;
+	return kb_local_step_frames(local, s->grant, &s, 1, out);
+}
+
+enum rt_err kb_local_step_frames(struct kb_local *local, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out)
+{
 	struct launch *l = (struct launch *)local;
 	enum rt_err err;
 
 	if (!l->direct)
-		return rt_coord_step(l->coord, grant_p, out);
-	/* the daemon copies the GRANT's messages: the frame goes now */
-	err = rt_daemon_window(l->direct, (*grant_p)->grant, &out->envelopes, &out->n);
-	rt_wire_free_sync(*grant_p);
-	*grant_p = NULL;
+		return rt_coord_step_frames(l->coord, g, frames, n_frames, out);
+	/* the daemon copies the window's messages: the frames go now */
+	err = rt_daemon_window(l->direct, g, &out->envelopes, &out->n);
+	for (size_t k = 0; k < n_frames; k++)
+		rt_wire_free_sync(frames[k]);
 	out->next_ps = rt_daemon_next_ps(l->direct);
 	l->direct_windows++;
 	return err;

@@ -91,6 +91,10 @@ uint64_t kb_local_next_ps(const struct kb_local *local);
 bool kb_local_direct_events(const struct kb_local *local, uint64_t *events);
 /* Runs one GRANT (taken: *grant_p is NULL after) as rt_coord_step does. */
 enum rt_err kb_local_step(struct kb_local *local, Kb__Sync **grant_p, struct rt_coord_away *out);
+/* The same for a window whose messages point into `frames`, which it
+ * takes (rt_coord_step_frames). */
+enum rt_err kb_local_step_frames(struct kb_local *local, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out);
 /* The end of the run: outputs written, `bye` filled with the reports and
  * window count (valid until the close). */
 enum rt_err kb_local_finish(struct kb_local *local, Kb__Bye *bye);

@@ -75,6 +75,7 @@ struct oplog {
 	size_t chunk_recs;    /* records sorted at a time */
 	struct rt_oplog_bin last; /* the part's previous chunk's last record */
 	struct names names;
+	uint64_t *rec_bytes;  /* per part: its records' bytes (its string table follows) */
 	uint32_t ranks;       /* HBM sweep, per rank: counted, current interval */
 	uint64_t *busy, *from, *to;
 	/* fast-forward's skips (ff_out.h): each adds its periods times the
@@ -189,21 +190,26 @@ static enum rt_err cut_chunk(struct oplog *o, uint32_t file, uint64_t off, size_
 static enum rt_err cut_part(struct oplog *o, uint32_t file)
 {
 	const char *path = o->paths[file];
-	FILE *f = fopen(path, "rb");
-	uint64_t off = 0;
+	uint64_t off = 0, left = o->rec_bytes[file];
+	FILE *f = left ? fopen(path, "rb") : NULL;
 	size_t got;
 	enum rt_err err = RT_EOK;
 
+	if (!left)
+		return RT_EOK; /* a component that logged nothing */
 	if (!f)
-		return errno == ENOENT ? RT_EOK /* a component that logged nothing */
-				       : rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
-	for (bool first = true; !err; first = false) {
-		got = fread(o->chunk, 1, o->chunk_recs * REC, f);
-		if (got % REC)
-			err = rt_fail(RT_EPROTOCOL, "corrupt op log part %s: ends inside a record",
-				      path);
-		if (err || !got)
+		return rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (left % REC)
+		err = rt_fail(RT_EPROTOCOL, "corrupt op log part %s: ends inside a record", path);
+	for (bool first = true; !err && left; first = false) {
+		size_t want = o->chunk_recs * REC < left ? o->chunk_recs * REC : (size_t)left;
+
+		got = fread(o->chunk, 1, want, f);
+		if (got != want)
+			err = rt_fail(RT_EIO, "cannot read %s", path);
+		if (err)
 			break;
+		left -= got;
 		err = cut_chunk(o, file, off, got / REC, first);
 		off += got;
 	}
@@ -220,8 +226,8 @@ static enum rt_err load_names(struct oplog *o, uint32_t c)
 	struct rt_trace_part p;
 	enum rt_err err;
 
-	snprintf(path, sizeof(path), "%s/%s/%u.onames", o->job->out_dir, RT_PARTS_DIR, c);
-	err = rt_trace_names_read(path, &p);
+	snprintf(path, sizeof(path), "%s/%s/%u.oplog", o->job->out_dir, RT_PARTS_DIR, c);
+	err = rt_trace_names_read(path, &p, &o->rec_bytes[c]);
 	if (!err && !(o->names.off[c] = malloc((p.n_names + 1) * sizeof(size_t))))
 		err = rt_fail(RT_ENOMEM, "no memory to read %s", path);
 	for (uint32_t i = 0; !err && i < p.n_names; i++) {
@@ -449,6 +455,7 @@ static void oplog_release(struct oplog *o)
 		free(o->names.off[c]);
 	free(o->names.off);
 	free(o->names.n);
+	free(o->rec_bytes);
 	rt_buf_release(&o->names.text);
 	free(o->busy);
 	free(o->skips);
@@ -475,8 +482,9 @@ static enum rt_err oplog_init(struct oplog *o, const struct rt_job *job,
 	o->chunk = malloc(o->chunk_recs * REC);
 	o->names.off = calloc(n ? n : 1, sizeof(*o->names.off));
 	o->names.n = calloc(n ? n : 1, sizeof(*o->names.n));
+	o->rec_bytes = calloc(n ? n : 1, sizeof(*o->rec_bytes));
 	o->busy = calloc(3 * (size_t)o->ranks, sizeof(uint64_t));
-	if (!o->paths || !o->chunk || !o->names.off || !o->names.n || !o->busy)
+	if (!o->paths || !o->chunk || !o->names.off || !o->names.n || !o->rec_bytes || !o->busy)
 		return rt_fail(RT_ENOMEM, "no memory to merge the op log");
 	o->from = o->busy + o->ranks;
 	o->to = o->from + o->ranks;

@@ -321,7 +321,11 @@ static enum rt_err cut_part(struct kb_trace *t, uint32_t part, struct kb_trace_e
 		return RT_EOK;
 	if (!f)
 		return rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
-	while (!err && (got = fread(recs, sizeof(*recs), cap, f)) > 0) {
+	/* the part's string table follows its records: read only those */
+	while (!err && order < t->part_recs[part] &&
+	       (got = fread(recs, sizeof(*recs),
+			    cap < t->part_recs[part] - order ? cap : t->part_recs[part] - order,
+			    f)) > 0) {
 		struct kb_trace_run *prev = t->n_runs ? &t->runs[t->n_runs - 1] : NULL;
 		uint64_t off = (uint64_t)order * sizeof(*recs);
 		bool sorted;

@@ -261,13 +261,17 @@ static uint8_t *pb_annotation(uint8_t *w, const char *name, const char *str, uin
 	return pb_str(w, 4, (const char *)body, (size_t)(b - body));
 }
 
-/* "send NAME" / "recv NAME" as a message end is called (at most 95 bytes). */
+/* "send NAME" / "recv NAME" as a message end is called (at most 95 bytes,
+ * what snprintf into 96 gave); copied, not printed: one per message end. */
 static size_t message_name(char *out, const struct kb_trace *t, const struct kb_trace_ev *e)
 {
-	int n = snprintf(out, 96, "%s %s", e->r.kind == RT_TRACE_SEND ? "send" : "recv",
-			 kb_trace_str(t, e, e->r.name));
+	const char *name = kb_trace_str(t, e, e->r.name);
+	size_t n = strnlen(name, 90);
 
-	return n < 96 ? (size_t)n : 95;
+	memcpy(out, e->r.kind == RT_TRACE_SEND ? "send " : "recv ", 5);
+	memcpy(out + 5, name, n);
+	out[5 + n] = '\0';
+	return 5 + n;
 }
 
 /* The TrackEvent of a record (or of a slice's end) at w. */

@@ -47,6 +47,13 @@ struct peer {
 	struct file_tally *files;
 	size_t n_files, cap_files;
 	uint64_t parts_taken, bytes_taken; /* over all its files (FileAck) */
+	/* agents (ADR 0066): where its neighbours reach it, and what they sent */
+	char mesh_endpoint[RT_COORD_MESH_ENDPOINT_MAX];
+	char mesh_key[41];      /* its CURVE public key, Z85 */
+	uint64_t expect;        /* messages other hosts sent it so far */
+	bool fresh;             /* ... some of them in the last round */
+	uint64_t granted_sum;   /* tree, a top host: its subtree's expect when
+				 * last granted (RT_COORD_TREE_UNSEEN: never) */
 };
 
 struct rt_coord {
@@ -91,6 +98,7 @@ struct rt_coord {
 	struct rt_coord_stats st;
 	struct rt_buf job_bytes;/* agents: the shared job, as Assign carries it */
 	uint64_t beat_ms;       /* agents: last heartbeat sent */
+	uint32_t fanout;        /* agents: the barrier's tree (0: flat) */
 	uint64_t ready_timeout_ms; /* wait this long for READYs (0: watchdog) */
 };
 
@@ -102,6 +110,15 @@ static uint64_t wall_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* This process's CPU time, all threads (ZeroMQ's I/O threads included). */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static uint64_t wall_ms(void)
@@ -155,6 +172,56 @@ int64_t rt_coord_max_frame(const struct rt_job *job)
 	return max > INT64_MAX ? INT64_MAX : (int64_t)max;
 }
 
+uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout)
+{
+	return h < fanout ? RT_COORD_TREE_TOP : h / fanout - 1;
+}
+
+uint32_t rt_coord_tree_first_child(uint32_t h, uint32_t fanout)
+{
+	uint64_t first = (uint64_t)fanout * (h + 1);
+
+	return first > UINT32_MAX ? UINT32_MAX : (uint32_t)first;
+}
+
+uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts)
+{
+	uint64_t lo = h, hi = h, size = 0;
+
+	/* level by level: the children of hosts lo..hi are k(lo+1)..k(hi+1)+k-1 */
+	while (fanout && lo < n_hosts) {
+		size += (hi < n_hosts ? hi : n_hosts - 1) - lo + 1;
+		lo = (uint64_t)fanout * (lo + 1);
+		hi = (uint64_t)fanout * (hi + 1) + fanout - 1;
+	}
+	return fanout ? (uint32_t)size : 1;
+}
+
+uint64_t rt_coord_tree_sum(uint32_t h, uint32_t fanout, uint32_t n_hosts, const uint64_t *v)
+{
+	uint64_t lo = h, hi = h, sum = 0;
+
+	while (lo < n_hosts) {
+		for (uint64_t i = lo; i <= hi && i < n_hosts; i++)
+			sum += v[i];
+		if (!fanout)
+			break;
+		lo = (uint64_t)fanout * (lo + 1);
+		hi = (uint64_t)fanout * (hi + 1) + fanout - 1;
+	}
+	return sum;
+}
+
+/* The barrier's fan-out: RT_COORD_FANOUT, or KB_BARRIER_FANOUT (0: flat). */
+static uint32_t barrier_fanout(void)
+{
+	const char *env = getenv("KB_BARRIER_FANOUT");
+	char *end = NULL;
+	unsigned long k = env ? strtoul(env, &end, 10) : RT_COORD_FANOUT;
+
+	return env && (end == env || *end || k > 64) ? RT_COORD_FANOUT : (uint32_t)k;
+}
+
 /* Who hosts what: one participant per daemon, or the layout's. */
 static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout *lay)
 {
@@ -171,6 +238,7 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
 	c->agents = lay && lay->agents;
 	c->sub = lay && lay->sub;
+	c->fanout = c->agents ? barrier_fanout() : 0;
 	c->lookahead_ps = lay ? lay->lookahead_ps : t->lookahead_ps;
 	c->ready_timeout_ms = lay ? lay->ready_timeout_ms : 0;
 	for (uint32_t i = 0; c->labels && i < c->n_peers; i++)
@@ -186,6 +254,8 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 				       id, p, c->n_peers);
 		c->peers[p].n_hosted++;
 	}
+	for (uint32_t i = 0; i < c->n_peers; i++)
+		c->peers[i].granted_sum = RT_COORD_TREE_UNSEEN;
 	for (uint32_t i = 0; i < c->n_peers; i++)
 		/* every host has an agent, even one whose ranks have no component */
 		if (c->peers[i].n_hosted || !lay || c->agents) {
@@ -404,9 +474,11 @@ static enum rt_err send_grant(struct rt_coord *c, uint32_t i, uint64_t window, u
 	grant.end_ps = end;
 	grant.n_inbound = p->n_in;
 	grant.inbound = p->inbound;
+	grant.expect = p->expect;
 	sync.body_case = KB__SYNC__BODY_GRANT;
 	sync.grant = &grant;
 	p->n_in = 0;
+	p->fresh = false;
 	p->answered = false;
 	return send_to(c, i, &sync);
 }
@@ -905,6 +977,38 @@ static enum rt_err recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **
 	}
 }
 
+/* Whether `s` is a usable mesh endpoint: "tcp://" and printable, no
+ * space, shorter than the field. */
+static bool mesh_endpoint_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (strncmp(s, "tcp://", 6) || len <= 6 || len >= RT_COORD_MESH_ENDPOINT_MAX)
+		return false;
+	for (size_t k = 0; k < len; k++)
+		if (!isgraph((unsigned char)s[k]))
+			return false;
+	return true;
+}
+
+/* An agent's READY says where its neighbours send it messages and the
+ * CURVE public key its mesh socket serves with (ADR 0066). */
+static enum rt_err take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
+{
+	char name[128];
+	const char *ep = r->mesh_endpoint ? r->mesh_endpoint : "";
+	const char *key = r->mesh_key ? r->mesh_key : "";
+	uint8_t raw[32];
+
+	if (!mesh_endpoint_ok(ep) || strlen(key) != 40 || !zmq_z85_decode(raw, key))
+		return rt_fail(RT_EPROTOCOL, "%s sent READY without a usable mesh endpoint and key "
+			       "(tcp://ADDRESS:PORT and a 40-character Z85 key)",
+			       peer_name(c, i, name, sizeof(name)));
+	snprintf(c->peers[i].mesh_endpoint, sizeof(c->peers[i].mesh_endpoint), "%s", ep);
+	snprintf(c->peers[i].mesh_key, sizeof(c->peers[i].mesh_key), "%s", key);
+	return RT_EOK;
+}
+
 static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
 {
 	const struct rt_topology *t = c->topo;
@@ -931,6 +1035,8 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	if (!c->peers[i].present)
 		return rt_fail(RT_EPROTOCOL, "daemon %s is not hosted here",
 			       peer_name(c, i, name, sizeof(name)));
+	if (c->agents && take_mesh_address(c, i, r))
+		return RT_EPROTOCOL;
 	c->peers[i].ready = true;
 	c->peers[i].next_local_ps = r->next_local_ps;
 	if (r->pid)
@@ -1050,6 +1156,40 @@ static enum rt_err frame_error(struct rt_coord *c, uint32_t i, Kb__Sync *s, cons
 		       s->body_case, expected);
 }
 
+static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err);
+
+/* Every agent learns where every host's mesh socket is and its key
+ * (ADR 0066), before the first GRANT: the messages of a window go
+ * agent to agent, only the barrier comes here. */
+static enum rt_err send_mesh(struct rt_coord *c)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Mesh mesh = KB__MESH__INIT;
+	Kb__MeshPeer *rows = calloc(c->n_peers ? c->n_peers : 1, sizeof(*rows));
+	Kb__MeshPeer **ptrs = calloc(c->n_peers ? c->n_peers : 1, sizeof(*ptrs));
+	enum rt_err err = RT_EOK;
+
+	if (!rows || !ptrs)
+		err = rt_fail(RT_ENOMEM, "coordinator: out of memory");
+	for (uint32_t i = 0; !err && i < c->n_peers; i++) {
+		kb__mesh_peer__init(&rows[i]);
+		rows[i].host = i;
+		rows[i].endpoint = c->peers[i].mesh_endpoint;
+		rows[i].key = c->peers[i].mesh_key;
+		ptrs[i] = &rows[i];
+	}
+	mesh.n_peers = c->n_peers;
+	mesh.peers = ptrs;
+	mesh.fanout = c->fanout;
+	sync.body_case = KB__SYNC__BODY_MESH;
+	sync.mesh = &mesh;
+	for (uint32_t i = 0; !err && i < c->n_peers; i++)
+		err = send_to(c, i, &sync);
+	free(rows);
+	free(ptrs);
+	return err ? explain_unreachable(c, err) : RT_EOK;
+}
+
 static enum rt_err handshake(struct rt_coord *c)
 {
 	uint32_t ready = 0;
@@ -1070,7 +1210,7 @@ static enum rt_err handshake(struct rt_coord *c)
 			return err;
 		ready++;
 	}
-	return RT_EOK;
+	return c->agents ? send_mesh(c) : RT_EOK;
 }
 
 /* ---------------------------------------------------------------- windows */
@@ -1163,6 +1303,56 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 	return RT_EOK;
 }
 
+/* An agent's DONE (ADR 0066): its messages went to their hosts over the
+ * mesh; here only how many each host is to receive, and the earliest of
+ * their delivery times (a pending time of the run until they arrive). */
+static enum rt_err count_mesh(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+
+	if (done->n_outbound || done->n_sent_to > c->n_peers ||
+	    (from < done->n_sent_to && done->sent_to[from]))
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator or to "
+			       "itself (they go agent to agent)", peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++) {
+		uint64_t n = done->sent_to[h];
+
+		if (!n)
+			continue;
+		c->peers[h].expect += n;
+		c->peers[h].fresh = true;
+		*routed += n;
+	}
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
+/* A top host's DONE in the tree barrier (ADR 0067): its subtree's counts
+ * and earliest times, combined on the way up. */
+static enum rt_err count_tree(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+	uint32_t hosts = rt_coord_tree_size(from, c->fanout, c->n_peers);
+
+	if (done->hosts != hosts || done->ran > hosts)
+		return rt_fail(RT_EPROTOCOL, "%s answered for %u hosts of the barrier's tree, its "
+			       "subtree has %u", peer_name(c, from, name, sizeof(name)), done->hosts,
+			       hosts);
+	if (done->n_outbound || done->n_sent_to > c->n_peers)
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator (they go "
+			       "agent to agent)", peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		c->peers[h].expect += done->sent_to[h];
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		*routed += done->sent_to[h];
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
 /* Collects every DONE of window k; returns the earliest pending time. */
 static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint32_t granted,
 				uint64_t *next, uint64_t *routed_now)
@@ -1184,6 +1374,10 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      peer_name(c, i, name, sizeof(name)),
 				      (unsigned long long)s->done->window, (unsigned long long)k);
+		else if (c->fanout)
+			err = count_tree(c, i, s->done, &min_time, routed_now);
+		else if (c->agents)
+			err = count_mesh(c, i, s->done, &min_time, routed_now);
 		else
 			err = route(c, i, s->done, end, &min_time, routed_now);
 		if (err) {
@@ -1199,8 +1393,9 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 		c->peers[i].next_local_ps = s->done->next_local_ps;
 		got++;
 	}
-	/* daemons left out of this window keep the next time they reported */
-	for (uint32_t i = 0; i < c->n_peers; i++)
+	/* daemons left out of this window keep the next time they reported;
+	 * with the tree, the top hosts' DONEs speak for their subtrees */
+	for (uint32_t i = 0; i < (c->fanout && c->fanout < c->n_peers ? c->fanout : c->n_peers); i++)
 		if (c->peers[i].present && c->peers[i].next_local_ps < min_time)
 			min_time = c->peers[i].next_local_ps;
 	*next = min_time;
@@ -1229,6 +1424,47 @@ static enum rt_err explain_unreachable(struct rt_coord *c, enum rt_err err)
 	return rt_fail(err, "%s", saved);
 }
 
+/* The tree barrier (ADR 0067): the window goes to the top hosts, with every
+ * host's count of messages to wait for, and on down the tree; each host
+ * decides itself whether it has anything to run. */
+static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			      uint32_t *granted)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	uint64_t *expect = calloc(c->n_peers ? c->n_peers : 1, sizeof(*expect));
+	enum rt_err err = expect ? RT_EOK : rt_fail(RT_ENOMEM, "coordinator: out of memory");
+
+	for (uint32_t i = 0; expect && i < c->n_peers; i++) {
+		expect[i] = c->peers[i].expect;
+		c->peers[i].answered = true;
+	}
+	/* a top host whose subtree has no event before the end and was sent
+	 * nothing since it was last granted is left out, as the flat barrier
+	 * leaves out an idle host: its last DONE still speaks for it */
+	grant.window = k;
+	grant.start_ps = start;
+	grant.end_ps = end;
+	grant.n_expect_all = c->n_peers;
+	grant.expect_all = expect;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	for (uint32_t i = 0; !err && i < c->n_peers && i < c->fanout; i++) {
+		struct peer *p = &c->peers[i];
+		uint64_t sum = rt_coord_tree_sum(i, c->fanout, c->n_peers, expect);
+
+		if (p->granted_sum != RT_COORD_TREE_UNSEEN && p->granted_sum == sum &&
+		    p->next_local_ps >= end)
+			continue;
+		p->granted_sum = sum;
+		p->answered = false;
+		err = send_to(c, i, &sync);
+		(*granted)++;
+	}
+	free(expect);
+	return err ? explain_unreachable(c, err) : RT_EOK;
+}
+
 /* A daemon with no message to receive and nothing due before `end` would
  * run no event in the window: it is left out (no GRANT, no DONE), which
  * saves two messages per idle daemon per window and changes nothing else.
@@ -1240,10 +1476,12 @@ static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, 
 	enum rt_err err = RT_EOK;
 
 	*granted = 0;
+	if (c->fanout)
+		return grant_tree(c, k, start, end, granted);
 	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
 		struct peer *p = &c->peers[i];
 
-		if (!p->present || (!p->n_in && p->next_local_ps >= end)) {
+		if (!p->present || (!p->n_in && !p->fresh && p->next_local_ps >= end)) {
 			p->answered = true;
 			continue;
 		}
@@ -1334,6 +1572,7 @@ static enum rt_err run_windows(struct rt_coord *c, uint64_t t, uint64_t horizon)
 	struct rt_coord_stats *st = &c->st;
 	enum rt_err err = RT_EOK;
 	uint64_t started_us = wall_us();
+	double started_cpu = c->sub ? 0 : process_cpu_s();
 
 	for (; t < horizon && !err; c->k++) {
 		uint64_t end = sat_add(t, c->lookahead_ps), next = RT_TIME_NEVER, routed_now = 0;
@@ -1356,6 +1595,8 @@ static enum rt_err run_windows(struct rt_coord *c, uint64_t t, uint64_t horizon)
 	}
 	c->next_ps = t;
 	st->windows_wall_s += (double)(wall_us() - started_us) * 1e-6;
+	if (!c->sub)
+		st->windows_cpu_s += process_cpu_s() - started_cpu;
 	return err;
 }
 
@@ -1633,27 +1874,36 @@ uint64_t rt_coord_next_ps(const struct rt_coord *c)
 enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out)
 {
 	Kb__Sync *s = *grant_p;
-	const Kb__Grant *g = s->grant;
-	const struct rt_topology *t = c->topo;
-	uint64_t from;
-	enum rt_err err;
 
 	*grant_p = NULL;
+	return rt_coord_step_frames(c, s->grant, &s, 1, out);
+}
+
+enum rt_err rt_coord_step_frames(struct rt_coord *c, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out)
+{
+	const struct rt_topology *t = c->topo;
+	uint64_t from;
+	enum rt_err err = RT_EOK;
+
 	free_away(c);
-	/* the frame's envelopes wait in inbound lists until they are granted */
-	err = keep_in_round(c, s);
-	if (err) {
-		rt_wire_free_sync(s);
-		return err;
+	/* the frames' envelopes wait in inbound lists until they are granted */
+	for (size_t k = 0; k < n_frames; k++) {
+		if (!err)
+			err = keep_in_round(c, frames[k]);
+		if (err)
+			rt_wire_free_sync(frames[k]);
 	}
+	if (err)
+		return err;
 	for (size_t k = 0; k < g->n_inbound; k++) {
 		Kb__Envelope *e = g->inbound[k];
 		struct peer *p;
 
 		if (e->dst >= t->n_components || c->peer_of[e->dst] == RT_COORD_AWAY ||
 		    e->deliver_ps < g->start_ps)
-			return rt_fail(RT_EPROTOCOL, "the coordinator sent a message for component %u "
-				       "due at %llu ps in window [%llu ps): not for this host or too early",
+			return rt_fail(RT_EPROTOCOL, "a message for component %u due at %llu ps came "
+				       "for the window from %llu ps: not for this host or too early",
 				       e->dst, (unsigned long long)e->deliver_ps,
 				       (unsigned long long)g->start_ps);
 		p = &c->peers[c->peer_of[e->dst]];

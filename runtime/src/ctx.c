@@ -260,7 +260,7 @@ static enum rt_err push_outbound(struct rt_daemon *d, const struct rt_key *key, 
 static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uint32_t dst,
 			      uint64_t send_ps, const Kb__Payload *msg)
 {
-	struct rt_event ev = { .key = *key, .dst = dst, .send_ps = send_ps, .is_local = true };
+	struct rt_event ev = { .dst = dst, .send_ps = send_ps, .is_local = true };
 	void *block = rt_msg_pool_get(&d->pool, RT_MSG_SMALL);
 	size_t need = 0;
 	enum rt_err err;
@@ -273,6 +273,13 @@ static enum rt_err push_local(struct rt_daemon *d, const struct rt_key *key, uin
 	}
 	if (!block)
 		return rt_fail(RT_ENOMEM, "cannot allocate a %zu-byte message", need);
+	/* field by field, not *key: the key was just stored a field at a time,
+	 * and a wide load of it waits for all those stores (a failed store
+	 * forward was 7 % of embedded traffic's CPU) */
+	ev.key.time_ps = key->time_ps;
+	ev.key.priority = key->priority;
+	ev.key.src = key->src;
+	ev.key.seq = key->seq;
 	err = rt_queue_push(&d->queue, &ev);
 	if (err)
 		rt_event_release(&ev);
@@ -890,7 +897,7 @@ enum rt_err rt_ctx_flush(struct rt_ctx *c, bool final)
 	snprintf(dir, sizeof(dir), "%s/%s", c->daemon->job->out_dir, RT_PARTS_DIR);
 	snprintf(stem, sizeof(stem), "%u", c->id);
 	if (!err)
-		err = rt_trace_flush_as(&c->oplog, dir, stem, "oplog", "onames", final);
+		err = rt_trace_flush_as(&c->oplog, dir, stem, "oplog", final);
 	if (!err)
 		err = rt_trace_flush(&c->trace, dir, stem, final);
 	if (err || !final)

@@ -24,11 +24,12 @@ void rt_queue_init(struct rt_queue *q)
 	q->items = NULL;
 	q->count = 0;
 	q->cap = 0;
+	q->hole = false;
 }
 
 void rt_queue_release(struct rt_queue *q)
 {
-	for (size_t i = 0; i < q->count; i++)
+	for (size_t i = q->hole; i < q->count; i++)
 		rt_event_release(&q->items[i]);
 	free(q->items);
 	rt_queue_init(q);
@@ -46,10 +47,35 @@ static inline bool before(const struct rt_event *a, const struct rt_event *b)
 	return a->key.seq < b->key.seq;
 }
 
+/* Puts `ev` in the empty slot i, moving smaller children up until its place
+ * below i is found. Only i's subtree is looked at: its parent, if any, is
+ * the hole or already before everything in it. */
+static void sift_down(struct rt_queue *q, size_t i, const struct rt_event *ev)
+{
+	for (;;) {
+		size_t child = 2 * i + 1;
+
+		if (child >= q->count)
+			break;
+		if (child + 1 < q->count && before(&q->items[child + 1], &q->items[child]))
+			child++;
+		if (!before(&q->items[child], ev))
+			break;
+		q->items[i] = q->items[child];
+		i = child;
+	}
+	q->items[i] = *ev;
+}
+
 enum rt_err rt_queue_push(struct rt_queue *q, const struct rt_event *ev)
 {
 	size_t i;
 
+	if (q->hole) { /* the popped root's slot: one sift down fills it */
+		q->hole = false;
+		sift_down(q, 0, ev);
+		return RT_EOK;
+	}
 	if (q->count == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 64;
 		struct rt_event *items = realloc(q->items, cap * sizeof(*items));
@@ -73,35 +99,45 @@ enum rt_err rt_queue_push(struct rt_queue *q, const struct rt_event *ev)
 	return RT_EOK;
 }
 
+/* The slot of the earliest event, or 0 when there is none (0 is the hole
+ * or, without one, the root). With a hole the earliest is a root's child. */
+static size_t earliest(const struct rt_queue *q)
+{
+	if (!q->hole)
+		return 0;
+	if (q->count < 3)
+		return q->count - 1; /* 1 (the child) or 0 (nothing) */
+	return before(&q->items[2], &q->items[1]) ? 2 : 1;
+}
+
 const struct rt_event *rt_queue_peek(const struct rt_queue *q)
 {
-	return q->count ? &q->items[0] : NULL;
+	size_t at = earliest(q);
+
+	return q->count > q->hole ? &q->items[at] : NULL;
 }
 
 bool rt_queue_pop(struct rt_queue *q, struct rt_event *out)
 {
+	size_t at = earliest(q);
 	struct rt_event last;
-	size_t i = 0;
 
-	if (!q->count)
+	if (q->count <= q->hole) {
+		q->count = 0;
+		q->hole = false;
 		return false;
-	*out = q->items[0];
-	last = q->items[--q->count];
-	/* sift down the last event from the root */
-	for (;;) {
-		size_t child = 2 * i + 1;
-
-		if (child >= q->count)
-			break;
-		if (child + 1 < q->count && before(&q->items[child + 1], &q->items[child]))
-			child++;
-		if (!before(&q->items[child], &last))
-			break;
-		q->items[i] = q->items[child];
-		i = child;
 	}
-	if (q->count)
-		q->items[i] = last;
+	*out = q->items[at];
+	if (!q->hole) { /* the root: leave its slot for the next push */
+		q->hole = true;
+		return true;
+	}
+	/* a child of the hole: the last event takes its slot, sifted down */
+	last = q->items[--q->count];
+	if (at < q->count)
+		sift_down(q, at, &last);
+	if (q->count == 1) /* only the hole is left */
+		q->count = 0, q->hole = false;
 	return true;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -221,17 +222,20 @@ struct rt_zap {
 	void *rep;
 	pthread_t thread;
 	atomic_bool stop;
-	uint8_t client[32]; /* the one client public key admitted */
-	bool logged;        /* refusals are reported once per run */
+	rt_zap_admit_fn admit;
+	void *arg;
+	void *owned; /* freed with the handler (rt_keys_serve's key) */
 };
 
 /* One ZAP request (RFC 27): version, id, domain, address, identity,
- * mechanism, credentials. Replies 200 only for CURVE with our client key. */
+ * mechanism, credentials. Replies 200 only for CURVE with a key the
+ * handler's admit function accepts, with the User-Id it gives. */
 static void zap_answer(struct rt_zap *z)
 {
 	zmq_msg_t part[8];
 	int n = 0, more = 1;
-	bool ok;
+	char user[RT_ZAP_USER] = "";
+	bool ok = false;
 
 	while (more && n < 8) {
 		zmq_msg_init(&part[n]);
@@ -248,19 +252,17 @@ static void zap_answer(struct rt_zap *z)
 		more = zmq_msg_recv(&extra, z->rep, 0) >= 0 && zmq_msg_more(&extra);
 		zmq_msg_close(&extra);
 	}
-	ok = n == 7 && zmq_msg_size(&part[5]) == 5 && !memcmp(zmq_msg_data(&part[5]), "CURVE", 5) &&
-	     zmq_msg_size(&part[6]) == 32 && !memcmp(zmq_msg_data(&part[6]), z->client, 32);
+	if (n == 7 && zmq_msg_size(&part[5]) == 5 && !memcmp(zmq_msg_data(&part[5]), "CURVE", 5) &&
+	    zmq_msg_size(&part[6]) == 32)
+		ok = z->admit(z->arg, zmq_msg_data(&part[6]), user);
 	if (n >= 2) {
 		zmq_send(z->rep, "1.0", 3, ZMQ_SNDMORE);
 		zmq_send(z->rep, zmq_msg_data(&part[1]), zmq_msg_size(&part[1]), ZMQ_SNDMORE);
 		zmq_send(z->rep, ok ? "200" : "400", 3, ZMQ_SNDMORE);
-		zmq_send(z->rep, ok ? "OK" : "unknown client key", ok ? 2 : 18, ZMQ_SNDMORE);
-		zmq_send(z->rep, "", 0, ZMQ_SNDMORE);
+		zmq_send(z->rep, ok ? "OK" : "key not admitted", ok ? 2 : 16, ZMQ_SNDMORE);
+		zmq_send(z->rep, ok ? user : "", ok ? strlen(user) : 0, ZMQ_SNDMORE);
 		zmq_send(z->rep, "", 0, 0);
 	}
-	if (!ok && n >= 2 && !z->logged && (z->logged = true))
-		fprintf(stderr, "kernbench: refused a connection without the run's client key "
-			"(reported once)\n");
 	for (int i = 0; i < n; i++)
 		zmq_msg_close(&part[i]);
 }
@@ -277,41 +279,87 @@ static void *zap_main(void *arg)
 	return NULL;
 }
 
-enum rt_err rt_keys_serve(const struct rt_keys *k, void *zctx, void *sock, struct rt_zap **out)
+enum rt_err rt_zap_start(void *zctx, rt_zap_admit_fn admit, void *arg, struct rt_zap **out)
 {
 	struct rt_zap *z = calloc(1, sizeof(*z));
-	int one = 1, zero = 0;
+	int zero = 0, failed;
+	sigset_t all, old;
 
 	*out = NULL;
-	if (!k->server_secret[0]) {
-		free(z);
-		return rt_fail(RT_ECONFIG, "--keys: the file has no server-secret, which the "
-			       "coordinator needs (give it the file `kernbench keygen` wrote)");
-	}
 	if (!z)
-		return rt_fail(RT_ENOMEM, "coordinator: no memory for the ZAP handler");
-	zmq_z85_decode(z->client, k->client_public);
+		return rt_fail(RT_ENOMEM, "no memory for the ZAP handler");
+	z->admit = admit;
+	z->arg = arg;
+	atomic_init(&z->stop, false);
 	z->rep = zmq_socket(zctx, ZMQ_REP);
 	if (!z->rep || zmq_setsockopt(z->rep, ZMQ_LINGER, &zero, sizeof(zero)) ||
-	    zmq_bind(z->rep, "inproc://zeromq.zap.01") ||
-	    zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
-	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, k->server_secret, RT_KEY_Z85) ||
-	    zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "kernbench", 9)) {
-		enum rt_err err = rt_fail(RT_ETRANSPORT, "coordinator: cannot set up CURVE: %s",
+	    zmq_bind(z->rep, "inproc://zeromq.zap.01")) {
+		enum rt_err err = rt_fail(RT_ETRANSPORT, "cannot start the ZAP handler: %s",
 					  zmq_strerror(zmq_errno()));
 		if (z->rep)
 			zmq_close(z->rep);
 		free(z);
 		return err;
 	}
-	atomic_init(&z->stop, false);
-	if (pthread_create(&z->thread, NULL, zap_main, z)) {
+	/* signals stay with the process's other threads (a signalfd or handler) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	failed = pthread_create(&z->thread, NULL, zap_main, z);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (failed) {
 		zmq_close(z->rep);
 		free(z);
-		return rt_fail(RT_ETRANSPORT, "coordinator: cannot start the ZAP handler");
+		return rt_fail(RT_ETRANSPORT, "cannot start the ZAP handler's thread");
 	}
 	*out = z;
 	return RT_EOK;
+}
+
+/* The coordinator's handler: the key file's one client public key. */
+struct client_key {
+	uint8_t raw[32];
+	atomic_bool logged; /* refusals are reported once per run */
+};
+
+static bool admit_client_key(void *arg, const uint8_t key[32], char user[RT_ZAP_USER])
+{
+	struct client_key *c = arg;
+
+	(void)user;
+	if (!memcmp(key, c->raw, 32))
+		return true;
+	if (!atomic_exchange(&c->logged, true))
+		fprintf(stderr, "kernbench: refused a connection without the run's client key "
+			"(reported once)\n");
+	return false;
+}
+
+enum rt_err rt_keys_serve(const struct rt_keys *k, void *zctx, void *sock, struct rt_zap **out)
+{
+	struct client_key *c;
+	enum rt_err err;
+	int one = 1;
+
+	*out = NULL;
+	if (!k->server_secret[0])
+		return rt_fail(RT_ECONFIG, "--keys: the file has no server-secret, which the "
+			       "coordinator needs (give it the file `kernbench keygen` wrote)");
+	if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof(one)) ||
+	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, k->server_secret, RT_KEY_Z85) ||
+	    zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "kernbench", 9))
+		return rt_fail(RT_ETRANSPORT, "coordinator: cannot set up CURVE: %s",
+			       zmq_strerror(zmq_errno()));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return rt_fail(RT_ENOMEM, "coordinator: no memory for the ZAP handler");
+	zmq_z85_decode(c->raw, k->client_public);
+	atomic_init(&c->logged, false);
+	err = rt_zap_start(zctx, admit_client_key, c, out);
+	if (err)
+		free(c);
+	else
+		(*out)->owned = c;
+	return err;
 }
 
 void rt_zap_destroy(struct rt_zap **zp)
@@ -323,6 +371,7 @@ void rt_zap_destroy(struct rt_zap **zp)
 	atomic_store(&z->stop, true);
 	pthread_join(z->thread, NULL);
 	zmq_close(z->rep);
+	free(z->owned);
 	free(z);
 	*zp = NULL;
 }

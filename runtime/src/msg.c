@@ -250,24 +250,34 @@ static bool observation(const ProtobufCMessageDescriptor *desc, const ProtobufCF
 #define PLAN_SLOTS 128u  /* descriptors with a plan at most (kernbench.proto has ~40) */
 #define PLAN_SPAN 64u    /* widest range of ids a oneof step indexes */
 
-/* What a step is: most fields of kernbench's messages are proto3 integers,
- * walked without decoding the descriptor (present when not zero, copied
- * and mixed as a word: what walk_value does with them); others go through
- * walk_field. */
-enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64 };
+/* What a step is: most fields of kernbench's messages are proto3 scalars
+ * or sub-messages, walked without decoding the descriptor (present when
+ * not zero or not NULL, copied and mixed as walk_value does: an integer as
+ * its word, a bool as 1, a float or double as its bits, a sub-message by
+ * walking it); others (strings, bytes, repeated, labelled and observation
+ * fields) go through walk_field. */
+enum step_kind { STEP_FIELD, STEP_ONEOF, STEP_WORD32, STEP_WORD64, STEP_BOOL, STEP_MESSAGE,
+		 STEP_STRING, STEP_MESSAGES };
+
+/* A float or double is a word whose sign bit does not make it present
+ * (-0.0 is left out, NaN is not): present when (bits & mask) != 0. */
+#define MASK32 0xffffffffull
+#define MASK64 0xffffffffffffffffull
 
 struct step {
 	uint32_t kind;   /* enum step_kind */
 	uint32_t field;  /* a field: its index in desc->fields */
-	uint32_t offset; /* a word: offset of its member */
-	uint32_t id;     /* a word: its field id */
-	uint32_t qoff;   /* a oneof run: offset of its case */
+	uint32_t offset; /* a member: its offset */
+	uint32_t id;     /* a member: its field id */
+	uint32_t qoff;   /* a oneof run: offset of its case; repeated: of its count */
 	uint32_t lo, n;  /* a oneof run: case ids lo .. lo + n - 1 */
+	uint64_t mask;   /* a word: the bits that make it present */
 	uint16_t *index; /* a oneof run: 1 + field index per id - lo, 0 none; NULL: a field */
 };
 
 struct plan {
 	const ProtobufCMessageDescriptor *desc;
+	const void *init; /* what desc->message_init writes, copied instead */
 	unsigned n_steps;
 	struct step steps[];
 };
@@ -300,10 +310,14 @@ static unsigned oneof_run(const ProtobufCMessageDescriptor *desc, unsigned i, ui
 static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i)
 {
 	const ProtobufCFieldDescriptor *f = &desc->fields[i];
-	struct step s = { .kind = STEP_FIELD, .field = i, .offset = f->offset, .id = f->id };
+	struct step s = { .kind = STEP_FIELD, .field = i, .offset = f->offset, .id = f->id,
+			  .qoff = f->quantifier_offset };
 
-	if (f->label != PROTOBUF_C_LABEL_NONE || (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) ||
-	    observation(desc, f))
+	if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) || observation(desc, f))
+		return s;
+	if (f->label == PROTOBUF_C_LABEL_REPEATED && f->type == PROTOBUF_C_TYPE_MESSAGE)
+		s.kind = STEP_MESSAGES;
+	if (f->label != PROTOBUF_C_LABEL_NONE)
 		return s;
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -313,6 +327,7 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 	case PROTOBUF_C_TYPE_FIXED32:
 	case PROTOBUF_C_TYPE_ENUM:
 		s.kind = STEP_WORD32;
+		s.mask = MASK32;
 		break;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
@@ -320,6 +335,24 @@ static struct step field_step(const ProtobufCMessageDescriptor *desc, unsigned i
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
 		s.kind = STEP_WORD64;
+		s.mask = MASK64;
+		break;
+	case PROTOBUF_C_TYPE_FLOAT:
+		s.kind = STEP_WORD32;
+		s.mask = MASK32 >> 1;
+		break;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		s.kind = STEP_WORD64;
+		s.mask = MASK64 >> 1;
+		break;
+	case PROTOBUF_C_TYPE_BOOL:
+		s.kind = STEP_BOOL;
+		break;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		s.kind = STEP_MESSAGE;
+		break;
+	case PROTOBUF_C_TYPE_STRING:
+		s.kind = STEP_STRING;
 		break;
 	default:
 		break;
@@ -334,6 +367,7 @@ static struct plan *plan_new(const ProtobufCMessageDescriptor *desc)
 	size_t n_steps = 0, n_index = 0;
 	struct plan *p;
 	uint16_t *index;
+	uint8_t *init;
 
 	for (unsigned i = 0; i < desc->n_fields;) {
 		uint32_t lo, hi;
@@ -347,11 +381,16 @@ static struct plan *plan_new(const ProtobufCMessageDescriptor *desc)
 		}
 		i = end;
 	}
-	p = calloc(1, sizeof(*p) + n_steps * sizeof(struct step) + n_index * sizeof(uint16_t));
+	p = calloc(1, sizeof(*p) + n_steps * sizeof(struct step) + n_index * sizeof(uint16_t) +
+			     8 + desc->sizeof_message);
 	if (!p)
 		return NULL;
 	p->desc = desc;
 	index = (uint16_t *)&p->steps[n_steps];
+	init = (uint8_t *)(index + n_index);
+	init += (8 - (uintptr_t)init % 8) % 8;
+	desc->message_init((ProtobufCMessage *)init);
+	p->init = init;
 	for (unsigned i = 0; i < desc->n_fields;) {
 		uint32_t lo, hi;
 		unsigned end = oneof_member(&desc->fields[i]) ? oneof_run(desc, i, &lo, &hi) : i + 1;
@@ -441,6 +480,147 @@ static inline void walk_field(struct walk *w, const ProtobufCMessageDescriptor *
 	walk_value(w, f, member, dst ? (char *)dst + f->offset : NULL);
 }
 
+/* A proto3 string member (field `id`): mixed and copied when not empty,
+ * as walk_field and walk_value do with it. */
+static inline void walk_string(struct walk *w, uint32_t id, const void *member, void *dst_member)
+{
+	const char *str = *(const char *const *)member;
+	uint8_t *copy;
+
+	if (!str || !*str)
+		return;
+	mix(w, id);
+	walk_bytes(w, (const uint8_t *)str, strlen(str), &copy, true);
+	if (dst_member)
+		*(char **)dst_member = (char *)copy;
+}
+
+/* A repeated message field (step s): what walk_repeated does with it. */
+static void walk_messages(struct walk *w, const struct step *s, const ProtobufCMessage *src,
+			  ProtobufCMessage *dst)
+{
+	size_t n = *(const size_t *)((const char *)src + s->qoff);
+	const ProtobufCMessage *const *from =
+		*(const ProtobufCMessage *const *const *)((const char *)src + s->offset);
+	ProtobufCMessage **to;
+
+	if (!n)
+		return;
+	mix(w, s->id);
+	mix(w, n);
+	to = take(w, n * sizeof(*to));
+	for (size_t i = 0; i < n; i++) {
+		ProtobufCMessage *copy = walk_msg(w, from[i]);
+
+		if (to)
+			to[i] = copy;
+	}
+	if (dst) {
+		*(size_t *)((char *)dst + s->qoff) = n;
+		*(ProtobufCMessage ***)((char *)dst + s->offset) = to;
+	}
+}
+
+/* A sub-message member at `member` (field `id`): mixed and copied when
+ * set, as walk_field and walk_value do with it. */
+static inline void walk_sub(struct walk *w, uint32_t id, const void *member, void *dst_member)
+{
+	const ProtobufCMessage *m = *(const ProtobufCMessage *const *)member;
+	ProtobufCMessage *copy;
+
+	if (!m)
+		return;
+	mix(w, id);
+	copy = walk_msg(w, m);
+	if (dst_member)
+		*(ProtobufCMessage **)dst_member = copy;
+}
+
+/* A proto3 scalar (step s) of `size` bytes: mixed and copied as its word
+ * when present (a bool is mixed and copied as 1: the wire has 0 or 1). */
+static inline void walk_word(struct walk *w, const struct step *s, const ProtobufCMessage *src,
+			     ProtobufCMessage *dst, size_t size)
+{
+	const char *from = (const char *)src + s->offset;
+	uint64_t v = size == 8 ? *(const uint64_t *)from : *(const uint32_t *)from;
+
+	if (s->kind == STEP_BOOL) {
+		if (!v)
+			return;
+		v = 1;
+	} else if (!(v & s->mask)) {
+		return;
+	}
+	mix(w, s->id);
+	if (dst && size == 8)
+		*(uint64_t *)((char *)dst + s->offset) = v;
+	else if (dst)
+		*(uint32_t *)((char *)dst + s->offset) = (uint32_t)v;
+	mix(w, v);
+}
+
+/* The set member of a folded oneof run (step s), if any. */
+static inline void walk_oneof(struct walk *w, const ProtobufCMessageDescriptor *desc,
+			      const struct step *s, const ProtobufCMessage *src,
+			      ProtobufCMessage *dst)
+{
+	uint32_t c = *(const uint32_t *)((const char *)src + s->qoff) - s->lo;
+	const ProtobufCFieldDescriptor *f;
+	uintptr_t m;
+
+	if (c >= s->n || !s->index[c])
+		return;
+	f = &desc->fields[s->index[c] - 1];
+	if (f->type != PROTOBUF_C_TYPE_MESSAGE) {
+		walk_field(w, desc, f, src, dst);
+		return;
+	}
+	/* a message: present unless NULL or its default (present() for oneofs) */
+	m = (uintptr_t)*(const void *const *)((const char *)src + f->offset);
+	if (!m || m == (uintptr_t)f->default_value)
+		return;
+	if (dst)
+		*(uint32_t *)((char *)dst + s->qoff) = f->id;
+	walk_sub(w, f->id, (const char *)src + f->offset, dst ? (char *)dst + f->offset : NULL);
+}
+
+/* One step of a plan: what walk_field does with its field(s). */
+static inline void walk_step(struct walk *w, const ProtobufCMessageDescriptor *desc,
+			     const struct step *s, const ProtobufCMessage *src,
+			     ProtobufCMessage *dst)
+{
+	const char *member = (const char *)src + s->offset;
+	char *to = dst ? (char *)dst + s->offset : NULL;
+
+	switch (s->kind) {
+	case STEP_WORD32:
+		walk_word(w, s, src, dst, 4);
+		break;
+	case STEP_WORD64:
+		walk_word(w, s, src, dst, 8);
+		break;
+	case STEP_BOOL:
+		_Static_assert(sizeof(protobuf_c_boolean) == 4, "a bool is a 32-bit word");
+		walk_word(w, s, src, dst, 4);
+		break;
+	case STEP_MESSAGE:
+		walk_sub(w, s->id, member, to);
+		break;
+	case STEP_STRING:
+		walk_string(w, s->id, member, to);
+		break;
+	case STEP_MESSAGES:
+		walk_messages(w, s, src, dst);
+		break;
+	case STEP_ONEOF:
+		walk_oneof(w, desc, s, src, dst);
+		break;
+	default:
+		walk_field(w, desc, &desc->fields[s->field], src, dst);
+		break;
+	}
+}
+
 static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 {
 	const ProtobufCMessageDescriptor *desc = src->descriptor;
@@ -453,44 +633,14 @@ static ProtobufCMessage *walk_msg(struct walk *w, const ProtobufCMessage *src)
 	if (at)
 		*at = w->base;
 
-	if (dst)
+	if (dst && p)
+		memcpy(dst, p->init, desc->sizeof_message); /* message_init's bytes */
+	else if (dst)
 		desc->message_init(dst); /* absent fields: what unpack leaves */
 	mix(w, 0x6d7367); /* brackets the message, so nesting is hashed */
 	if (p) {
-		for (unsigned k = 0; k < p->n_steps; k++) {
-			const struct step *s = &p->steps[k];
-			uint32_t c;
-			uint64_t v;
-
-			switch (s->kind) {
-			case STEP_WORD32:
-				v = *(const uint32_t *)((const char *)src + s->offset);
-				if (v) {
-					mix(w, s->id);
-					if (dst)
-						*(uint32_t *)((char *)dst + s->offset) = (uint32_t)v;
-					mix(w, v);
-				}
-				break;
-			case STEP_WORD64:
-				v = *(const uint64_t *)((const char *)src + s->offset);
-				if (v) {
-					mix(w, s->id);
-					if (dst)
-						*(uint64_t *)((char *)dst + s->offset) = v;
-					mix(w, v);
-				}
-				break;
-			case STEP_ONEOF:
-				c = *(const uint32_t *)((const char *)src + s->qoff) - s->lo;
-				if (c < s->n && s->index[c])
-					walk_field(w, desc, &desc->fields[s->index[c] - 1], src, dst);
-				break;
-			default:
-				walk_field(w, desc, &desc->fields[s->field], src, dst);
-				break;
-			}
-		}
+		for (unsigned k = 0; k < p->n_steps; k++)
+			walk_step(w, desc, &p->steps[k], src, dst);
 	} else {
 		for (unsigned i = 0; i < desc->n_fields; i++)
 			walk_field(w, desc, &desc->fields[i], src, dst);

@@ -2,6 +2,7 @@
 #include "rt/trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,35 +72,42 @@ enum rt_err rt_trace_put(struct rt_trace_writer *w, const struct rt_trace_rec *r
 	return rt_buf_append(&w->recs, r, sizeof(*r));
 }
 
-static enum rt_err write_names(const struct rt_trace_writer *w, const char *path)
+/* The string table goes after the records, in the same file, followed by
+ * its length and RT_TRACE_TAIL_MAGIC: one file per part, not two (the
+ * file system's cost of creating and removing a file was a good part of a
+ * short run's; ADR 0062). */
+static enum rt_err write_tail(const struct rt_trace_writer *w, FILE *f, const char *stem)
 {
-	struct rt_buf b;
-	enum rt_err err = RT_EOK;
+	uint64_t tail[2] = { sizeof(w->track_name), RT_TRACE_TAIL_MAGIC };
+	bool ok = fwrite(w->track_name, 1, sizeof(w->track_name), f) == sizeof(w->track_name);
 
-	rt_buf_init(&b);
-	err = rt_buf_append(&b, w->track_name, sizeof(w->track_name));
-	for (uint32_t i = 0; !err && i < w->n_names; i++)
-		err = rt_buf_append(&b, w->names[i], strlen(w->names[i]) + 1);
-	if (!err)
-		err = rt_buf_write_file(&b, path);
-	rt_buf_release(&b);
-	return err;
+	for (uint32_t i = 0; ok && i < w->n_names; i++) {
+		size_t n = strlen(w->names[i]) + 1;
+
+		ok = fwrite(w->names[i], 1, n, f) == n;
+		tail[0] += n;
+	}
+	if (!ok || fwrite(tail, 1, sizeof(tail), f) != sizeof(tail))
+		return rt_fail(RT_EIO, "cannot write the string table of trace part %s: %s", stem,
+			       strerror(errno));
+	return RT_EOK;
 }
 
 enum rt_err rt_trace_flush(struct rt_trace_writer *w, const char *dir, const char *stem,
 			   bool final)
 {
-	return rt_trace_flush_as(w, dir, stem, "trace", "tnames", final);
+	return rt_trace_flush_as(w, dir, stem, "trace", final);
 }
 
 enum rt_err rt_trace_flush_as(struct rt_trace_writer *w, const char *dir, const char *stem,
-			      const char *recs_ext, const char *names_ext, bool final)
+			      const char *ext, bool final)
 {
 	char path[MAX_PATH];
+	enum rt_err err;
 
 	if (w->recs.len) {
 		if (!w->file) {
-			snprintf(path, sizeof(path), "%s/%s.%s", dir, stem, recs_ext);
+			snprintf(path, sizeof(path), "%s/%s.%s", dir, stem, ext);
 			w->file = fopen(path, "wb");
 			if (!w->file)
 				return rt_fail(RT_EIO, "cannot create %s: %s", path, strerror(errno));
@@ -111,13 +119,11 @@ enum rt_err rt_trace_flush_as(struct rt_trace_writer *w, const char *dir, const 
 	}
 	if (!final || !w->file)
 		return RT_EOK;
-	if (fclose(w->file)) {
-		w->file = NULL;
-		return rt_fail(RT_EIO, "cannot close trace part %s", stem);
-	}
+	err = write_tail(w, w->file, stem);
+	if (fclose(w->file) && !err)
+		err = rt_fail(RT_EIO, "cannot close trace part %s", stem);
 	w->file = NULL;
-	snprintf(path, sizeof(path), "%s/%s.%s", dir, stem, names_ext);
-	return write_names(w, path);
+	return err;
 }
 
 /* ---------------------------------------------------------------- filters */
@@ -235,14 +241,6 @@ enum rt_err rt_trace_parse_format(const char *s, struct rt_trace_opts *o)
 
 /* ---------------------------------------------------------------- reader */
 
-static enum rt_err read_optional(const char *path, struct rt_buf *b)
-{
-	rt_buf_reset(b);
-	if (access(path, F_OK))
-		return RT_EOK;
-	return rt_buf_read_file(b, path);
-}
-
 static enum rt_err split_names(struct rt_trace_part *p, const struct rt_buf *b,
 			       const char *path)
 {
@@ -320,26 +318,90 @@ enum rt_err rt_trace_part_parse(const void *recs, size_t len, const void *names,
 	return err;
 }
 
+/* Where a part's string table lies, from its last 16 bytes and its size:
+ * *recs_len bytes of records, then *names_len of table. */
+static enum rt_err tail_split(const uint64_t tail[2], uint64_t size, const char *what,
+			      uint64_t *recs_len, uint64_t *names_len)
+{
+	if (size < 2 * sizeof(uint64_t) || tail[1] != RT_TRACE_TAIL_MAGIC ||
+	    tail[0] > size - 2 * sizeof(uint64_t))
+		return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: no string table at its end",
+			       what);
+	*names_len = tail[0];
+	*recs_len = size - 2 * sizeof(uint64_t) - tail[0];
+	return RT_EOK;
+}
+
+enum rt_err rt_trace_part_split(const void *bytes, size_t len, const char *what,
+				size_t *recs_len, const void **names, size_t *names_len)
+{
+	uint64_t tail[2], r = 0, n = 0;
+	enum rt_err err = RT_EOK;
+
+	if (len >= sizeof(tail))
+		memcpy(tail, (const char *)bytes + len - sizeof(tail), sizeof(tail));
+	if (len)
+		err = tail_split(tail, len, what, &r, &n);
+	*recs_len = err ? 0 : (size_t)r;
+	*names_len = err ? 0 : (size_t)n;
+	*names = (const char *)bytes + *recs_len;
+	return err;
+}
+
+/* The string table at the end of the part file `path` into `names`, and
+ * the bytes of records before it; a missing or empty file has neither. */
+static enum rt_err read_tail(const char *path, struct rt_buf *names, uint64_t *recs_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t tail[2], names_len = 0;
+	struct stat st;
+	enum rt_err err = RT_EOK;
+
+	*recs_len = 0;
+	rt_buf_reset(names);
+	if (fd < 0)
+		return errno == ENOENT ? RT_EOK
+				       : rt_fail(RT_EIO, "cannot open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st))
+		err = rt_fail(RT_EIO, "cannot read %s: %s", path, strerror(errno));
+	else if (st.st_size > 0 &&
+		 pread(fd, tail, sizeof(tail), st.st_size - (off_t)sizeof(tail)) != sizeof(tail))
+		err = rt_fail(RT_EPROTOCOL, "corrupt trace part %s: no string table at its end",
+			      path);
+	else if (st.st_size > 0)
+		err = tail_split(tail, (uint64_t)st.st_size, path, recs_len, &names_len);
+	if (!err && names_len)
+		err = rt_buf_reserve(names, names_len);
+	if (!err && names_len &&
+	    pread(fd, names->data, names_len, (off_t)*recs_len) != (ssize_t)names_len)
+		err = rt_fail(RT_EIO, "cannot read %s: %s", path, strerror(errno));
+	if (!err && names_len) {
+		names->len = names_len;
+		names->data[names_len] = '\0';
+	}
+	close(fd);
+	return err;
+}
+
 enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trace_part *p)
 {
 	char path[MAX_PATH];
-	struct rt_buf recs, names;
-	enum rt_err err;
+	struct rt_buf file;
+	const void *names = NULL;
+	size_t recs_len = 0, names_len = 0;
+	enum rt_err err = RT_EOK;
 
-	rt_buf_init(&recs);
-	rt_buf_init(&names);
+	rt_buf_init(&file);
 	snprintf(path, sizeof(path), "%s/%s.trace", dir, stem);
-	err = read_optional(path, &recs);
-	if (!err && recs.len) {
-		snprintf(path, sizeof(path), "%s/%s.tnames", dir, stem);
-		err = read_optional(path, &names);
-	}
+	if (!access(path, F_OK))
+		err = rt_buf_read_file(&file, path);
 	if (!err)
-		err = rt_trace_part_parse(recs.data, recs.len, names.data, names.len, path, p);
+		err = rt_trace_part_split(file.data, file.len, path, &recs_len, &names, &names_len);
+	if (!err)
+		err = rt_trace_part_parse(file.data, recs_len, names, names_len, path, p);
 	else
 		memset(p, 0, sizeof(*p));
-	rt_buf_release(&recs);
-	rt_buf_release(&names);
+	rt_buf_release(&file);
 	return err;
 }
 
@@ -348,24 +410,18 @@ enum rt_err rt_trace_part_read_names(const char *dir, const char *stem, struct r
 {
 	char path[MAX_PATH];
 	struct rt_buf names;
-	struct stat st;
-	enum rt_err err = RT_EOK;
+	enum rt_err err;
 
 	memset(p, 0, sizeof(*p));
 	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
 		p->track_name[t] = RT_TRACE_NONE;
-	*bytes = 0;
 	snprintf(path, sizeof(path), "%s/%s.trace", dir, stem);
-	if (stat(path, &st) || !st.st_size)
-		return RT_EOK;
-	*bytes = (uint64_t)st.st_size;
-	if (*bytes % sizeof(struct rt_trace_rec))
-		return rt_fail(RT_EPROTOCOL, "corrupt trace part %s: %llu bytes", path,
-			       (unsigned long long)*bytes);
 	rt_buf_init(&names);
-	snprintf(path, sizeof(path), "%s/%s.tnames", dir, stem);
-	err = read_optional(path, &names);
-	if (!err)
+	err = read_tail(path, &names, bytes);
+	if (!err && *bytes % sizeof(struct rt_trace_rec))
+		err = rt_fail(RT_EPROTOCOL, "corrupt trace part %s: %llu bytes of records", path,
+			      (unsigned long long)*bytes);
+	if (!err && *bytes)
 		err = split_names(p, &names, path);
 	if (!err)
 		err = check_tracks(p, path);
@@ -373,7 +429,7 @@ enum rt_err rt_trace_part_read_names(const char *dir, const char *stem, struct r
 	return err;
 }
 
-enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p)
+enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p, uint64_t *recs_len)
 {
 	struct rt_buf names;
 	enum rt_err err;
@@ -382,7 +438,7 @@ enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p)
 	for (unsigned t = 0; t < RT_TRACE_TRACKS; t++)
 		p->track_name[t] = RT_TRACE_NONE;
 	rt_buf_init(&names);
-	err = read_optional(path, &names);
+	err = read_tail(path, &names, recs_len);
 	if (!err && names.len)
 		err = split_names(p, &names, path);
 	rt_buf_release(&names);

@@ -162,6 +162,10 @@ static enum rt_err check_sync(const Kb__Sync *m)
 		return RT_EOK;
 	case KB__SYNC__BODY_FILE_PART:
 		return rt_wire_check_part_path(m->file_part->path);
+	case KB__SYNC__BODY_MESH: /* agents check its rows (deploy/src/mesh.c) */
+		return RT_EOK;
+	case KB__SYNC__BODY_DATA:
+		return check_envelopes(m->data->envelopes, m->data->n_envelopes, "Data");
 	default:
 		return rt_fail(RT_EDECODE, "frame has no body");
 	}

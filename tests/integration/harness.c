@@ -25,8 +25,8 @@ const char *kb_bin(void)
 
 /* Output directories of this test process, removed when it exits (set
  * KB_KEEP_OUTPUTS=1 to keep them for a look). */
-static char made_dirs[64][256];
-static int n_made_dirs;
+static char **made_dirs; /* every directory a test made, removed at exit */
+static int n_made_dirs, cap_made_dirs;
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -44,10 +44,23 @@ static void remove_made_dirs(void)
 
 void kb_track_dir(const char *dir)
 {
+	char *copy = strdup(dir);
+
 	if (n_made_dirs == 0)
 		atexit(remove_made_dirs);
-	if (n_made_dirs < 64)
-		snprintf(made_dirs[n_made_dirs++], sizeof(made_dirs[0]), "%s", dir);
+	if (n_made_dirs == cap_made_dirs) {
+		int cap = cap_made_dirs ? 2 * cap_made_dirs : 64;
+		char **grown = realloc(made_dirs, (size_t)cap * sizeof(*grown));
+
+		if (!grown) {
+			free(copy);
+			return;
+		}
+		made_dirs = grown;
+		cap_made_dirs = cap;
+	}
+	if (copy)
+		made_dirs[n_made_dirs++] = copy;
 }
 
 void kb_tmpdir(char *path, size_t cap, const char *tag)

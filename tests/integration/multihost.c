@@ -410,3 +410,15 @@ int mh_lines_with(const char *text, const char *needle)
 	}
 	return n;
 }
+
+pid_t mh_spawn_agent(const struct mh_net *net, int index, const char *coordinator,
+		     const char *keys, const char *errpath)
+{
+	char idx[16];
+	char *argv[] = { (char *)kb_bin(), (char *)"agent", (char *)"--coordinator",
+			 (char *)coordinator, (char *)"--index", idx, (char *)"--keys", (char *)keys,
+			 NULL };
+
+	snprintf(idx, sizeof(idx), "%d", index);
+	return mh_spawn(net, index + 1, argv, NULL, errpath);
+}

@@ -40,6 +40,11 @@ int mh_ns_procs(const struct mh_net *net, int host, pid_t *out, int cap);
  * NULL-terminated list of NAME=VALUE added to the environment (or NULL). */
 pid_t mh_spawn(const struct mh_net *net, int host, char *const argv[], char *const env[],
 	       const char *errpath);
+/* `kernbench agent --coordinator COORD --index INDEX --keys KEYS` in
+ * namespace index + 1 of `net` (on this machine's when `net` is NULL),
+ * stderr to `errpath`. */
+pid_t mh_spawn_agent(const struct mh_net *net, int index, const char *coordinator,
+		     const char *keys, const char *errpath);
 /* Waits for `pid` up to `seconds`; exit code or 128 + signal, or -1 when
  * it is still running then (it is killed and reaped). */
 int mh_wait(pid_t pid, int seconds);

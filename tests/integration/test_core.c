@@ -134,7 +134,9 @@ Test(core_outputs, summary_and_trace_have_required_content, .timeout = 60)
 		field(s, "wall_s", w, sizeof(w));
 		field(s, "merge_s", m, sizeof(m));
 		field(s, "windows_wall_s", ww, sizeof(ww));
-		cr_expect_gt(strtod(m, NULL), 0.0, "merge_s %s: the merge took no time?", m);
+		/* a small run's merge may round to 0 ms: only its presence and
+		 * sign are the test's (no wall-clock asserts) */
+		cr_expect_geq(strtod(m, NULL), 0.0, "merge_s %s is negative", m);
 		cr_expect_geq(strtod(w, NULL) + 0.0011, strtod(m, NULL) + strtod(ww, NULL),
 			      "wall_s %s does not cover windows_wall_s %s + merge_s %s", w, ww, m);
 	}

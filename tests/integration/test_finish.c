@@ -34,18 +34,6 @@ static void teardown(void)
 	mh_net_down(&net);
 }
 
-static pid_t spawn_agent(const struct mh_net *n, int ns, int index, const char *coord,
-			 const char *keys, const char *err)
-{
-	char idx[16];
-	char *argv[] = { (char *)kb_bin(), (char *)"agent", (char *)"--coordinator",
-			 (char *)coord, (char *)"--index", idx, (char *)"--keys", (char *)keys,
-			 NULL };
-
-	snprintf(idx, sizeof(idx), "%d", index);
-	return mh_spawn(n, ns, argv, NULL, err);
-}
-
 /* The ring job with larger outputs than the other tests' (each host ships
  * hundreds of KiB: op log, trace and critical-path parts, tensors). */
 static void big_ring_argv(char **argv, const char *out, const char *hosts, const char *keys)
@@ -116,7 +104,7 @@ Test(finish, shaped_uplinks_and_a_slow_coordinator_lose_nothing, .timeout = 300,
 	pid[0] = mh_spawn(&net, 0, argv, env, err[0]);
 	for (int i = 0; i < AGENTS; i++) {
 		snprintf(err[i + 1], sizeof(err[0]), "%s/agent%d.err", base, i);
-		pid[i + 1] = spawn_agent(&net, i + 1, i, "tcp://10.77.0.1:" PORT, keys, err[i + 1]);
+		pid[i + 1] = mh_spawn_agent(&net, i, "tcp://10.77.0.1:" PORT, keys, err[i + 1]);
 	}
 	cr_assert_eq(mh_wait(pid[0], 240), 0, "coordinator: %s", kb_slurp_stderr(err[0]));
 	for (int i = 0; i < AGENTS; i++)
@@ -169,7 +157,7 @@ Test(finish, the_coordinator_killed_while_taking_files_fails_every_agent, .timeo
 	pid[0] = mh_spawn(NULL, 0, argv, env, err[0]);
 	for (int i = 0; i < AGENTS; i++) {
 		snprintf(err[i + 1], sizeof(err[0]), "%s/agent%d.err", base, i);
-		pid[i + 1] = spawn_agent(NULL, 0, i, coord, keys, err[i + 1]);
+		pid[i + 1] = mh_spawn_agent(NULL, i, coord, keys, err[i + 1]);
 	}
 	while (staged_files(out) == 0 && waited++ < 1200 && kill(pid[0], 0) == 0)
 		usleep(50000);

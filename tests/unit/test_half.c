@@ -106,3 +106,28 @@ Test(half, bf16_exact_rounding_and_specials, .timeout = 5)
 			cr_assert_eq(rt_f32_to_bf16(f), h, "pattern 0x%04x", h);
 	}
 }
+
+/* rt_f32_to_f16 may use the F16C instruction (ADR 0063): it must give the
+ * integer code's bits for every class of input. Every 2^32 / 97 th bit
+ * pattern, plus every pattern whose exponent lies where fp16's range ends
+ * (subnormals, the overflow edge) and of inf / NaN, every 7th mantissa. */
+Test(half, f16_fast_path_equals_the_integer_code, .timeout = 60)
+{
+	for (uint64_t x = 0; x < (1ull << 32); x += 97) {
+		float f;
+		uint32_t b = (uint32_t)x;
+
+		memcpy(&f, &b, sizeof(f));
+		cr_assert_eq(rt_f32_to_f16(f), rt_f32_to_f16_portable(f), "bits 0x%08x", b);
+	}
+	for (uint32_t k = 100; k <= 146; k++) /* around 2^-24 .. 2^15, then inf/nan */
+		for (uint32_t s = 0; s < 2; s++)
+			for (uint32_t m = 0; m < (1u << 23); m += 7) {
+				uint32_t e = k == 146 ? 255 : k, b = s << 31 | e << 23 | m;
+				float f;
+
+				memcpy(&f, &b, sizeof(f));
+				cr_assert_eq(rt_f32_to_f16(f), rt_f32_to_f16_portable(f),
+					     "bits 0x%08x", b);
+			}
+}

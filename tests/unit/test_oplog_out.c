@@ -128,7 +128,7 @@ static void make_parts(struct fixture *f, uint64_t seed)
 			r->op_name = (uint16_t)o;
 		}
 		snprintf(stem, sizeof(stem), "%u", c);
-		cr_assert_eq(rt_trace_flush_as(&w, parts, stem, "oplog", "onames", true), RT_EOK);
+		cr_assert_eq(rt_trace_flush_as(&w, parts, stem, "oplog", true), RT_EOK);
 		rt_trace_writer_release(&w);
 	}
 }
@@ -224,6 +224,30 @@ Test(oplog_out, small_chunks_through_the_run_file_give_the_same_bytes, .timeout 
 	expect_same_as_old("7200"); /* 100 records a chunk: many runs, most sorted */
 }
 
+/* Puts `len` bytes after the part's records, before its string table
+ * (which a final flush writes last, with its length and a magic word). */
+static void insert_before_names(const char *path, const void *bytes, size_t len)
+{
+	char *old = slurp(path);
+	struct stat st;
+	uint64_t tail[2];
+	size_t size, recs;
+	FILE *p;
+
+	cr_assert_eq(stat(path, &st), 0);
+	size = (size_t)st.st_size;
+	memcpy(tail, old + size - sizeof(tail), sizeof(tail));
+	cr_assert_eq(tail[1], RT_TRACE_TAIL_MAGIC);
+	recs = size - sizeof(tail) - tail[0];
+	p = fopen(path, "wb");
+	cr_assert(p);
+	cr_assert_eq(fwrite(old, 1, recs, p), recs);
+	cr_assert_eq(fwrite(bytes, 1, len, p), len);
+	cr_assert_eq(fwrite(old + recs, 1, size - recs, p), size - recs);
+	cr_assert_eq(fclose(p), 0);
+	free(old);
+}
+
 Test(oplog_out, a_record_naming_a_missing_string_is_a_corrupt_part, .timeout = 30)
 {
 	static struct fixture f;
@@ -234,15 +258,16 @@ Test(oplog_out, a_record_naming_a_missing_string_is_a_corrupt_part, .timeout = 3
 
 	make_parts(&f, 3);
 	snprintf(path, sizeof(path), "%s/%s/0.oplog", f.dir, RT_PARTS_DIR);
-	p = fopen(path, "ab");
-	cr_assert(p);
-	fwrite(&bad, sizeof(bad), 1, p);
-	fclose(p);
+	insert_before_names(path, &bad, sizeof(bad));
 	cr_expect_eq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EPROTOCOL);
 	cr_expect(strstr(rt_last_error(), "corrupt op log part"), "%s", rt_last_error());
-	p = fopen(path, "ab");
-	fwrite("xyz", 3, 1, p); /* a torn record */
-	fclose(p);
+	insert_before_names(path, "xyz", 3); /* a torn record */
 	cr_expect_neq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EOK);
+	p = fopen(path, "ab");
+	cr_assert(p);
+	fwrite("xyz", 3, 1, p); /* no string table at the end */
+	fclose(p);
+	cr_expect_eq(kb_oplog_write(f.job, &f.topo, &busy, NULL), RT_EPROTOCOL);
+	cr_expect(strstr(rt_last_error(), "no string table"), "%s", rt_last_error());
 	cleanup(&f);
 }

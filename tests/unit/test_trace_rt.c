@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt/trace.h"
 
@@ -26,6 +27,7 @@ Test(trace_rt, intern_gives_one_id_per_string, .timeout = 10)
 Test(trace_rt, a_part_reads_back_as_written, .timeout = 10)
 {
 	char dir[] = "/tmp/kb-trace-unit-XXXXXX", cmd[64];
+	FILE *f;
 	struct rt_trace_writer w;
 	struct rt_trace_part p;
 	struct rt_trace_rec r = { .ts_ps = 5, .val = 7, .seq = 9, .src = 2,
@@ -50,6 +52,15 @@ Test(trace_rt, a_part_reads_back_as_written, .timeout = 10)
 	cr_expect_str_eq(rt_trace_part_str(&p, p.recs[0].cat), "gemm");
 	cr_expect_str_eq(rt_trace_part_str(&p, p.track_name[1]), "gemm");
 	cr_expect_str_eq(rt_trace_part_str(&p, p.recs[0].site), "");
+	rt_trace_part_release(&p);
+	snprintf(cmd, sizeof(cmd), "%s/4.tnames", dir);
+	cr_expect_neq(access(cmd, F_OK), 0, "the string table is in the part, not beside it");
+	snprintf(cmd, sizeof(cmd), "%s/4.trace", dir);
+	f = fopen(cmd, "ab");
+	cr_assert(f);
+	fwrite("x", 1, 1, f);
+	fclose(f);
+	cr_expect_eq(rt_trace_part_read(dir, "4", &p), RT_EPROTOCOL, "a part must end in its table");
 	rt_trace_part_release(&p);
 	cr_expect_eq(rt_trace_part_read(dir, "missing", &p), RT_EOK, "a missing part is empty");
 	cr_expect_eq(p.n, 0);

@@ -63,6 +63,7 @@ struct rt_coord_hooks {
  * RT_COORD_AWAY: their messages wait for the agent's DONE. */
 #define RT_COORD_AWAY UINT32_MAX
 #define RT_COORD_LABEL_MAX 96
+#define RT_COORD_MESH_ENDPOINT_MAX 256 /* an agent's "tcp://ADDRESS:PORT" */
 #define RT_COORD_BEAT_MS 1000    /* agents and their coordinator: heartbeat */
 #define RT_COORD_SILENCE_MS 5000 /* ... and a peer silent this long is gone */
 
@@ -78,6 +79,23 @@ struct rt_coord_layout {
 	size_t job_len;            /* Assign carries (copied) */
 };
 
+/* The tree barrier of a run across hosts (ADR 0067): with fan-out k the
+ * coordinator talks to hosts 0..k-1 and host h to hosts k(h+1) ..
+ * k(h+1)+k-1; fan-out 0 is the flat barrier (the coordinator talks to
+ * every host). KB_BARRIER_FANOUT in the coordinator's environment chooses
+ * another (0 to 64; a bench's comparison). */
+#define RT_COORD_FANOUT 8
+#define RT_COORD_TREE_TOP UINT32_MAX /* the parent of the top hosts */
+/* Host h's parent (RT_COORD_TREE_TOP: the coordinator). */
+uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout);
+/* Its first child (the others follow, up to fanout, below n_hosts). */
+uint32_t rt_coord_tree_first_child(uint32_t h, uint32_t fanout);
+/* How many hosts its subtree holds, itself included. */
+uint32_t rt_coord_tree_size(uint32_t h, uint32_t fanout, uint32_t n_hosts);
+/* The sum of v[] over its subtree (v: n_hosts entries). */
+uint64_t rt_coord_tree_sum(uint32_t h, uint32_t fanout, uint32_t n_hosts, const uint64_t *v);
+#define RT_COORD_TREE_UNSEEN UINT64_MAX /* a subtree never granted yet */
+
 /* What one global window sent to other hosts. */
 struct rt_coord_away {
 	Kb__Envelope **envelopes; /* owned by the coordinator until the next step */
@@ -91,6 +109,8 @@ struct rt_coord_stats {
 	uint64_t routed;        /* messages that crossed daemons */
 	uint64_t last_window_ps;/* start of the last window */
 	double windows_wall_s;  /* wall time from the first GRANT to the last DONE */
+	double windows_cpu_s;   /* this process's CPU time over the same (not
+				 * an agent's: its steps do not measure it) */
 };
 
 /* What the components reported in BYE at the end of a successful run. */
@@ -133,6 +153,11 @@ enum rt_err rt_coord_run(struct rt_coord *c, const struct rt_coord_hooks *hooks,
  * and says what goes to other hosts; finish shuts down and collects BYE. */
 enum rt_err rt_coord_start(struct rt_coord *c, const struct rt_coord_hooks *hooks);
 enum rt_err rt_coord_step(struct rt_coord *c, Kb__Sync **grant_p, struct rt_coord_away *out);
+/* The same for a window whose messages are `g->inbound`, pointing into
+ * `frames` (an agent's GRANT and the Data frames its neighbours sent,
+ * ADR 0066), which it takes: they live until the next step. */
+enum rt_err rt_coord_step_frames(struct rt_coord *c, const Kb__Grant *g, Kb__Sync **frames,
+				 size_t n_frames, struct rt_coord_away *out);
 enum rt_err rt_coord_finish(struct rt_coord *c);
 /* Earliest pending time: a local event or a routed delivery. */
 uint64_t rt_coord_next_ps(const struct rt_coord *c);

@@ -43,10 +43,14 @@ struct rt_event {
 	bool is_local;      /* message: `msg` and `digest`, not bytes */
 };
 
+/* A pop leaves its slot empty (`hole`: items[0] holds nothing) and the next
+ * push fills it by sifting down from the root, so a delivery that sends one
+ * message costs one sift instead of two (ADR 0062). */
 struct rt_queue {
 	struct rt_event *items; /* heap array */
-	size_t count;
+	size_t count;           /* slots in use, the hole included */
 	size_t cap;
+	bool hole;              /* items[0] is empty; both subtrees are heaps */
 };
 
 /* -1, 0, 1 as a orders before, equal to, after b. */

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rt/err.h"
 
@@ -41,7 +42,15 @@ enum rt_err rt_keys_load(const char *path, struct rt_keys *k);
  * `zctx` that admits only the key file's client public key. */
 struct rt_zap;
 enum rt_err rt_keys_serve(const struct rt_keys *k, void *zctx, void *sock, struct rt_zap **out);
-/* Stops the ZAP handler (before the context is terminated). */
+/* A ZAP handler of one's own: on inproc://zeromq.zap.01 in `zctx`, a
+ * thread (signals blocked) answering RFC 27 requests; a CURVE client is
+ * admitted when `admit(arg, its public key, user)` says so, with `user`
+ * (NUL-terminated, may stay empty) as the connection's User-Id. `admit`
+ * runs on the handler's thread. */
+#define RT_ZAP_USER 16
+typedef bool (*rt_zap_admit_fn)(void *arg, const uint8_t key[32], char user[RT_ZAP_USER]);
+enum rt_err rt_zap_start(void *zctx, rt_zap_admit_fn admit, void *arg, struct rt_zap **out);
+/* Stops a ZAP handler (before the context is terminated). */
 void rt_zap_destroy(struct rt_zap **zp);
 /* Client side: makes `sock` (not yet connected) a CURVE client. */
 enum rt_err rt_keys_client(const struct rt_keys *k, void *sock);

@@ -90,19 +90,26 @@ uint16_t rt_trace_intern(struct rt_trace_writer *w, const char *s);
 /* Names track `track` (1..RT_TRACE_TRACKS-1) of this component. */
 void rt_trace_name_track(struct rt_trace_writer *w, unsigned track, const char *name);
 enum rt_err rt_trace_put(struct rt_trace_writer *w, const struct rt_trace_rec *r);
-/* Appends pending records to `<dir>/<stem>.trace`; `final` also writes the
- * string table `<dir>/<stem>.tnames` and closes. */
+/* Appends pending records to `<dir>/<stem>.trace`; `final` also appends
+ * the string table, its length and RT_TRACE_TAIL_MAGIC (8 bytes each),
+ * and closes: a part is one file. */
 enum rt_err rt_trace_flush(struct rt_trace_writer *w, const char *dir, const char *stem,
 			   bool final);
-/* The same with other file extensions (`<stem>.<recs_ext>`,
- * `<stem>.<names_ext>`): the op log's parts use the writer too. */
+/* The same as `<dir>/<stem>.<ext>`: the op log's parts use the writer too. */
 enum rt_err rt_trace_flush_as(struct rt_trace_writer *w, const char *dir, const char *stem,
-			      const char *recs_ext, const char *names_ext, bool final);
-/* Reads only a string table file (as a flush wrote it; missing: no
- * names) into p->names and p->track_name, p->recs left NULL; released by
- * rt_trace_part_release. */
+			      const char *ext, bool final);
+#define RT_TRACE_TAIL_MAGIC 0x3153454d414e424bull /* "KBNAMES1" */
+/* Reads only the string table at the end of the part file `path` (as a
+ * final flush wrote it; missing or empty: no names, no records) into
+ * p->names and p->track_name, p->recs left NULL, and the bytes of records
+ * before it into *recs_len; released by rt_trace_part_release. */
 struct rt_trace_part;
-enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p);
+enum rt_err rt_trace_names_read(const char *path, struct rt_trace_part *p, uint64_t *recs_len);
+/* Splits a part file's bytes (empty: nothing) into its records, the first
+ * *recs_len bytes, and its string table; RT_EPROTOCOL when its end is not
+ * a string table's length and the magic word. */
+enum rt_err rt_trace_part_split(const void *bytes, size_t len, const char *what,
+				size_t *recs_len, const void **names, size_t *names_len);
 
 /* True if a record of rank `rank` spanning [from, to] is wanted. */
 bool rt_trace_wanted(const struct rt_trace_opts *o, uint32_t rank, uint64_t from,
@@ -118,13 +125,13 @@ enum rt_err rt_trace_parse_format(const char *s, struct rt_trace_opts *o);
 struct rt_trace_part {
 	struct rt_trace_rec *recs;
 	size_t n;
-	char *strings;     /* the .tnames file */
+	char *strings;     /* the part's string table */
 	const char **names;
 	uint32_t n_names;
 	uint16_t track_name[RT_TRACE_TRACKS];
 };
 
-/* Reads `<dir>/<stem>.trace` and `.tnames` (missing files: an empty part);
+/* Reads `<dir>/<stem>.trace` (a missing file: an empty part);
  * RT_EPROTOCOL names the file if a record names a string it lacks. */
 enum rt_err rt_trace_part_read(const char *dir, const char *stem, struct rt_trace_part *p);
 /* The same from bytes in memory (`what` names them in errors). */
