@@ -310,9 +310,9 @@ static void read_vals(const struct rt_daemon *d, uint64_t *v)
  * differ between equal states). */
 static uint64_t queue_hash(const struct rt_daemon *d, uint64_t t)
 {
-	uint64_t h = d->queue.count;
+	uint64_t h = d->queue.count - d->queue.hole;
 
-	for (size_t i = 0; i < d->queue.count; i++)
+	for (size_t i = d->queue.hole; i < d->queue.count; i++) /* the hole holds nothing */
 		h += mix(0x51ed27, event_word(&d->queue.items[i], t));
 	return h;
 }
@@ -351,9 +351,9 @@ static bool progress(const struct ff_sample *x, const struct ff_sample *y,
 /* The queue's structure: who waits for what, not when. */
 static uint64_t queue_shape(const struct rt_daemon *d)
 {
-	uint64_t h = d->queue.count;
+	uint64_t h = d->queue.count - d->queue.hole;
 
-	for (size_t i = 0; i < d->queue.count; i++)
+	for (size_t i = d->queue.hole; i < d->queue.count; i++)
 		h += mix(0x51ed27, event_shape(&d->queue.items[i]));
 	return h;
 }
