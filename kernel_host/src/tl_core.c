@@ -246,6 +246,7 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 		    &tl->cap_pending, tl->n_pending + 1))
 		tl_abort(tl, at, RT_ENOMEM, "out of memory (commands)");
 	tl->n_cmds++;
+	tl_loop_note_cmd(tl);
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
 	tl->cmds[id].at = at;

@@ -149,6 +149,38 @@ void tl_loops_release(struct tl *tl)
 	tl->n_loops = 0;
 }
 
+/* Whether a loop the daemon watches is running (its iterations are what a
+ * skip jumps over). */
+static bool in_watched_loop(const struct tl *tl)
+{
+	for (uint32_t i = 0; i < tl->n_loops; i++)
+		if (tl->loops[i].slot != UINT32_MAX)
+			return true;
+	return false;
+}
+
+void tl_loop_note_cmd(struct tl *tl)
+{
+	if (!in_watched_loop(tl))
+		tl->cmds_unwatched++;
+}
+
+/* What a kernel outside every watched loop adds to its digest. A skip
+ * jumps only watched loops: a kernel issuing commands elsewhere (a plain
+ * for loop, a ring step's diagonal tiles) would redo the skipped periods
+ * afterwards, so its count of such commands never repeats. Exact mode
+ * (t a time) also refuses one waiting there: the wait it would have
+ * spent in the skipped periods is missing from its statistics. Auto mode
+ * (t = UINT64_MAX: structure only) lets it wait. A kernel that has ended
+ * is left as it is. */
+static uint64_t unwatched_digest(const struct tl *tl, uint64_t h, uint64_t t)
+{
+	if (tl->state == TL_DONE || tl->state == TL_FAILED || in_watched_loop(tl))
+		return h;
+	h = rt_ff_mix(h, tl->cmds_unwatched);
+	return t == UINT64_MAX ? h : rt_ff_mix(h, t);
+}
+
 static uint64_t pending_sum(const struct tl *tl)
 {
 	uint64_t sum = 0;
@@ -183,5 +215,6 @@ uint64_t tl_ff_digest(const struct tl *tl, uint64_t t)
 		h = dir_digest(rt_ff_mix(h, ((uint64_t)tl->p2p[i].src_rank << 32) | tl->p2p[i].tag),
 			       &tl->p2p[i].q, t);
 	h = rt_ff_mix(h, ((uint64_t)tl->bar_arrived << 1) | tl->bar_waiting);
-	return rt_ff_mix(h, tl->bar_cmd ? tl->n_cmds - tl->bar_cmd : 0);
+	h = rt_ff_mix(h, tl->bar_cmd ? tl->n_cmds - tl->bar_cmd : 0);
+	return unwatched_digest(tl, h, t);
 }
