@@ -373,15 +373,9 @@ static uint64_t components_hash(const struct rt_daemon *d, uint64_t t)
 	return h;
 }
 
-static uint64_t signature(const struct rt_ff *ff, const struct rt_daemon *d,
-			  const struct ff_sample *prev, uint64_t t)
+/* Each loop's progress since `prev` (its owner too) folded into h. */
+static uint64_t loops_hash(const struct rt_ff *ff, const struct ff_sample *prev, uint64_t h)
 {
-	uint64_t h = mix(ff->ev_hash, queue_hash(d, t));
-
-	if (ff->digests)
-		h = mix(h, components_hash(d, t));
-
-	h = mix(h, prev ? t - prev->t : 0);
 	for (uint32_t i = 0; i < ff->n_loops; i++) {
 		const struct rt_ff_loop *l = ff->loops[i];
 		uint64_t before = 0;
@@ -394,6 +388,18 @@ static uint64_t signature(const struct rt_ff *ff, const struct rt_daemon *d,
 	return h;
 }
 
+static uint64_t signature(const struct rt_ff *ff, const struct rt_daemon *d,
+			  const struct ff_sample *prev, uint64_t t)
+{
+	uint64_t h = mix(ff->ev_hash, queue_hash(d, t));
+
+	if (ff->digests)
+		h = mix(h, components_hash(d, t));
+
+	h = mix(h, prev ? t - prev->t : 0);
+	return loops_hash(ff, prev, h);
+}
+
 /* Auto mode's signature: the same without any time. */
 static uint64_t shape_signature(const struct rt_ff *ff, const struct rt_daemon *d,
 				const struct ff_sample *prev)
@@ -402,15 +408,7 @@ static uint64_t shape_signature(const struct rt_ff *ff, const struct rt_daemon *
 
 	if (ff->digests)
 		h = mix(h, components_hash(d, UINT64_MAX));
-	for (uint32_t i = 0; i < ff->n_loops; i++) {
-		const struct rt_ff_loop *l = ff->loops[i];
-		uint64_t before = 0;
-		bool known = prev && ticks_at(prev, l->serial, &before);
-
-		h = mix(h, known ? l->ticks - before : (l->ticks | 1ull << 63) ^ (l->end - l->index));
-		h = mix(h, l->owner);
-	}
-	return h;
+	return loops_hash(ff, prev, h);
 }
 
 /* Appends a sample, dropping the oldest when full. */

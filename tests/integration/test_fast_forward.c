@@ -283,6 +283,14 @@ static void run_mode(const char *const *args, const char *mode, char *dir)
 	run_ok(dir, argv);
 }
 
+/* `args` with --fast-forward off, exact and auto into full, exact, autod. */
+static void run_three(const char *const *args, char *full, char *exact, char *autod)
+{
+	run_mode(args, "off", full);
+	run_mode(args, "exact", exact);
+	run_mode(args, "auto", autod);
+}
+
 /* pass=q: every rank sweeps its KV in one TL_FOR at once; exact gives the
  * full run byte for byte, auto too. */
 Test(fast_forward, ring_pass_q_is_the_full_run, .timeout = 240)
@@ -293,9 +301,7 @@ Test(fast_forward, ring_pass_q_is_the_full_run, .timeout = 240)
 	for (size_t i = 0; i < 2; i++) {
 		const char *args[] = { RING, RING_Q, "--arg", layouts[i], NULL };
 
-		run_mode(args, "off", full);
-		run_mode(args, "exact", exact);
-		run_mode(args, "auto", autod);
+		run_three(args, full, exact, autod);
 		cr_assert_gt(skipped(exact), 0, "%s: nothing was skipped", layouts[i]);
 		expect_same_results(full, exact);
 		expect_bound_covers(full, autod);
@@ -305,7 +311,7 @@ Test(fast_forward, ring_pass_q_is_the_full_run, .timeout = 240)
 /* pass=kv: the ranks' alike runs are TL_FORs, the causal diagonal's tiles
  * plain loops. A skip while one rank works through its diagonal would
  * leave that rank's tiles to be run again after it, its end a period late
- * per skip (the bug this catches: 14.1 ns on a 12.5 us run): a kernel
+ * per skip (the bug this catches: 14.1 us late on a 12.5 ms run): a kernel
  * issuing commands outside its watched loops stops every skip. */
 Test(fast_forward, ring_pass_kv_latency_is_the_full_run, .timeout = 300)
 {
@@ -315,9 +321,7 @@ Test(fast_forward, ring_pass_kv_latency_is_the_full_run, .timeout = 300)
 	for (size_t i = 0; i < 2; i++) {
 		const char *args[] = { RING, RING_KV, "--arg", masks[i], NULL };
 
-		run_mode(args, "off", full);
-		run_mode(args, "exact", exact);
-		run_mode(args, "auto", autod);
+		run_three(args, full, exact, autod);
 		cr_assert_gt(skipped(exact), 0, "%s: nothing was skipped", masks[i]);
 		expect_same_field_of(full, exact, "latency_ps");
 		expect_same_field_of(full, exact, "sim_time_ps");
@@ -334,9 +338,7 @@ Test(fast_forward, ring_pass_kv_zigzag_is_the_full_run, .timeout = 240)
 	const char *args[] = { RING, RING_KV, "--arg", "layout=zigzag", NULL };
 	char full[256], exact[256], autod[256];
 
-	run_mode(args, "off", full);
-	run_mode(args, "exact", exact);
-	run_mode(args, "auto", autod);
+	run_three(args, full, exact, autod);
 	expect_same_results(full, exact);
 	expect_same_results(full, autod);
 }
