@@ -190,9 +190,27 @@ static uint64_t pending_sum(const struct tl *tl)
 	return sum;
 }
 
+/* A FIFO of early messages in order, each by its size and arrival: a
+ * receive takes the next whatever it asks for, so a skip that moves the
+ * receiver's place but not the FIFO's is right only where the FIFO's
+ * messages are alike (ring pass=kv's inboxes hold a step's worth ahead:
+ * their last tile's narrower message would be taken by another tile). */
+static uint64_t early_digest(uint64_t h, const struct tl_ipcq_dir *q, uint64_t t)
+{
+	for (uint32_t i = q->head_early; i < q->n_early; i++) {
+		const struct tl_ipcq_msg *m = &q->early[i];
+
+		h = rt_ff_mix(h, rt_ff_mix(m->nbytes, rt_ff_rel(m->arrive_ps, t)));
+	}
+	return h;
+}
+
+/* Live entries are [head, n): their counts, not where they sit. */
 static uint64_t dir_digest(uint64_t h, const struct tl_ipcq_dir *q, uint64_t t)
 {
-	h = rt_ff_mix(h, ((uint64_t)q->n_early << 32) | q->n_posted);
+	h = rt_ff_mix(h, ((uint64_t)(q->n_early - q->head_early) << 32) |
+			 (q->n_posted - q->head_posted));
+	h = early_digest(h, q, t);
 	return rt_ff_mix(h, rt_ff_rel(q->link_free_ps, t));
 }
 

@@ -59,16 +59,6 @@ static void expect_same_field(const char *a, const char *b, const char *key)
 	free(vb);
 }
 
-/* One key of two folders' summary.json, the same. */
-static void expect_same_field_of(const char *full, const char *ff, const char *key)
-{
-	char *a = summary(full), *b = summary(ff);
-
-	expect_same_field(a, b, key);
-	free(a);
-	free(b);
-}
-
 /* Everything a full run reports about the simulated machine. */
 static void expect_same_results(const char *full, const char *ff)
 {
@@ -309,11 +299,13 @@ Test(fast_forward, ring_pass_q_is_the_full_run, .timeout = 240)
 }
 
 /* pass=kv: the ranks' alike runs are TL_FORs, the causal diagonal's tiles
- * plain loops. A skip while one rank works through its diagonal would
- * leave that rank's tiles to be run again after it, its end a period late
- * per skip (the bug this catches: 14.1 us late on a 12.5 ms run): a kernel
- * issuing commands outside its watched loops stops every skip. */
-Test(fast_forward, ring_pass_kv_latency_is_the_full_run, .timeout = 300)
+ * plain loops. Two bugs this catches, causal: a skip while one rank works
+ * through its diagonal left that rank's tiles to be run again after it
+ * (14.1 us late on a 12.5 ms run; a kernel issuing commands outside its
+ * watched loops now stops every skip), and a skip while a rank's inbox
+ * held messages unlike the skipped ones (rank 2's end 285 us early in its
+ * statistics; the inbox's messages are now in the digest). */
+Test(fast_forward, ring_pass_kv_is_the_full_run, .timeout = 300)
 {
 	static const char *const masks[] = { "causal=1", "causal=0" };
 	char full[256], exact[256], autod[256];
@@ -323,10 +315,7 @@ Test(fast_forward, ring_pass_kv_latency_is_the_full_run, .timeout = 300)
 
 		run_three(args, full, exact, autod);
 		cr_assert_gt(skipped(exact), 0, "%s: nothing was skipped", masks[i]);
-		expect_same_field_of(full, exact, "latency_ps");
-		expect_same_field_of(full, exact, "sim_time_ps");
-		if (i == 1) /* without the mask every statistic too */
-			expect_same_results(full, exact);
+		expect_same_results(full, exact);
 		expect_bound_covers(full, autod);
 	}
 }
