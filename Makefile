@@ -260,7 +260,7 @@ $(BUILD)/plugins/%.so: kernel_host/examples/%.c
 
 # ---------------------------------------------------------------- tests
 # launcher files with unit tests of their own (the rest needs a whole run)
-UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c \
+UNIT_LAUNCH_OBJ := $(call obj,deploy/src/agent_env.c deploy/src/sweep_spec.c deploy/src/oplog_out.c deploy/src/ff_out.c \
   deploy/src/merge.c deploy/src/steps.c)
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(UNIT_LAUNCH_OBJ) $(TEST_OBJ) $(ALL_LIBS)
@@ -274,8 +274,10 @@ $(INTEG_BIN): $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o $(
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(INTEG_SRC)) $(BUILD)/obj/gen/perfetto_trace.pb-c.o \
 	  $(ALL_LIBS) -lcriterion $(LDLIBS)
 
-# the op-log harness reads parts as the launcher does (deploy/src/oplog_out.c)
-FUZZ_LAUNCH_OBJ := $(call obj,deploy/src/oplog_out.c deploy/src/merge.c deploy/src/steps.c)
+# the op-log harness reads parts as the launcher does (deploy/src/oplog_out.c,
+# fast-forward's part by ff_out.c)
+FUZZ_LAUNCH_OBJ := $(call obj,deploy/src/oplog_out.c deploy/src/ff_out.c deploy/src/merge.c \
+  deploy/src/steps.c)
 $(BUILD)/tests/replay_fuzz_oplog $(BUILD)/fuzz/fuzz_oplog: $(FUZZ_LAUNCH_OBJ)
 
 # corpus replay: the harness plus a main() that feeds it every corpus file

@@ -363,6 +363,13 @@ static enum rt_err opt_op_log(struct kb_cli *c, const char *v)
 	return on_off("--op-log", v, &c->job->oplog_off);
 }
 
+static enum rt_err opt_fast_forward(struct kb_cli *c, const char *v)
+{
+	if (rt_ff_mode_parse(v, &c->job->ff_mode))
+		return RT_EOK;
+	return rt_fail(RT_EINVAL, "--fast-forward '%.60s': expected off, exact or auto", v);
+}
+
 static enum rt_err opt_trace_format(struct kb_cli *c, const char *v)
 {
 	return rt_trace_parse_format(v, &c->job->trace);
@@ -477,6 +484,12 @@ static const struct kb_opt run_opts[] = {
 	  opt_trace_format },
 	{ "op-log", "on|off", "write op_log.jsonl, a line per executed stage\n"
 			      "(default on); off changes no other output", opt_op_log },
+	{ "fast-forward", "F", "off | exact | auto (default off): skip whole periods\n"
+			       "of marked loops (TL_FOR) once the run repeats; exact\n"
+			       "only where every event repeats, auto also where loops\n"
+			       "progress steadily (with an error bound); timing mode,\n"
+			       "--colocate all and --trace off only (ADR 0059)",
+	  opt_fast_forward },
 	{ "quiet", NULL, "no report on stdout, no progress on stderr", opt_quiet },
 	{ "progress", "P", "auto | bar | plain | off (default auto: a bar on a\n"
 			   "terminal, else a line every few seconds once the\n"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ff_out.h"
 #include "merge.h"
 #include "steps.h"
 #include "rt/buf.h"
@@ -77,7 +78,51 @@ struct oplog {
 	uint64_t *rec_bytes;  /* per part: its records' bytes (its string table follows) */
 	uint32_t ranks;       /* HBM sweep, per rank: counted, current interval */
 	uint64_t *busy, *from, *to;
+	/* fast-forward's skips (ff_out.h): each adds its periods times the
+	 * busy time of the period before it, swept alike per (skip, rank) */
+	struct kb_ff_skip *skips;
+	size_t n_skips;
+	uint64_t maxp;        /* the longest skipped period */
+	uint64_t *sbusy, *sfrom, *sto;
 };
+
+/* The union sweep of one interval into (busy, from, to); intervals come in
+ * start order. */
+static void sweep_into(uint64_t *busy, uint64_t *from, uint64_t *to, uint64_t start, uint64_t end)
+{
+	if (start > *to) { /* a gap: close the interval so far */
+		*busy += *to - *from;
+		*from = start;
+		*to = start;
+	}
+	if (end > *to)
+		*to = end;
+}
+
+/* A DMA record into the period after each skip it overlaps (simulated in
+ * full: what was in flight at the skip is before it). */
+static void skips_sweep_add(struct oplog *o, uint32_t k, uint64_t start, uint64_t end)
+{
+	size_t lo = 0, hi = o->n_skips;
+
+	while (lo < hi) { /* the first window that may end after the start */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->skips[mid].at_ps + o->maxp <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < o->n_skips && o->skips[i].at_ps < end; i++) {
+		const struct kb_ff_skip *s = &o->skips[i];
+		uint64_t wlo = s->at_ps, whi = s->at_ps + s->period_ps;
+		uint64_t a = start > wlo ? start : wlo, b = end < whi ? end : whi;
+		size_t at = i * o->ranks + k;
+
+		if (a < b)
+			sweep_into(&o->sbusy[at], &o->sfrom[at], &o->sto[at], a, b);
+	}
+}
 
 static enum rt_err add_run(struct oplog *o, uint32_t file, uint64_t off, uint64_t end)
 {
@@ -208,13 +253,9 @@ static void hbm_sweep_add(struct oplog *o, const struct rt_oplog_bin *r)
 	if (strcmp(c->ops->name, "dma") || c->rank >= o->ranks)
 		return;
 	k = c->rank;
-	if (r->start_ps > o->to[k]) { /* a gap: close the interval so far */
-		o->busy[k] += o->to[k] - o->from[k];
-		o->from[k] = r->start_ps;
-		o->to[k] = r->start_ps;
-	}
-	if (r->end_ps > o->to[k])
-		o->to[k] = r->end_ps;
+	sweep_into(&o->busy[k], &o->from[k], &o->to[k], r->start_ps, r->end_ps);
+	if (o->n_skips)
+		skips_sweep_add(o, k, r->start_ps, r->end_ps);
 }
 
 /* The busiest rank's HBM busy time. */
@@ -224,6 +265,12 @@ static uint64_t hbm_sweep_most(const struct oplog *o)
 
 	for (uint32_t k = 0; k < o->ranks; k++) {
 		uint64_t b = o->busy[k] + (o->to[k] - o->from[k]);
+
+		for (size_t i = 0; i < o->n_skips; i++) {
+			size_t at = i * o->ranks + k;
+
+			b += o->skips[i].periods * (o->sbusy[at] + (o->sto[at] - o->sfrom[at]));
+		}
 
 		most = b > most ? b : most;
 	}
@@ -411,6 +458,8 @@ static void oplog_release(struct oplog *o)
 	free(o->rec_bytes);
 	rt_buf_release(&o->names.text);
 	free(o->busy);
+	free(o->skips);
+	free(o->sbusy);
 }
 
 static enum rt_err oplog_init(struct oplog *o, const struct rt_job *job,
@@ -439,6 +488,21 @@ static enum rt_err oplog_init(struct oplog *o, const struct rt_job *job,
 		return rt_fail(RT_ENOMEM, "no memory to merge the op log");
 	o->from = o->busy + o->ranks;
 	o->to = o->from + o->ranks;
+	o->n_skips = kb_ff_skips(job, &o->skips);
+	if (o->n_skips) {
+		o->sbusy = calloc(3 * o->n_skips * o->ranks, sizeof(uint64_t));
+		if (!o->sbusy)
+			return rt_fail(RT_ENOMEM, "no memory to merge the op log");
+		o->sfrom = o->sbusy + o->n_skips * o->ranks;
+		o->sto = o->sfrom + o->n_skips * o->ranks;
+		for (size_t i = 0; i < o->n_skips; i++) {
+			if (o->skips[i].period_ps > o->maxp)
+				o->maxp = o->skips[i].period_ps;
+			for (uint32_t k = 0; k < o->ranks; k++) /* empty intervals at the window */
+				o->sfrom[i * o->ranks + k] = o->sto[i * o->ranks + k] =
+					o->skips[i].at_ps;
+		}
+	}
 	for (uint32_t id = 0; id < n; id++) {
 		o->paths[id] = malloc(RT_PATH_MAX + 64);
 		if (!o->paths[id])

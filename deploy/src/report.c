@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "energy.h"
+#include "ff_out.h"
 #include "release.h"
 #include "report.h"
 #include "stats_out.h"
@@ -334,6 +335,7 @@ static enum rt_err summary_json(const struct rt_job *job, const struct rt_topolo
 	if (m->present)
 		summary_pe(&j, m);
 	kb_steps_json(f->steps, &j);
+	kb_ff_json(&j, job, m->present ? m->latency_ps : 0);
 	kb_energy_json(&j, energy);
 	summary_provenance(&j, job, f, agg);
 	json_set(&j, "totals", &agg->totals);
@@ -469,6 +471,7 @@ static void print_report(const struct rt_job *job, const struct kb_run_facts *f,
 			       (unsigned long long)m->model_layers);
 	}
 	kb_steps_print(f->steps);
+	kb_ff_print(job, m->present ? m->latency_ps : 0);
 	print_energy(energy);
 	printf("  %-22s %llu.%06llu us\n", "simulated time", (unsigned long long)(sim / 1000000),
 	       (unsigned long long)(sim % 1000000));

@@ -332,6 +332,10 @@ struct eng_hbm_ops {
 	 * a later submit may move it. */
 	uint64_t (*next_done)(const void *state);
 	void (*fini)(void *state); /* may be NULL */
+	/* Fast-forward (rt_component_ops.ff_digest, ADR 0059): the state
+	 * relative to t_ps. Read from built-in models only (a plug-in built
+	 * against an older header has no such field); NULL: never skipped. */
+	uint64_t (*digest)(const void *state, uint64_t t_ps);
 };
 
 /* The symbol an HBM plug-in exports. */

@@ -28,6 +28,7 @@
  * stage starts. Stages are checked on arrival (shape and bounds, in both
  * modes), so a bad stage fails the run at once, naming itself. */
 #include "eng.h"
+#include "rt/ff.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -747,12 +748,55 @@ static enum rt_err math_init(struct rt_ctx *ctx, void *state)
 	return engine_init(ctx, state, ENG_MATH);
 }
 
+/* A stage's timing inputs: where and what, by size (its addresses and ids
+ * never change a model's latency; eng_model latency is pure). */
+static uint64_t stage_digest(uint64_t h, const Kb__Stage *s)
+{
+	h = rt_ff_mix(h, eng_stage_bytes(s));
+	h = rt_ff_mix(h, ((uint64_t)s->engine << 8) | ((uint64_t)s->first << 1) | s->last);
+	h = rt_ff_mix(h, s->stationary_held);
+	for (const char *c = s->op_name; c && *c; c++)
+		h = rt_ff_mix(h, (unsigned char)*c);
+	for (size_t i = 0; i < s->n_in; i++)
+		if (s->in[i])
+			h = rt_ff_mix(h, ((uint64_t)s->in[i]->rows << 32) ^ s->in[i]->cols);
+	return h;
+}
+
+/* Fast-forward (ADR 0059): each channel's queue and times relative to t. */
+static uint64_t engine_digest(const struct rt_ctx *ctx, const void *state, uint64_t t)
+{
+	const struct engine *e = state;
+	uint64_t h = e->n_channels;
+
+	(void)ctx;
+	for (unsigned c = 0; c < e->n_channels; c++) {
+		const struct channel *ch = &e->ch[c];
+
+		h = rt_ff_mix(h, ((uint64_t)ch->len << 32) | ((uint64_t)ch->inflight << 1) | ch->armed);
+		h = rt_ff_mix(h, rt_ff_rel(ch->free_ps, t));
+		h = rt_ff_mix(h, rt_ff_rel(ch->data_end_ps, t));
+		for (size_t i = 0; i < ch->len; i++) {
+			const struct queued *q = channel_at(ch, i);
+
+			h = rt_ff_mix(h, rt_ff_rel(q->arrival_ps, t));
+			h = rt_ff_mix(h, rt_ff_rel(q->start_ps, t));
+			h = rt_ff_mix(h, rt_ff_rel(q->wire_end_ps, t));
+			h = rt_ff_mix(h, rt_ff_rel(q->data_end_ps, t));
+			h = rt_ff_mix(h, q->known ? 1 + rt_ff_rel(q->end_ps, t) : 0);
+			h = stage_digest(h, q->s);
+		}
+	}
+	return h;
+}
+
 const struct rt_component_ops eng_dma_ops = {
 	.name = "dma",
 	.state_size = sizeof(struct engine),
 	.init = dma_init,
 	.handle = engine_handle,
 	.fini = engine_fini,
+	.ff_digest = engine_digest,
 };
 
 const struct rt_component_ops eng_gemm_ops = {
@@ -761,6 +805,7 @@ const struct rt_component_ops eng_gemm_ops = {
 	.init = gemm_init,
 	.handle = engine_handle,
 	.fini = engine_fini,
+	.ff_digest = engine_digest,
 };
 
 const struct rt_component_ops eng_math_ops = {
@@ -769,4 +814,5 @@ const struct rt_component_ops eng_math_ops = {
 	.init = math_init,
 	.handle = engine_handle,
 	.fini = engine_fini,
+	.ff_digest = engine_digest,
 };

@@ -262,6 +262,43 @@ void tl_scratch_scope_end_at(struct tl *tl, struct tl_site at);
 	for (int tl_scope_once_ = (tl_scratch_scope_begin(tl), 1);      \
 	     tl_scope_once_; tl_scope_once_ = (tl_scratch_scope_end(tl), 0))
 
+/* ------------------------------------------------------------ loops
+ * A loop whose iterations are alike, which timing mode may fast-forward
+ * (--fast-forward, ADR 0059): once the run repeats period after period,
+ * the runtime skips whole periods and the loop's counter jumps with them.
+ *
+ *     TL_FOR(tl, j, 0, n) { ...iteration j... }
+ *
+ * declares `uint32_t j`. Alike means the iteration's work may depend on j
+ * only through addresses and positions that do not change its timing: put
+ * a ragged last tile, a causal diagonal, or any iteration that does more
+ * or less than the others outside the loop (a loop of its own, or plain
+ * code), keep what the body accumulates in tl statistics (tl_stat_add),
+ * not in C variables (a skipped iteration never runs), and index what
+ * one iteration hands the next by iterations run (tl_loop_skipped).
+ * The runtime never skips the first periods nor the last GUARD + 1
+ * periods, so a loop's drain always runs in detail. Do not `break`, `goto`
+ * or `return` out of the body. Loops nest up to TL_LOOP_DEPTH deep. */
+#define TL_LOOP_DEPTH 8
+uint32_t tl_loop_begin_at(struct tl *tl, struct tl_site at, uint32_t first, uint32_t end,
+			  uint64_t key);
+bool tl_loop_more(struct tl *tl, uint32_t i);
+uint32_t tl_loop_next(struct tl *tl, uint32_t i);
+/* Iterations the innermost running TL_FOR has skipped so far (0 without
+ * fast-forward). What an iteration hands the next (buffers issued ahead,
+ * which of two running states it used) must count iterations run, i - this,
+ * not i: the state at the skip stands for the state that many iterations
+ * later. */
+uint32_t tl_loop_skipped(const struct tl *tl);
+#define TL_FOR(tl, i, first, end) TL_FOR_KEY(tl, i, first, end, 0)
+/* With a key: a word saying what the iterations do that another PE sees
+ * (what they send and receive). --fast-forward auto skips only while
+ * every running loop has the same key, so a loop that sends is never
+ * skipped beside one that only receives. */
+#define TL_FOR_KEY(tl, i, first, end, key)                                            \
+	for (uint32_t i = tl_loop_begin_at((tl), TL_HERE, (first), (end), (key));       \
+	     tl_loop_more((tl), i); i = tl_loop_next((tl), i))
+
 uint64_t tl_scratch_used(const struct tl *tl); /* cursor, bytes */
 uint64_t tl_scratch_peak(const struct tl *tl); /* highest cursor so far */
 /* The arena's size (memory.tcm_scratch_bytes): a kernel sizes its tiles

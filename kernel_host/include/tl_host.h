@@ -18,6 +18,7 @@
 
 #include "kernbench.pb-c.h"
 #include "rt/component.h"
+#include "rt/ff.h"
 #include "rt/config.h"
 #include "rt/err.h"
 #include "tl.h"
@@ -90,6 +91,13 @@ struct tl_port_ops {
 	void (*trace_step)(void *ctx, const char *name, uint64_t start_ps, uint64_t end_ps);
 	/* The critical path to the kernel's end (may be NULL). */
 	void (*path_report)(void *ctx, const struct rt_path *path);
+	/* Fast-forward (rt/ff.h; each may be NULL: loops never skip): a TL_FOR
+	 * loop entered, an iteration of it finished (with the path to the
+	 * kernel clock, or NULL), left; the time skipped so far. */
+	void (*loop_enter)(void *ctx, struct rt_ff_loop *loop);
+	void (*loop_tick)(void *ctx, struct rt_ff_loop *loop, const struct rt_path *path);
+	void (*loop_leave)(void *ctx, struct rt_ff_loop *loop);
+	uint64_t (*ff_offset)(void *ctx);
 };
 
 /* One name=value workload argument. */
@@ -171,6 +179,9 @@ struct tl_totals {
 	uint64_t ipcq_bytes;
 };
 void tl_totals(const struct tl *tl, struct tl_totals *out);
+/* Fast-forward's digest of the kernel's state relative to t_ps
+ * (rt_component_ops.ff_digest, ADR 0059). */
+uint64_t tl_ff_digest(const struct tl *tl, uint64_t t_ps);
 
 /* ------------------------------------------------------------ component */
 

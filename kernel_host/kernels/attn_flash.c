@@ -209,18 +209,18 @@ static bool crosses(const struct attn *a, const struct attn_kv *kv,
 	return t >= j1 && t < n && t - j1 < x->n && pos_rows(a, kv, t) == a->tile;
 }
 
-/* Issues tiles *next .. last: in this group's scope, then the next
- * group's first tiles into the cross buffers. */
+/* Issues tiles *next .. last (counted as run: the tile is `off`, the tiles
+ * skipped, further): in this scope, then the next group's first ones. */
 static void issue_ahead(struct tl *tl, const struct attn *a,
 			const struct attn_block *b, const struct attn_kv *kv,
 			const struct attn_cross *x, uint32_t j0, uint32_t j1,
 			uint32_t n, uint32_t last, uint32_t *next, tl_tensor *s,
-			tl_tensor *v)
+			tl_tensor *v, uint32_t off)
 {
-	for (; *next <= last && *next < j1; (*next)++)
-		issue_tile(tl, a, b, kv, *next, &s[*next - j0], &v[*next - j0]);
-	for (; *next <= last && crosses(a, kv, x, j1, n, *next); (*next)++)
-		issue_cross(tl, a, b, kv, x, *next - j1, *next);
+	for (; *next <= last && *next + off < j1; (*next)++)
+		issue_tile(tl, a, b, kv, *next + off, &s[*next - j0], &v[*next - j0]);
+	for (; *next <= last && crosses(a, kv, x, j1, n, *next + off); (*next)++)
+		issue_cross(tl, a, b, kv, x, *next + off - j1, *next + off);
 }
 
 /* Tiles [j0, j1) of n in one scratch scope. Q·Kᵀ and V's load run `depth`
@@ -240,7 +240,7 @@ static void issue_ahead(struct tl *tl, const struct attn *a,
 static void sweep_group(struct tl *tl, const struct attn *a,
 			const struct attn_block *b, const struct attn_kv *kv,
 			const struct attn_cross *x, uint32_t j0, uint32_t j1,
-			uint32_t n)
+			uint32_t n, uint32_t skipped)
 {
 	tl_tensor s[ATTN_MAX_GROUP], v[ATTN_MAX_GROUP];
 	uint32_t next = j0; /* first tile not issued yet */
@@ -249,14 +249,14 @@ static void sweep_group(struct tl *tl, const struct attn *a,
 		s[next - j0] = x->s[next - j0];
 		v[next - j0] = a->vstream ? issue_v(tl, a, kv, next) : x->v[next - j0];
 	}
-	issue_ahead(tl, a, b, kv, x, j0, j1, n, j0 + a->depth - 1, &next, s, v);
-	for (uint32_t j = j0; j < j1; j++) {
-		struct attn_block st = split_state(a, b, j);
-
+	issue_ahead(tl, a, b, kv, x, j0, j1, n, j0 + a->depth - 1, &next, s, v, 0);
+	TL_FOR(tl, j, j0, j1) { /* alike tiles; vj counts tiles run (ADR 0061) */
+		uint32_t off = tl_loop_skipped(tl), vj = j - off;
+		struct attn_block st = split_state(a, b, vj - skipped);
 		settle_state(tl, &st);
-		attn_fold(tl, a, &st, s[j - j0], v[j - j0],
+		attn_fold(tl, a, &st, s[vj - j0], v[vj - j0],
 			  kv->kpos0 + (uint64_t)tile_of(a, j) * a->tile, pos_rows(a, kv, j), a->opt);
-		issue_ahead(tl, a, b, kv, x, j0, j1, n, j + a->depth, &next, s, v);
+		issue_ahead(tl, a, b, kv, x, j0, j1, n, vj + a->depth, &next, s, v, off);
 	}
 }
 
@@ -332,11 +332,11 @@ void attn_sweep(struct tl *tl, const struct attn *a0,
 		reset_splits(tl, a, b);
 	if (!a->scopes || n <= a->group)
 		x.n = 0; /* no group boundary */
-	for (uint32_t j = 0; j < n; j += a->group) {
-		uint32_t end = n - j < a->group ? n : j + a->group;
+	TL_FOR(tl, gi, 0, (n + a->group - 1) / a->group) { /* the last: in the drain */
+		uint32_t j = gi * a->group, end = n - j < a->group ? n : j + a->group;
 
 		scope_begin(tl, a);
-		sweep_group(tl, a, b, kv, &x, j, end, n);
+		sweep_group(tl, a, b, kv, &x, j, end, n, tl_loop_skipped(tl) * a->group);
 		scope_end(tl, a);
 	}
 	merge_splits(tl, b, a->splits);

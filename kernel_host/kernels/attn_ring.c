@@ -139,43 +139,43 @@ static void fold_tile_all(struct tl *tl, const struct attn *a,
 	tl_stat_add(tl, "tiles", done, "count", "KV tiles folded into the output");
 }
 
-/* Step s of a ring pass: the KV runs of rank `src`, tile by tile, loaded
- * (s = 0) or received, forwarded right unless this is the last step. */
+/* Step s of a ring pass (after the kernel, with what it needs: this file's
+ * call sites keep their lines, which name them in stats.csv). */
 static void pass_kv_step(struct tl *tl, const struct attn *a, uint32_t h,
 			 struct ring *rg, struct attn_block *blk, uint32_t nb,
-			 uint32_t s)
+			 uint32_t s);
+
+/* Tile t of KV run `run` (its first row `local` on the source rank) at
+ * step s: loaded (s = 0) or received, forwarded right unless this is the
+ * last step, folded into every block that sees it. */
+static void pass_kv_tile(struct tl *tl, const struct attn *a, uint32_t h, struct ring *rg,
+			 struct attn_block *blk, uint32_t nb, uint32_t s,
+			 const struct attn_run *run, uint64_t local, uint32_t t)
 {
-	uint32_t src = (a->rank + a->ranks - s) % a->ranks;
-	struct attn_run r[ATTN_MAX_RUNS];
-	uint32_t nr = attn_kv_runs(a, src, r);
-	uint64_t local = 0;
+	uint32_t w = attn_tile_rows(a, run->len, t);
+	uint64_t row = local + (uint64_t)t * a->tile;
+	tl_tensor k, v;
 
-	for (uint32_t i = 0; i < nr; local += r[i].len, i++)
-		for (uint32_t t = 0; t < attn_tiles(a, r[i].len); t++) {
-			uint32_t w = attn_tile_rows(a, r[i].len, t);
-			uint64_t row = local + (uint64_t)t * a->tile;
-			tl_tensor k, v;
-
-			tl_scratch_scope_begin(tl);
-			if (s == 0) {
-				k = tl_load(tl, attn_kv_addr(a, a->k_addr, h, row), w, a->d, TL_F16);
-				v = tl_load(tl, attn_kv_addr(a, a->v_addr, h, row), w, a->d, TL_F16);
-			} else {
-				k = kv_recv(tl, a, rg, w, a->d);
-				v = kv_recv(tl, a, rg, w, a->d);
-			}
-			if (s + 1 < a->ranks) {
-				kv_send(tl, a, k);
-				kv_send(tl, a, v);
-			}
-			fold_tile_all(tl, a, blk, nb, k, v,
-				      r[i].pos + (uint64_t)t * a->tile, w);
-			tl_scratch_scope_end(tl);
-		}
+	tl_scratch_scope_begin(tl);
+	if (s == 0) {
+		k = tl_load(tl, attn_kv_addr(a, a->k_addr, h, row), w, a->d, TL_F16);
+		v = tl_load(tl, attn_kv_addr(a, a->v_addr, h, row), w, a->d, TL_F16);
+	} else {
+		k = kv_recv(tl, a, rg, w, a->d);
+		v = kv_recv(tl, a, rg, w, a->d);
+	}
+	if (s + 1 < a->ranks) {
+		kv_send(tl, a, k);
+		kv_send(tl, a, v);
+	}
+	fold_tile_all(tl, a, blk, nb, k, v,
+		      run->pos + (uint64_t)t * a->tile, w);
+	tl_scratch_scope_end(tl);
 }
 
-/* One full ring pass of the KV blocks over query blocks [b0, b1) of head
- * h (possibly none: the rank still forwards the tiles). */
+/* One full ring pass of the KV blocks over query blocks [b0, b1) of
+ * head h (possibly none: the rank still forwards the tiles), a step at a
+ * time. */
 static void pass_kv_window(struct tl *tl, const struct attn *a, uint32_t h,
 			   struct ring *rg, const struct qspan *qs,
 			   struct attn_block *blk, uint32_t b0, uint32_t b1)
@@ -426,4 +426,58 @@ int ring_attention(struct tl *tl, const struct tl_args *args)
 		pass_kv(tl, &a);
 	}
 	return 0;
+}
+
+/* Whether every tile of `run` is alike for the blocks: each block sees all
+ * of the run unmasked or none of it (not on a causal diagonal). */
+static bool run_alike(const struct attn *a, const struct attn_block *blk, uint32_t nb,
+		      const struct attn_run *run)
+{
+	if (!a->causal)
+		return true;
+	for (uint32_t i = 0; i < nb; i++)
+		if (run->pos <= blk[i].pos_hi && run->pos + run->len - 1 > blk[i].pos_lo)
+			return false;
+	return true;
+}
+
+/* Step s of a ring pass: the KV runs of rank `src`, tile by tile. A run
+ * whose tiles are alike is a TL_FOR (fast-forward may skip some) but for
+ * a narrower last tile. */
+static void pass_kv_step(struct tl *tl, const struct attn *a, uint32_t h,
+			 struct ring *rg, struct attn_block *blk, uint32_t nb,
+			 uint32_t s)
+{
+	uint32_t src = (a->rank + a->ranks - s) % a->ranks;
+	struct attn_run r[ATTN_MAX_RUNS];
+	uint32_t nr = attn_kv_runs(a, src, r);
+	uint64_t local = 0;
+
+	for (uint32_t i = 0; i < nr; local += r[i].len, i++) {
+		uint32_t n = attn_tiles(a, r[i].len), t = 0;
+
+		if (run_alike(a, blk, nb, &r[i])) {
+			uint32_t full = attn_tile_rows(a, r[i].len, n - 1) == a->tile ? n : n - 1;
+			uint32_t seen = 0;
+			struct ring last = { 0, 0 }; /* the last tile's share of rg */
+
+			/* key: whether its tiles are forwarded, loaded, received */
+			TL_FOR_KEY(tl, j, 0, full, (s + 1 < a->ranks) | (uint64_t)(s == 0) << 1) {
+				struct ring before;
+
+				/* tiles skipped since (tl_loop_skipped): their waits
+				 * are the last tile's */
+				rg->wait_ps += (tl_loop_skipped(tl) - seen) * last.wait_ps;
+				rg->transfer_ps += (tl_loop_skipped(tl) - seen) * last.transfer_ps;
+				seen = tl_loop_skipped(tl);
+				before = *rg;
+				pass_kv_tile(tl, a, h, rg, blk, nb, s, &r[i], local, j);
+				last.wait_ps = rg->wait_ps - before.wait_ps;
+				last.transfer_ps = rg->transfer_ps - before.transfer_ps;
+			}
+			t = full;
+		}
+		for (; t < n; t++)
+			pass_kv_tile(tl, a, h, rg, blk, nb, s, &r[i], local, t);
+	}
 }

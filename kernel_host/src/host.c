@@ -102,6 +102,29 @@ static void port_trace_step(void *p, const char *name, uint64_t start_ps, uint64
 	rt_trace_slice(((struct host_state *)p)->ctx, &span);
 }
 
+static void port_loop_enter(void *p, struct rt_ff_loop *loop)
+{
+	rt_ff_loop_enter(((struct host_state *)p)->ctx, loop);
+}
+
+static void port_loop_tick(void *p, struct rt_ff_loop *loop, const struct rt_path *path)
+{
+	struct rt_ctx *ctx = ((struct host_state *)p)->ctx;
+
+	rt_ff_loop_path(ctx, loop, path);
+	rt_ff_loop_tick(ctx, loop);
+}
+
+static void port_loop_leave(void *p, struct rt_ff_loop *loop)
+{
+	rt_ff_loop_leave(((struct host_state *)p)->ctx, loop);
+}
+
+static uint64_t port_ff_offset(void *p)
+{
+	return rt_ff_offset_ps(((struct host_state *)p)->ctx);
+}
+
 static const struct tl_port_ops host_port = {
 	.send = port_send,
 	.stat_add = port_stat_add,
@@ -114,6 +137,10 @@ static const struct tl_port_ops host_port = {
 	.trace_counter = port_trace_counter,
 	.trace_step = port_trace_step,
 	.path_report = port_path_report,
+	.loop_enter = port_loop_enter,
+	.loop_tick = port_loop_tick,
+	.loop_leave = port_loop_leave,
+	.ff_offset = port_ff_offset,
 };
 
 static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
@@ -281,10 +308,19 @@ static enum rt_err host_fini(struct rt_ctx *ctx, void *state)
 	return undone;
 }
 
+static uint64_t host_digest(const struct rt_ctx *ctx, const void *state, uint64_t t)
+{
+	const struct host_state *h = state;
+
+	(void)ctx;
+	return h->tl ? tl_ff_digest(h->tl, t) : 0;
+}
+
 const struct rt_component_ops tl_host_ops = {
 	.name = "host",
 	.state_size = sizeof(struct host_state),
 	.init = host_init,
 	.handle = host_handle,
 	.fini = host_fini,
+	.ff_digest = host_digest,
 };

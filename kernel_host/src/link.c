@@ -244,10 +244,20 @@ static enum rt_err link_handle(struct rt_ctx *ctx, void *state, const struct rt_
 		       : switch_hop(l, ctx, &m, from_host, at_ready, d->path);
 }
 
+/* Fast-forward (ADR 0059): when each direction is free again. */
+static uint64_t link_digest(const struct rt_ctx *ctx, const void *state, uint64_t t)
+{
+	const struct link *l = state;
+
+	(void)ctx;
+	return rt_ff_mix(rt_ff_rel(l->free_ps[0], t), rt_ff_rel(l->free_ps[1], t));
+}
+
 const struct rt_component_ops tl_link_ops = {
 	.name = "link",
 	.state_size = sizeof(struct link),
 	.init = link_init,
 	.handle = link_handle,
 	.fini = NULL,
+	.ff_digest = link_digest,
 };

@@ -125,6 +125,7 @@ void tl_destroy(struct tl **tl_p)
 	free(tl->wire_buf);
 	free(tl->lowering_buf);
 	tl_sites_release(tl);
+	tl_loops_release(tl);
 	rt_buf_release(&tl->args_log);
 	tl_program_release(tl);
 	free(tl);
@@ -161,11 +162,14 @@ static void report_args(struct tl *tl)
 
 static void report_end(struct tl *tl)
 {
-	tl->tot.end_ps = tl->clock_ps;
+	/* times skipped by fast-forward (ADR 0059) come on top of the clock */
+	uint64_t skipped = tl->s.port->ff_offset ? tl->s.port->ff_offset(tl->s.port_ctx) : 0;
+
+	tl->tot.end_ps = tl->clock_ps + skipped;
 	tl->tot.peak_scratch_bytes = tl->peak;
-	tl_stat(tl, TL_ST_KERNEL_END, tl->clock_ps);
+	tl_stat(tl, TL_ST_KERNEL_END, tl->clock_ps + skipped);
 	tl_stat(tl, TL_ST_PEAK_SCRATCH, tl->peak);
-	tl_stat(tl, TL_ST_KERNEL_PS, tl->clock_ps - tl->start_ps);
+	tl_stat(tl, TL_ST_KERNEL_PS, tl->clock_ps + skipped - tl->start_ps);
 	tl_stat(tl, TL_ST_COMMANDS, tl->tot.commands);
 	tl_sites_report(tl);
 	if (tl->s.port->path_report && tl->path_ok)
@@ -242,6 +246,7 @@ uint64_t tl_cmd_new(struct tl *tl, struct tl_site at, enum tl_cmd_kind kind)
 		    &tl->cap_pending, tl->n_pending + 1))
 		tl_abort(tl, at, RT_ENOMEM, "out of memory (commands)");
 	tl->n_cmds++;
+	tl_loop_note_cmd(tl);
 	memset(&tl->cmds[id], 0, sizeof(tl->cmds[id]));
 	tl->cmds[id].kind = kind;
 	tl->cmds[id].at = at;

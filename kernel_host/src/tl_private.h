@@ -209,6 +209,14 @@ struct tl {
 	uint32_t stat_h[TL_ST_COUNT]; /* handle + 1 (0: not declared yet) */
 	struct tl_site_acc *sites;    /* open addressing by (file, line) */
 	uint32_t n_sites, cap_sites;
+	struct rt_ff_loop loops[TL_LOOP_DEPTH]; /* TL_FOR loops running (tl_loop.c) */
+	uint32_t n_loops;
+	uint64_t cmds_unwatched; /* commands issued outside every watched loop */
+	struct tl_loop_hist {  /* ... and the host's own counters at their last
+				* ticks, to add a skip's share (fast-forward) */
+		uint64_t *ring;    /* n of `stride` values, the newest at head */
+		uint32_t stride, n, head;
+	} loop_hist[TL_LOOP_DEPTH];
 	struct tl_coro coro;
 	void *wire_buf;       /* reused wire form of one composite */
 	void *lowering_buf;   /* reused lowering state (composite.c) */
@@ -257,6 +265,11 @@ void tl_site_wait(struct tl *tl, struct tl_site at, uint64_t ps);
  * wait_ps@FILE:LINE; listed per component only) at the kernel's end. */
 void tl_sites_report(struct tl *tl);
 void tl_sites_release(struct tl *tl);
+/* ---- TL_FOR loops (tl_loop.c) */
+void tl_loops_release(struct tl *tl);
+/* A command is being issued (tl_loop.c counts those outside watched loops:
+ * fast-forward must not skip while the kernel moves on there). */
+void tl_loop_note_cmd(struct tl *tl);
 uint64_t tl_rec_bytes(const struct tl_rec *r);
 struct tl_tref tl_tref_of(const struct tl_rec *r);
 /* Logical dims (after a transposed view). */

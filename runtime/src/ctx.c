@@ -457,8 +457,9 @@ bool rt_paths_on(const struct rt_ctx *ctx)
 void rt_path_report(struct rt_ctx *ctx, const struct rt_path *path)
 {
 	ctx->end_path = *path;
+	rt_ff_offset_path(ctx->daemon->ff, &ctx->end_path);
 	ctx->has_end_path = true;
-	ctx->end_segment = segment(ctx, path, rt_path_total(path));
+	ctx->end_segment = segment(ctx, &ctx->end_path, rt_path_total(&ctx->end_path));
 }
 
 enum rt_err rt_send(struct rt_ctx *ctx, uint32_t dst, uint64_t send_ps, uint32_t priority,
@@ -576,10 +577,11 @@ static enum rt_err oplog_str(struct rt_ctx *ctx, unsigned field, const char *s, 
 /* A fixed record, formatted by the launcher at the end (ADR 0055). */
 enum rt_err rt_oplog(struct rt_ctx *ctx, const struct rt_oplog_rec *r)
 {
+	uint64_t off = rt_ff_offset(ctx->daemon->ff); /* later by what was skipped */
 	struct rt_oplog_bin b = {
-		.start_ps = r->start_ps,
-		.end_ps = r->end_ps,
-		.issue_ps = r->issue_ps,
+		.start_ps = r->start_ps + off,
+		.end_ps = r->end_ps + off,
+		.issue_ps = r->issue_ps + off,
 		.seq = ctx->oplog_seq++,
 		.bytes = r->bytes,
 		.elements = r->elements,
@@ -845,7 +847,7 @@ void rt_ctx_report(const struct rt_ctx *c, Kb__ComponentReport *r, Kb__Stat *sta
 	r->component = c->id;
 	r->delivered = c->delivered;
 	r->digest = c->digest;
-	r->last_ps = c->last_ps;
+	r->last_ps = c->last_ps + c->last_off_ps;
 	for (size_t i = 0; i < c->n_stats; i++) {
 		kb__stat__init(&stats[i]);
 		stats[i].name = c->stats[i].name;

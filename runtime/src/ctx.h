@@ -32,6 +32,7 @@ struct rt_ctx {
 	uint64_t delivered;      /* messages delivered to it */
 	uint64_t digest;         /* hash over its deliveries */
 	uint64_t last_ps;        /* time of its last event */
+	uint64_t last_off_ps;    /* time fast-forwarded before it (ff.c) */
 	uint64_t clock_ps;       /* its own clock, if ahead (rt_note_clock) */
 	uint64_t oplog_seq;      /* op log records written */
 	/* its links' latencies by destination (link_latency in ctx.c): built
@@ -77,6 +78,7 @@ struct rt_daemon {
 	uint32_t n_local;
 	uint32_t n_inited;       /* components whose init ran (fini owed) */
 	struct rt_queue queue;
+	struct rt_ff *ff;        /* fast-forward (ff.c), NULL when off */
 	uint64_t now;            /* time of the event being run */
 	uint64_t window;         /* next window expected */
 	uint64_t window_end;     /* end of the window being run */
@@ -108,6 +110,11 @@ struct rt_daemon {
 	uint8_t *hbm[64];        /* mapped lazily (data mode) */
 	uint8_t *tcm[64 * 64];
 };
+
+/* Fast-forward's time skipped so far (0 when `ff` is NULL), and the
+ * critical path's share of it per class, added to `path` (ff.c). */
+uint64_t rt_ff_offset(const struct rt_ff *ff);
+void rt_ff_offset_path(const struct rt_ff *ff, struct rt_path *path);
 
 enum rt_err rt_ctx_init(struct rt_ctx *c, struct rt_daemon *d, uint32_t id);
 void rt_ctx_release(struct rt_ctx *c);

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "ctx.h"
+#include "ff.h"
 #include "rt/event.h"
 #include "rt/sock.h"
 #include "rt/wire.h"
@@ -51,7 +52,7 @@ static enum rt_err daemon_init(struct rt_daemon *d, const struct rt_daemon_opts 
 		d->by_id[id] = &d->ctxs[n++];
 		d->n_local = n;
 	}
-	return RT_EOK;
+	return rt_ff_open(d);
 }
 
 static void daemon_release(struct rt_daemon *d)
@@ -59,6 +60,7 @@ static void daemon_release(struct rt_daemon *d)
 	for (uint32_t i = 0; i < d->n_local; i++)
 		rt_ctx_release(&d->ctxs[i]);
 	free(d->ctxs);
+	rt_ff_close(d);
 	free(d->by_id);
 	rt_queue_release(&d->queue);
 	rt_msg_pool_release(&d->pool);
@@ -172,6 +174,7 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 				       d->topo->components[ev->key.src].name, rt_last_error());
 	}
 	c->last_ps = d->now;
+	c->last_off_ps = rt_ff_offset(d->ff);
 	c->clock_ps = 0;
 	d->delivering = ev;
 	d->kept = false;
@@ -256,8 +259,12 @@ static enum rt_err run_until(struct rt_daemon *d, uint64_t end)
 	d->window_end = end;
 	while (!err && (next = rt_queue_peek(&d->queue)) && next->key.time_ps < end) {
 		rt_queue_pop(&d->queue, &ev);
+		if (d->ff)
+			rt_ff_note_event(d->ff, &ev);
 		err = deliver(d, &ev);
 		rt_event_release(&ev);
+		if (!err && d->ff && rt_ff_due(d->ff))
+			err = rt_ff_after_event(d);
 		/* one event may compute for seconds (data mode): a clock read
 		 * follows it within beat_stride events (BEAT_STRIDE_MAX) */
 		if (++d->beat_count >= d->beat_stride) {
@@ -719,6 +726,8 @@ enum rt_err rt_daemon_finish(struct rt_daemon *d, Kb__Bye *bye)
 
 	for (uint32_t i = 0; i < d->n_local && !err; i++)
 		err = rt_ctx_flush(&d->ctxs[i], true);
+	if (!err)
+		err = rt_ff_write_part(d);
 	return err ? err : fill_bye(d, bye);
 }
 

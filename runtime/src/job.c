@@ -172,8 +172,9 @@ enum rt_err rt_job_check(const struct rt_job *job)
 	    !terminated(k->client_secret, sizeof(k->client_secret)))
 		return rt_fail(RT_EDECODE, "job: a path or a key does not end inside its field");
 	if ((unsigned)job->transport > RT_TRANSPORT_TCP || (unsigned)job->colocate > RT_COLOCATE_ALL ||
-	    (unsigned)job->mode > RT_MODE_DATA || (unsigned)job->trace.format > RT_TRACE_PERFETTO)
-		return rt_fail(RT_EDECODE, "job: transport, colocation, mode or trace format out of range");
+	    (unsigned)job->mode > RT_MODE_DATA || (unsigned)job->trace.format > RT_TRACE_PERFETTO ||
+	    (unsigned)job->ff_mode > RT_FF_AUTO)
+		return rt_fail(RT_EDECODE, "job: transport, colocation, mode, trace format or fast-forward mode out of range");
 	if (job->n_args > RT_MAX_ARGS)
 		return rt_fail(RT_EDECODE, "job: %u arguments (at most %d)", job->n_args, RT_MAX_ARGS);
 	for (uint32_t i = 0; i < job->n_args; i++)

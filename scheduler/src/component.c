@@ -3,6 +3,7 @@
  * core.c and plan.c; this file only translates. */
 #include "sched.h"
 
+#include "rt/ff.h"
 #include "rt/job.h"
 #include "rt/pe.h"
 
@@ -183,10 +184,48 @@ static enum rt_err sched_fini(struct rt_ctx *ctx, void *state)
 	return undone;
 }
 
+/* A staging region as the first one in use or free (0) or the other (1):
+ * the two are alike, so alternating between them is one state. */
+static uint64_t region_rel(int region, int base)
+{
+	return region < 0 ? 2 : region == base ? 0 : 1;
+}
+
+/* Fast-forward (ADR 0059): the commands held, in order, by how far each
+ * got (no ids, no addresses: its hazards show in running and barrier), and
+ * the free staging regions. The scheduler keeps no time of its own. */
+static uint64_t sched_digest(const struct rt_ctx *ctx, const void *state, uint64_t t)
+{
+	const struct sched_core *core = &((const struct sched_component *)state)->core;
+	uint64_t h = ((uint64_t)core->n_cmds << 8) | core->n_free_regions;
+
+	int base = core->n_free_regions ? core->free_regions[0] : -1;
+
+	(void)ctx;
+	for (uint32_t i = 0; i < core->n_cmds && base < 0; i++)
+		base = core->cmds[i]->region;
+	for (uint32_t i = 0; i < core->n_free_regions; i++)
+		h = rt_ff_mix(h, region_rel(core->free_regions[i], base));
+	for (uint32_t i = 0; i < core->n_cmds; i++) {
+		const struct sched_cmd *c = core->cmds[i];
+
+		h = rt_ff_mix(h, ((uint64_t)c->running << 1) | c->barrier);
+		h = rt_ff_mix(h, (region_rel(c->region, base) << 32) | c->n_done);
+		h = rt_ff_mix(h, ((uint64_t)c->plan.n_stages << 32) ^ c->plan.staging_bytes);
+		h = rt_ff_mix(h, rt_ff_rel(c->issued_ps, t));
+		for (uint32_t e = 0; e < SCHED_ENGINES; e++)
+			h = rt_ff_mix(h, c->next[e]);
+		for (uint32_t s = 0; c->pending && s < c->plan.n_stages; s++)
+			h = rt_ff_mix(h, ((uint64_t)c->pending[s] << 1) | c->done[s]);
+	}
+	return h;
+}
+
 const struct rt_component_ops sched_ops = {
 	.name = "sched",
 	.state_size = sizeof(struct sched_component),
 	.init = sched_init,
 	.handle = sched_handle,
 	.fini = sched_fini,
+	.ff_digest = sched_digest,
 };

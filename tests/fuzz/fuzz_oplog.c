@@ -10,7 +10,10 @@
  * little-endian length and that many record bytes, a 2-byte length and
  * that many string-table bytes (short input: empty). Without bit 4 the
  * part is records, table, the table's length and RT_TRACE_TAIL_MAGIC, as
- * a final flush writes it.
+ * a final flush writes it. Bit 5: a --fast-forward exact run, and the bytes
+ * after the last component are daemon 0's fast-forward part (`.parts/ff.0`,
+ * its "skip AT PERIOD PERIODS" lines swept into the HBM busy time, the rest
+ * summary.json's fast_forward object).
  * Any input must give RT_EOK or a clean error; an accepted log has one
  * line per record, in start order. */
 #include <stdbool.h>
@@ -21,7 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ff_out.h"
 #include "oplog_out.h"
+#include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/daemon.h"
 #include "rt/trace.h"
@@ -110,6 +115,38 @@ static void put_part(uint32_t c, const uint8_t *recs, size_t n_recs, const uint8
 		abort();
 }
 
+/* Daemon 0's fast-forward part: the rest of the input (bit 5), or none. */
+static void put_ff_part(const uint8_t *p, const uint8_t *end, bool on)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/ff.0", dir, RT_PARTS_DIR);
+	job->ff_mode = on ? RT_FF_EXACT : RT_FF_OFF;
+	if (!on) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, (size_t)(end - p), f) != (size_t)(end - p) || fclose(f))
+		abort();
+}
+
+/* summary.json's fast_forward object from that part: any bytes read. */
+static void check_ff_json(void)
+{
+	struct rt_buf out;
+	struct rt_json j;
+
+	rt_buf_init(&out);
+	rt_json_init(&j, &out);
+	rt_json_object(&j, NULL, RT_JSON_LINES);
+	kb_ff_json(&j, job, 1000);
+	rt_json_close(&j);
+	(void)rt_json_finish(&j); /* a clean error (a reason not UTF-8) is fine */
+	rt_buf_release(&out);
+}
+
 /* Every line a record, in start order; as many lines as records. */
 static void check_log(size_t n_recs)
 {
@@ -168,11 +205,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	topo.n_components = n;
 	topo.components = comps;
+	put_ff_part(p, end, data[0] & 32);
 	err = kb_oplog_write(job, &topo, &busy, NULL);
 	if (err != RT_EOK && err != RT_EPROTOCOL)
 		abort();
 	if (err == RT_EOK && !job->oplog_off && !(data[0] & 16))
 		check_log(n_recs);
+	if (data[0] & 32)
+		check_ff_json();
 	snprintf(path, sizeof(path), "%s/op_log.jsonl", dir);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%s/oplog.runs", dir, RT_PARTS_DIR);

@@ -5,6 +5,7 @@
  * transfer's end is known when it arrives; it waits in `pending` until the
  * component's clock reaches it. Formula in eng.h. */
 #include "eng.h"
+#include "rt/ff.h"
 
 #include <stdlib.h>
 
@@ -148,6 +149,20 @@ static void ilv_fini(void *state)
 	free(st->pend);
 }
 
+/* Each channel's free time and the pending ends, relative to t (pending
+ * is unordered: an order-free sum). */
+static uint64_t ilv_digest(const void *state, uint64_t t)
+{
+	const struct ilv_state *st = state;
+	uint64_t h = st->n_pend, sum = 0;
+
+	for (uint64_t c = 0; st->free_ps && c < st->channels; c++)
+		h = rt_ff_mix(h, rt_ff_rel(st->free_ps[c], t));
+	for (size_t i = 0; i < st->n_pend; i++)
+		sum += rt_ff_mix(0x5bd1e995, rt_ff_rel(st->pend[i].end_ps, t));
+	return rt_ff_mix(h, sum);
+}
+
 const struct eng_hbm_ops eng_hbm_interleaved_model = {
 	.abi = ENG_HBM_ABI,
 	.name = "interleaved",
@@ -157,4 +172,5 @@ const struct eng_hbm_ops eng_hbm_interleaved_model = {
 	.submit = ilv_submit,
 	.next_done = ilv_next_done,
 	.fini = ilv_fini,
+	.digest = ilv_digest,
 };

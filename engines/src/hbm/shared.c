@@ -10,6 +10,7 @@
  * largest piece through). Every change of n happens at an arrival (submit)
  * or a finish (retire), so between them the rate is constant. */
 #include "eng.h"
+#include "rt/ff.h"
 
 #include <stdlib.h>
 
@@ -190,6 +191,30 @@ static void shared_fini(void *state)
 	free(st->s);
 }
 
+/* Each stream's transfers by lanes, finish relative to the virtual time
+ * and wire end relative to t; how long since the virtual time moved. */
+static uint64_t shared_digest(const void *state, uint64_t t)
+{
+	const struct shared_state *st = state;
+	uint64_t h = ((uint64_t)st->busy << 32) ^ st->units;
+	bool times = t != UINT64_MAX; /* UINT64_MAX: the structure only */
+
+	h = rt_ff_mix(h, times && t > st->last_ps ? t - st->last_ps : 0);
+	for (uint32_t i = 0; st->s && i < st->n_streams; i++) {
+		const struct stream *s = &st->s[i];
+
+		h = rt_ff_mix(h, ((uint64_t)s->len << 1) ^ (times ? rt_ff_rel(s->last_v, st->v) : 0));
+		for (size_t k = 0; k < s->len; k++) {
+			const struct xfer *x = &s->q[(s->head + k) % s->cap];
+
+			h = rt_ff_mix(h, ((uint64_t)x->lanes << 48) ^
+					 (times ? rt_ff_rel(x->finish_v, st->v) : 0));
+			h = rt_ff_mix(h, rt_ff_rel(x->wire_end_ps, t));
+		}
+	}
+	return h;
+}
+
 const struct eng_hbm_ops eng_hbm_shared_model = {
 	.abi = ENG_HBM_ABI,
 	.name = "shared",
@@ -198,5 +223,6 @@ const struct eng_hbm_ops eng_hbm_shared_model = {
 	.retire = shared_retire,
 	.submit = shared_submit,
 	.next_done = shared_next_done,
+	.digest = shared_digest,
 	.fini = shared_fini,
 };

@@ -55,6 +55,14 @@ typedef enum rt_err (*rt_handle_fn)(struct rt_ctx *ctx, void *state,
  * report and fails the run (the daemon prefixes the component's name);
  * after a failed run it is ignored. Statistics may still be added. */
 typedef enum rt_err (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
+/* Fast-forward's view of the state (ADR 0059): a hash (rt_ff_mix) of
+ * everything in it that decides what the component does from `t_ps` on,
+ * every time as an offset from t_ps (rt_ff_rel) and every id as an offset
+ * from the next one it will give, so that two states alike but k periods
+ * apart hash the same. Addresses and ids that do not change any timing
+ * are left out. NULL: the run is never skipped in exact mode. */
+typedef uint64_t (*rt_ff_digest_fn)(const struct rt_ctx *ctx, const void *state,
+				    uint64_t t_ps);
 
 struct rt_component_ops {
 	const char *name;   /* kind: "dma", "gemm", "math", "sched", "host" */
@@ -62,6 +70,7 @@ struct rt_component_ops {
 	rt_init_fn init;    /* may set timers; may not send */
 	rt_handle_fn handle;
 	rt_fini_fn fini;
+	rt_ff_digest_fn ff_digest; /* may be NULL */
 };
 
 /* ---- identity and time */

@@ -13,6 +13,7 @@
 
 #include "rt/config.h"
 #include "rt/err.h"
+#include "rt/ff_mode.h"
 #include "rt/keys.h"
 #include "rt/topology.h"
 #include "rt/trace.h"
@@ -58,6 +59,7 @@ struct rt_job {
 	bool trace_windows;           /* add window counters to trace.json */
 	bool trace_off;               /* --trace off: no trace.json */
 	bool oplog_off;               /* --op-log off: no op_log.jsonl */
+	enum rt_ff_mode ff_mode;      /* --fast-forward (ADR 0059) */
 	struct rt_trace_opts trace;   /* --trace-window, -ranks, -flows, -format */
 	bool quiet;                   /* no report on stdout */
 	enum rt_progress progress;    /* --progress */
