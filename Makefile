@@ -70,11 +70,12 @@ WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wvla \
 	-Wwrite-strings -Wpointer-arith -fno-common -Wno-unused-parameter
 OPT ?= -O2 -g
 INC_RT := -iquote runtime/include -iquote $(BUILD)/gen
-INC_SCHED := -iquote scheduler/include $(INC_RT)
-INC_ENG := -iquote engines/include $(INC_RT)
+INC_NPU := -iquote npu/include $(INC_RT)
+INC_SCHED := -iquote scheduler/include $(INC_NPU)
+INC_ENG := -iquote engines/include $(INC_NPU)
 INC_TL := -iquote kernel_host/include $(INC_SCHED)
 INC_WORK := -iquote workloads -iquote kernel_host/include -iquote engines/include $(INC_SCHED)
-INC_LAUNCH := -iquote workloads $(INC_RT)
+INC_LAUNCH := -iquote workloads $(INC_NPU)
 INCLUDES = $(INC_WORK)
 ifneq ($(SAN),)
 SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -91,6 +92,7 @@ GEN_C := $(BUILD)/gen/kernbench.pb-c.c
 GEN_H := $(BUILD)/gen/kernbench.pb-c.h $(BUILD)/gen/perfetto_trace.pb-c.h
 
 RT_SRC := $(wildcard runtime/src/*.c)
+NPU_SRC := $(wildcard npu/src/*.c)
 SCHED_SRC := $(wildcard scheduler/src/*.c)
 ENG_SRC := $(wildcard engines/src/*.c engines/src/*/*.c)
 # test hooks: files compiled a second time with -DKB_TEST_BUILD, and files
@@ -107,12 +109,13 @@ LAUNCH_SRC := $(wildcard deploy/src/*.c)
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIB_RT := $(BUILD)/lib/libkbrt.a
+LIB_NPU := $(BUILD)/lib/libkbnpu.a
 LIB_SCHED := $(BUILD)/lib/libkbsched.a
 LIB_ENG := $(BUILD)/lib/libkbeng.a
 LIB_TL := $(BUILD)/lib/libkbtl.a
 LIB_WORK := $(BUILD)/lib/libkbwork.a
 # link order: dependents before dependencies
-ALL_LIBS := $(LIB_WORK) $(LIB_TL) $(LIB_SCHED) $(LIB_ENG) $(LIB_RT)
+ALL_LIBS := $(LIB_WORK) $(LIB_TL) $(LIB_SCHED) $(LIB_ENG) $(LIB_NPU) $(LIB_RT)
 
 KERNBENCH := $(BUILD)/bin/kernbench
 KERNBENCH_TEST := $(BUILD)/bin/kernbench-test
@@ -196,6 +199,7 @@ $(BUILD)/obj/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 
 # which headers each library may use
 $(BUILD)/obj/runtime/%.o $(BUILD)/obj-test/runtime/%.o: INCLUDES = $(INC_RT)
+$(BUILD)/obj/npu/%.o: INCLUDES = $(INC_NPU)
 $(BUILD)/obj/scheduler/%.o: INCLUDES = $(INC_SCHED)
 $(BUILD)/obj/engines/%.o: INCLUDES = $(INC_ENG)
 $(BUILD)/obj/kernel_host/%.o $(BUILD)/obj-test/kernel_host/%.o: INCLUDES = $(INC_TL)
@@ -230,6 +234,7 @@ FORCE:
 
 # ---------------------------------------------------------------- libraries
 $(LIB_RT): $(call obj,$(RT_SRC)) $(BUILD)/obj/gen/kernbench.pb-c.o
+$(LIB_NPU): $(call obj,$(NPU_SRC))
 $(LIB_SCHED): $(call obj,$(SCHED_SRC))
 $(LIB_ENG): $(call obj,$(ENG_SRC))
 $(LIB_TL): $(call obj,$(TL_SRC))

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check_includes.py — no include circles between the project's modules.
+"""check_includes.py — no include circles between the project's modules,
+and no include against the layers.
 
 A module is a .c file and its own header taken together (deploy/src/launch.c
 and deploy/src/launch.h, runtime/src/coord.c and runtime/include/rt/coord.h):
@@ -8,7 +9,10 @@ file of another, resolved as the compiler does (the including file's folder,
 then the folders the Makefile passes with -iquote). A circle (launch ->
 outputs -> report -> launch) is one line naming its modules in order, and the
 exit status is 1. Headers not in the tree (generated protobuf-c headers,
-system headers) are no nodes.
+system headers) are no nodes. The layers (LAYERS below, docs/architecture.md)
+say which top folders a folder's files may include from: runtime/ none,
+npu/ runtime/, the libraries npu/ and runtime/, ...; an include against
+them is one line too.
 
     tests/check_includes.py [ROOT]      check the tree at ROOT (default: .)
     tests/check_includes.py --self-test make a tree with a circle and one
@@ -22,10 +26,24 @@ import sys
 import tempfile
 
 # the project's top-level source folders and the -iquote folders (Makefile)
-SOURCE_DIRS = ("runtime", "scheduler", "engines", "kernel_host", "workloads", "deploy",
+SOURCE_DIRS = ("runtime", "npu", "scheduler", "engines", "kernel_host", "workloads", "deploy",
                "tests", "bench")
-QUOTE_DIRS = ("runtime/include", "scheduler/include", "engines/include", "kernel_host/include",
-              "workloads", "deploy/src")
+QUOTE_DIRS = ("runtime/include", "npu/include", "scheduler/include", "engines/include",
+              "kernel_host/include", "workloads", "deploy/src")
+# which other top folders a top folder's files may include (tests/ and
+# bench/ may include anything): the simulator core knows nothing of the
+# NPU, the NPU model nothing of its engines, the engines, the scheduler and
+# the kernel host nothing of each other, and only the deployment's launcher
+# and the workloads see them together
+LAYERS = {
+    "runtime": set(),
+    "npu": {"runtime"},
+    "engines": {"npu", "runtime"},
+    "scheduler": {"npu", "runtime"},
+    "kernel_host": {"npu", "runtime"},
+    "workloads": {"engines", "scheduler", "kernel_host", "npu", "runtime"},
+    "deploy": {"workloads", "npu", "runtime"},
+}
 # a module's private header: foo_internal.h belongs to foo.c
 PRIVATE_SUFFIXES = ("_internal",)
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -136,8 +154,24 @@ def one_circle(graph, comp):
     return sorted(comp)
 
 
+def layer_breaks(graph):
+    """Edges from a layered folder to one it may not use, one line each."""
+    found = []
+    for node in sorted(graph):
+        top = node.split(":")[0]
+        for target in sorted(graph[node]):
+            other = target.split(":")[0]
+            if top in LAYERS and other != top and other not in LAYERS[top]:
+                allowed = ", ".join(sorted(LAYERS[top])) or "nothing outside itself"
+                found.append("layer: %s (%s/ may use %s)" % (graph[node][target], top, allowed))
+    return found
+
+
 def check(root):
     graph = include_graph(root)
+    breaks = layer_breaks(graph)
+    for line in breaks:
+        print(line)
     comps = strongly_connected(graph)
     for comp in comps:
         circle = one_circle(graph, comp)
@@ -145,7 +179,7 @@ def check(root):
         more = sorted(comp - set(circle))
         also = "; also entangled: " + ", ".join(more) if more else ""
         print("include circle: %s (%s%s)" % (" -> ".join(circle), first, also))
-    return len(comps)
+    return len(comps) + len(breaks)
 
 
 def write(root, rel, text):
@@ -153,6 +187,18 @@ def write(root, rel, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write(text)
+
+
+def found_alone(root, want):
+    """check(root) finds exactly one problem, its line starting with `want`
+    (want None: finds none); the lines it printed."""
+    import io
+    import contextlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bad = check(root)
+    ok = bad == 0 if want is None else bad == 1 and out.getvalue().startswith(want)
+    return ok, out.getvalue()
 
 
 def self_test():
@@ -167,22 +213,26 @@ def self_test():
         write(root, "runtime/include/rt/err.h", "#pragma once\n")
         write(root, "runtime/src/err.c", '#include "rt/err.h"\n#include <stdio.h>\n')
         write(root, "deploy/src/d.c", '#include "a.h"\n#include "kernbench.pb-c.h"\n')
-        import io
-        import contextlib
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            bad = check(root)
-        want = "include circle: deploy:a -> deploy:b -> deploy:c -> deploy:a"
-        if bad != 1 or not out.getvalue().startswith(want):
-            print("self-test: the made-up circle was not found as one line:\n" + out.getvalue())
-            return 1
-        os.remove(os.path.join(root, "deploy/src/c.h"))
-        with contextlib.redirect_stdout(out):
-            bad = check(root)
-        if bad:
-            print("self-test: a circle found in a tree without one")
-            return 1
-    print("check_includes self-test: a made-up circle is found, a tree without one passes")
+        cases = [
+            ("the made-up circle", "include circle: deploy:a -> deploy:b -> deploy:c -> deploy:a",
+             None),
+            ("no problem in a tree without one", None, "deploy/src/c.h"),
+            # the core including the NPU model is against the layers
+            ("the include against the layers",
+             "layer: runtime/src/err.c includes npu/isa.h (runtime/ may use nothing", None),
+        ]
+        for what, want, remove in cases:
+            if remove:
+                os.remove(os.path.join(root, remove))
+            if want and want.startswith("layer:"):
+                write(root, "npu/include/npu/isa.h", "#pragma once\n")
+                write(root, "runtime/src/err.c", '#include "rt/err.h"\n#include "npu/isa.h"\n')
+            ok, lines = found_alone(root, want)
+            if not ok:
+                print("self-test: %s was not seen as expected:\n%s" % (what, lines))
+                return 1
+    print("check_includes self-test: a made-up circle and a made-up include against the "
+          "layers are found, a tree without them passes")
     return 0
 
 
@@ -192,9 +242,10 @@ def main(argv):
     root = argv[1] if len(argv) > 1 else "."
     bad = check(root)
     if bad:
-        print("%d include circle(s) between modules (tests/check_includes.py)" % bad)
+        print("%d include circle(s) or include(s) against the layers (tests/check_includes.py)"
+              % bad)
         return 1
-    print("no include circles between modules")
+    print("no include circles between modules, no include against the layers")
     return 0
 
 

@@ -1,15 +1,15 @@
 /* pe.c — the PE topology every kernel runs on.
  *
- * Per PE five components (rt/pe.h gives their ids): the kernel host
+ * Per PE five components (npu/pe.h gives their ids): the kernel host
  * (PE_CPU), PE_SCHEDULER and the DMA, GEMM and MATH engines. Links carry the
  * configured doorbell latencies; hosts of the same PE index on other ranks
  * are joined through each rank's link component (a ring, or a switch port:
  * links.topology), and every PE of a rank to its PE 0 (barriers).
- * Rank-level components (links, memory) come after every PE (rt/pe.h). */
+ * Rank-level components (links, memory) come after every PE (npu/pe.h). */
 #include <stdio.h>
 
 #include "eng.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 #include "sched.h"
 #include "tl_host.h"
 #include "workloads.h"
@@ -162,7 +162,7 @@ static enum rt_err link_rank_links(const struct rt_config *cfg, struct rt_topolo
 	return err;
 }
 
-/* The rank-level components, in the order rt/pe.h numbers them: every
+/* The rank-level components, in the order npu/pe.h numbers them: every
  * rank's link (several ranks), then every rank's memory (when arbitrated). */
 static enum rt_err add_rank_components(const struct rt_config *cfg, struct rt_topology *topo)
 {

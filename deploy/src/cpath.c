@@ -17,7 +17,7 @@
 #include "rt/daemon.h"
 #include "rt/grow.h"
 #include "rt/json.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 #define FD_CACHE 64 /* open parts kept, by component id mod this */
 

@@ -30,7 +30,7 @@
  *   gemm "roofline"  setup + max(ceil(M*N*K / macs_per_cycle),
  *                                ceil(bytes / gemm.bytes_per_cycle))
  *   math "simd"      setup + ceil(elements / lanes) * cycles_per_elem of the
- *                    op's latency class in the instruction set (rt/isa.h):
+ *                    op's latency class in the instruction set (npu/isa.h):
  *                    simple (math.cycles_per_elem), transcendental
  *                    (math.exp_cycles_per_elem), reduce
  *                    (math.reduce_cycles_per_elem); softmax costs its
@@ -51,7 +51,7 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
-#include "rt/isa.h"
+#include "npu/isa.h"
 #include "rt/wire.h"
 #include "kb_engine_plugin.h"
 #include "rt/buf.h"
@@ -102,7 +102,7 @@ enum eng_class { ENG_DMA = 0, ENG_GEMM = 1, ENG_MATH = 2 };
 const char *eng_class_name(enum eng_class cls);
 
 /* The MATH op a stage's op_name names, from the instruction set
- * (rt/isa.h: arity, latency class, shape rule); RT_EINVAL naming it when
+ * (npu/isa.h: arity, latency class, shape rule); RT_EINVAL naming it when
  * unknown or not a MATH op. */
 enum rt_err eng_math_op_find(const char *name, const struct rt_isa_op **out);
 

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 
 #include "rt/job.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 #define MAX_CHANNELS 2
 

@@ -1,6 +1,6 @@
 /* stage.c — what a Stage must look like (docs/stages.md) and what it
  * counts: op names, extras, shape rules (all from the instruction set,
- * rt/isa.h), bytes and elements. */
+ * npu/isa.h), bytes and elements. */
 #include "eng.h"
 
 #include <stdarg.h>
@@ -138,7 +138,7 @@ static enum rt_err dma_check(const Kb__Stage *s, const struct eng_memory *mem)
 	return dims_equal(s, "out", s->out, rows, cols);
 }
 
-/* Output dims of a stage's inputs under `op`'s shape rule (rt/isa.h). */
+/* Output dims of a stage's inputs under `op`'s shape rule (npu/isa.h). */
 static enum rt_err out_dims(const Kb__Stage *s, const struct rt_isa_op *op,
 			    uint32_t *rows, uint32_t *cols)
 {

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt/pe.h"
+#include "npu/pe.h"
 #include "tl_io.h"
 
 #define COLL_CHUNK_BYTES 32768u /* a default message: 8K f32 */

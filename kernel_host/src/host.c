@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "rt/job.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 struct host_state {
 	struct rt_ctx *ctx; /* of the current call */

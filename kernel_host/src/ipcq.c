@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt/pe.h"
+#include "npu/pe.h"
 #include "tl_io.h"
 
 static void queue_release(struct tl_ipcq_dir *q)

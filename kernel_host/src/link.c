@@ -40,7 +40,7 @@
 #include "tl_private.h"
 
 #include "rt/job.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 enum { LINK_EGRESS = 0, LINK_INGRESS = 1 }; /* switch ports in free_ps */
 

@@ -11,7 +11,7 @@
 #include "rt/component.h"
 #include "rt/half.h"
 #include "rt/npy.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 #include "tl_private.h"
 
 _Noreturn void tl_fail_at(struct tl *tl, struct tl_site at, const char *fmt,

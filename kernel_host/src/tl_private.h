@@ -8,7 +8,7 @@
 
 #include "coro.h"
 #include "rt/buf.h"
-#include "rt/isa.h"
+#include "npu/isa.h"
 #include "tl_host.h"
 
 /* A tensor as the host tracks it. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The same rule (rt/isa.h) on the internal form, for the cap check
+/* The same rule (npu/isa.h) on the internal form, for the cap check
  * before lowering to the wire. */
 uint64_t tl_lowered_logical_bytes(const struct tl_lowered *low)
 {

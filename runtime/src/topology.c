@@ -184,7 +184,7 @@ static void name_daemon(struct rt_daemon_desc *d, const struct rt_component_desc
 {
 	switch (how) {
 	case RT_COLOCATE_PE:
-		/* a rank-level component (pe = UINT32_MAX, rt/pe.h) is its own group */
+		/* a rank-level component (pe = UINT32_MAX, npu/pe.h) is its own group */
 		snprintf(d->name, sizeof(d->name), "kb-%s", c->pe == UINT32_MAX ? "rank" : "pe");
 		if (c->pe == UINT32_MAX)
 			snprintf(d->label, sizeof(d->label), "r%u", c->rank);

@@ -9,7 +9,7 @@
  *     component (sched_ops) is a thin adapter from messages to the core.
  *
  * The scheduler holds no recipe knowledge (flat-composite design D6.5, D7): it sees only
- * flat op lists and the stage instruction set (rt/isa.h, docs/stages.md). */
+ * flat op lists and the stage instruction set (npu/isa.h, docs/stages.md). */
 #ifndef SCHED_H
 #define SCHED_H
 
@@ -22,7 +22,7 @@
 #include "rt/component.h"
 #include "rt/config.h"
 #include "rt/err.h"
-#include "rt/isa.h"
+#include "npu/isa.h"
 #include "rt/wire.h"
 
 /* ------------------------------------------------------------ plans */

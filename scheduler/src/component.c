@@ -5,7 +5,7 @@
 
 #include "rt/ff.h"
 #include "rt/job.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 /* Component state (zeroed by the runtime, filled by init). */
 struct sched_component {

@@ -16,7 +16,7 @@
  * Every DMA_READ waits for the prologue's last stage, so no DMA of a
  * composite starts while its MATH prologue runs (K-before-V, D6.2).
  *
- * The only op vocabulary here is the stage instruction set (rt/isa.h,
+ * The only op vocabulary here is the stage instruction set (npu/isa.h,
  * docs/stages.md): op kinds, arities and shape rules come from its table. */
 #include "sched.h"
 

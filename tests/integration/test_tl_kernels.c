@@ -676,7 +676,7 @@ Test(tl_integ, a_whole_gemm_costs_setup_plus_the_scalesim_count, .timeout = 300)
  * and the scheduler's strict FIFO runs it after the fill (the data say
  * so: every element is exp(2), 4 x cols, or 2). A load's first use still
  * waits on the host (lazy-load design D2): its dispatch lasts past the
- * load. Logical bytes (rt/isa.h): an op 4, a tensor 12, an extra 4. */
+ * load. Logical bytes (npu/isa.h): an op 4, a tensor 12, an extra 4. */
 Test(tl_integ, a_command_reading_a_running_fill_is_dispatched_at_once, .timeout = 120)
 {
 	static const struct { const char *use; uint64_t bytes; } c[] = {

@@ -659,7 +659,7 @@ Test(sched_plan, malformed_commands_name_the_command_and_problem, .timeout = 10)
 	free(b);
 }
 
-/* The scheduler checks MATH ops by the instruction set's rules (rt/isa.h)
+/* The scheduler checks MATH ops by the instruction set's rules (npu/isa.h)
  * before planning: arity, required extra, shape rule, reduction axis. */
 Test(sched_plan, math_ops_obey_the_isa_shape_rules_and_extras, .timeout = 10)
 {

@@ -11,7 +11,7 @@
 
 #include "eng.h"
 #include "rt/config.h"
-#include "rt/isa.h"
+#include "npu/isa.h"
 #include "sched.h"
 #include "tl_host.h"
 
@@ -393,7 +393,7 @@ Test(tl_validate, composite_above_logical_byte_cap_rejected, .timeout = 10)
 	expect_error(k_too_big, RT_ECOMPOSITE, "cap", &cfg);
 }
 
-/* Every op is validated against the instruction set (rt/isa.h) at emit
+/* Every op is validated against the instruction set (npu/isa.h) at emit
  * time, at the kernel's file:line: an unknown op once got arity 2 and
  * reached the scheduler. */
 static int k_unknown_unary(struct tl *tl, const struct tl_args *a)

@@ -26,7 +26,7 @@
 #include "rt/ff.h"
 #include "rt/grow.h"
 #include "rt/job.h"
-#include "rt/pe.h"
+#include "npu/pe.h"
 
 /* token = DMA component << 41 | channel << 40 | per-channel transfer id */
 #define TOKEN_ID_BITS 40

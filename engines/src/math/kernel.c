@@ -29,7 +29,7 @@ static float max_nan(float a, float b)
 }
 
 /* One output element of elementwise op `op` from inputs a, b, c and its
- * float extra x: the arithmetic column of the instruction set (rt/isa.h). */
+ * float extra x: the arithmetic column of the instruction set (npu/isa.h). */
 static float elementwise(enum rt_isa_id op, float a, float b, float c,
 			 float x)
 {

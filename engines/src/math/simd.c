@@ -3,7 +3,7 @@
  *
  *   cycles = setup_cycles + ceil(elements / lanes) * cycles_per_elem(class)
  *
- * class (rt/isa.h): simple ops -> math.cycles_per_elem, exp / exp_diff ->
+ * class (npu/isa.h): simple ops -> math.cycles_per_elem, exp / exp_diff ->
  * math.exp_cycles_per_elem, rmax / rsum -> math.reduce_cycles_per_elem.
  * elements = out elements (reductions: input elements).
  *

@@ -1,6 +1,6 @@
-/* isa.c — the stage instruction set table (rt/isa.h), its shape rules and
+/* isa.c — the stage instruction set table (npu/isa.h), its shape rules and
  * the dispatch-cost formula. */
-#include "rt/isa.h"
+#include "npu/isa.h"
 
 #include <assert.h>
 #include <stddef.h>

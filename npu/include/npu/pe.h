@@ -6,8 +6,8 @@
  * Links (latencies from config): host <-> sched, sched <-> each engine,
  * host -> its rank's link component -> the hosts of the same PE index on
  * other ranks (IPCQ), PE p <-> PE 0 of the same rank (barriers). */
-#ifndef RT_PE_H
-#define RT_PE_H
+#ifndef NPU_PE_H
+#define NPU_PE_H
 
 #include <stdint.h>
 

@@ -9,8 +9,8 @@
  * Adding an elementwise MATH op is one X() line below, its arithmetic
  * included; a new reduction or row-wise op is one line too when it fits the
  * engine's existing families (rmax/rsum, softmax). */
-#ifndef RT_ISA_H
-#define RT_ISA_H
+#ifndef NPU_ISA_H
+#define NPU_ISA_H
 
 #include <stdbool.h>
 #include <stdint.h>
