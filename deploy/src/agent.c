@@ -381,6 +381,7 @@ int kb_agent_main(int argc, char **argv)
 	static char *daemon_argv[] = { (char *)"agent", NULL };
 	struct agent a = { 0 };
 	enum rt_err err;
+	bool ran = false; /* this host's daemons started */
 	int rc = parse_args(&a, argc, argv);
 
 	if (rc)
@@ -408,6 +409,7 @@ int kb_agent_main(int argc, char **argv)
 		err = localise_job(&a);
 	if (!err)
 		err = open_host(&a, daemon_argv);
+	ran = !err;
 	if (!err)
 		err = participate(&a);
 	if (err)
@@ -427,5 +429,12 @@ int kb_agent_main(int argc, char **argv)
 	free(a.job);
 	free(a.files);
 	explicit_bzero(&a.keys, sizeof(a.keys));
+	/* a failed run may have stopped this host's in-process kernels mid-way
+	 * on their coroutines: what they hold goes with the process, as a
+	 * daemon's does (host_spawn.c's abandon_kernels), not through atexit */
+	if (err && ran) {
+		fflush(NULL);
+		_exit(1);
+	}
 	return err == RT_EOK ? 0 : err == RT_EUSAGE ? 2 : 1;
 }
