@@ -438,6 +438,7 @@ int kb_daemon_main(int argc, char **argv)
 	const char *job_fd = getenv(RT_JOB_FD_ENV);
 	char token[RT_COORD_TOKEN_MAX];
 	enum rt_err err;
+	bool ran = false; /* its components (kernels among them) started */
 
 	/* argv: NAME __daemon INDEX ENDPOINT MEMFDS run ...; the job itself
 	 * comes resolved from the launcher (RT_JOB_FD_ENV), never from argv */
@@ -465,14 +466,15 @@ int kb_daemon_main(int argc, char **argv)
 		opts.index = (uint32_t)strtoul(argv[2], NULL, 10);
 		opts.endpoint = argv[3];
 		opts.token = token;
-		err = opts.index < topo.n_daemons
+		ran = opts.index < topo.n_daemons;
+		err = ran
 			      ? rt_daemon_run(&opts)
 			      : rt_fail(RT_EINVAL, "daemon index %u out of range", opts.index);
 		rt_topology_release(&topo);
 	}
 	/* errors reach the coordinator as ERROR frames; the launcher prints them */
 	free(job);
-	if (err == RT_EINTERRUPTED || err == RT_ETRANSPORT)
+	if (err && ran) /* whatever stopped it, kernels may be mid-way */
 		abandon_kernels();
 	return err ? 1 : 0;
 }
