@@ -74,6 +74,9 @@ enum rt_err kb_trace_write(const struct rt_job *job, const struct rt_topology *t
 /* The file name it writes ("trace.json", "trace.json.gz", "trace.pftrace"). */
 const char *kb_trace_file_name(const struct rt_job *job);
 
+/* trace_json.c: the JSON form, gzip-compressed when `gz`. */
+enum rt_err kb_trace_write_json(struct kb_trace *t, const struct rt_topology *topo,
+				const struct rt_job *job, const char *path, bool gz);
 /* trace_pftrace.c: the Perfetto protobuf form. */
 enum rt_err kb_trace_write_perfetto(struct kb_trace *t, const struct rt_topology *topo,
 				    const char *path);
