@@ -167,6 +167,15 @@ void eng_model_unload(void *dl)
 		dlclose(dl);
 }
 
+/* The engine classes a configuration names a model for, and that name. */
+static const enum eng_class model_classes[] = { ENG_DMA, ENG_GEMM, ENG_MATH };
+
+static const char *model_of(const struct rt_config *cfg, enum eng_class cls)
+{
+	return cls == ENG_DMA ? cfg->dma_model : cls == ENG_GEMM ? cfg->gemm_model
+								  : cfg->math_model;
+}
+
 static const char *params_of(const struct rt_config *cfg, enum eng_class cls)
 {
 	return cls == ENG_DMA ? cfg->dma_params : cls == ENG_GEMM ? cfg->gemm_params
@@ -260,15 +269,15 @@ enum rt_err eng_model_init(struct eng_model *m, enum eng_class cls,
 
 enum rt_err eng_plugins_check(const struct rt_config *cfg)
 {
-	static const enum eng_class classes[] = { ENG_DMA, ENG_GEMM, ENG_MATH };
-	const char *names[] = { cfg->dma_model, cfg->gemm_model, cfg->math_model };
 	struct eng_model m;
 	enum rt_err err = RT_EOK;
 
 	for (size_t i = 0; !err && i < 3; i++) {
-		if (!eng_is_plugin_path(names[i]))
+		const char *name = model_of(cfg, model_classes[i]);
+
+		if (!eng_is_plugin_path(name))
 			continue;
-		err = eng_model_init(&m, classes[i], names[i], cfg);
+		err = eng_model_init(&m, model_classes[i], name, cfg);
 		if (!err)
 			eng_model_release(&m);
 	}
@@ -279,27 +288,26 @@ enum rt_err eng_plugins_check(const struct rt_config *cfg)
 
 void eng_plugins_describe(const struct rt_config *cfg, const char *prefix, struct rt_buf *b)
 {
-	static const enum eng_class classes[] = { ENG_DMA, ENG_GEMM, ENG_MATH };
-	const char *names[] = { cfg->dma_model, cfg->gemm_model, cfg->math_model };
-
 	for (size_t i = 0; i < 3; i++) {
-		void *h = eng_is_plugin_path(names[i]) ? dlopen(names[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+		enum eng_class cls = model_classes[i];
+		const char *name = model_of(cfg, cls);
+		void *h = eng_is_plugin_path(name) ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
 		const struct kb_engine_plugin *p = h ? dlsym(h, KB_ENGINE_PLUGIN_SYMBOL) : NULL;
 
-		if (eng_is_plugin_path(names[i]) && !p)
+		if (eng_is_plugin_path(name) && !p)
 			rt_buf_printf(b, "%s%s.model plug-in %s: cannot be loaded here (%s)\n", prefix,
-				      eng_class_name(classes[i]), names[i],
+				      eng_class_name(cls), name,
 				      h ? "no " KB_ENGINE_PLUGIN_SYMBOL " symbol: the internal ABI"
 					: dlerror());
 		else if (p && p->abi >= 4 && p->n_params) {
 			rt_buf_printf(b, "%s%s.model plug-in %s takes (%s.params):\n", prefix,
-				      eng_class_name(classes[i]), names[i], eng_class_name(classes[i]));
+				      eng_class_name(cls), name, eng_class_name(cls));
 			eng_plugin_params_describe(p, prefix, b);
 		} else if (p) {
 			rt_buf_printf(b, "%s%s.model plug-in %s declares no parameters (ABI %u): "
 				      "it checks %s.params itself\n", prefix,
-				      eng_class_name(classes[i]), names[i], p->abi,
-				      eng_class_name(classes[i]));
+				      eng_class_name(cls), name, p->abi,
+				      eng_class_name(cls));
 		}
 		if (h)
 			dlclose(h);
