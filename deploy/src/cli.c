@@ -1,7 +1,12 @@
 /* cli.c — the `kernbench` command line: every command's options as a
  * table (opts.h), what they fill in, and the commands that need no more
  * than that (config, list, keygen, diff): see cli.h. The command table is
- * main.c's. */
+ * main.c's.
+ *
+ * Over 600 lines on purpose: it is tables of options, one row and one
+ * small handler per option, and the commands share the machine options'
+ * handlers (--machine, --config, --set, --ranks, --pes) and one parse
+ * step; split by command, those would all become exported names. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>

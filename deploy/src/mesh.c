@@ -1,4 +1,10 @@
-/* mesh.c — an agent's messages to and from other hosts (mesh.h, ADR 0066). */
+/* mesh.c — an agent's messages to and from other hosts (mesh.h, ADR 0066).
+ *
+ * Over 600 lines on purpose: joining the mesh, sending, holding what
+ * arrives until its window and the grant tree (forward, combine, send up)
+ * all work on one private struct kb_mesh (the peer table, the held frames,
+ * the tree's links); apart, that struct would need a header of its own
+ * that only these parts may use. */
 #include "mesh.h"
 
 #include <arpa/inet.h>

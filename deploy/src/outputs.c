@@ -8,7 +8,11 @@
  *                 (oplog_out.c)
  *   trace.json    all records sorted by time (trace_out.c)
  *   summary.json  statistics from the components' end-of-run reports (BYE),
- *                 summed (or maxed) over components, by kind */
+ *                 summed (or maxed) over components, by kind
+ *
+ * Over 600 lines on purpose: it is the one place that walks the parts
+ * folder and orders the writers (each writer is its own file), and the
+ * summary's sections all read the same merged reports. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
