@@ -1,12 +1,9 @@
 /* cli.c — the `kernbench` command line: every command's options as a
  * table (opts.h), what they fill in, and the commands that need no more
  * than that (config, list, keygen, diff): see cli.h. The command table is
- * main.c's.
- *
- * Over 600 lines on purpose: it is tables of options, one row and one
- * small handler per option, and the commands share the machine options'
- * handlers (--machine, --config, --set, --ranks, --pes) and one parse
- * step; split by command, those would all become exported names. */
+ * main.c's. This file: `run`'s options and the steps they share with the
+ * other commands (cli_private.h); cli_tools.c: config, list, keygen, diff
+ * and agent. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +15,7 @@
 #include "diff.h"
 #include "hosts.h"
 #include "cli.h"
+#include "cli_private.h"
 #include "opts.h"
 #include "rt/buf.h"
 #include "rt/config.h"
@@ -44,7 +42,7 @@ static enum rt_err parse_arg(struct rt_job *job, const char *text)
 	return RT_EOK;
 }
 
-static enum rt_err parse_number(const char *opt, const char *text, uint64_t min, uint64_t max,
+enum rt_err kb_cli_number(const char *opt, const char *text, uint64_t min, uint64_t max,
 				uint64_t *out)
 {
 	if (rt_parse_u64(text, min, max, out) == RT_PARSE_OK)
@@ -57,7 +55,7 @@ static enum rt_err parse_number(const char *opt, const char *text, uint64_t min,
 static enum rt_err parse_u32(const char *opt, const char *text, uint32_t *out)
 {
 	uint64_t v = 0;
-	enum rt_err err = parse_number(opt, text, 1, 64, &v);
+	enum rt_err err = kb_cli_number(opt, text, 1, 64, &v);
 
 	*out = (uint32_t)v;
 	return err;
@@ -107,23 +105,6 @@ static enum rt_err parse_inputs(const char *val, struct rt_job *job)
 }
 
 
-#define MAX_CONFIGS 16
-
-/* Options that shape the machine are applied after --config and --set. */
-struct machine_flags {
-	uint32_t ranks;
-	uint32_t pes;
-	const char *configs[MAX_CONFIGS]; /* loaded in order, each over the last */
-	uint32_t n_configs;
-	const char *sets[RT_MAX_ARGS];
-	uint32_t n_sets;
-	const char *hosts;        /* --hosts FILE */
-	uint64_t agent_timeout_s; /* --agent-timeout S */
-	const char *keys_path;    /* --keys FILE */
-	const char *rendezvous;   /* --rendezvous DIR (an SPMD launch, spmd.h) */
-	const char *coordinator;  /* --coordinator tcp://ADDR:PORT (the same) */
-	const char *machine;      /* --machine NAME (the last one given) */
-};
 
 static enum rt_err add_config(struct machine_flags *m, const char *path)
 {
@@ -145,7 +126,7 @@ static enum rt_err add_set(struct machine_flags *m, const char *kv)
  * --ranks/--pes; the preset is --machine's, else the last one a file or a
  * --set names (rt/config.h). *preset_path (may be NULL) receives the
  * preset's file, "" when none was read. */
-static enum rt_err build_config(struct rt_config *cfg, const struct machine_flags *m,
+enum rt_err kb_cli_build_config(struct rt_config *cfg, const struct machine_flags *m,
 				char *preset_path, size_t cap)
 {
 	struct rt_config_layers *l = malloc(sizeof(*l));
@@ -263,15 +244,6 @@ enum rt_err kb_job_topology(const struct rt_job *job, struct rt_topology *topo)
 
 /* ---------------------------------------------------------------- tables */
 
-/* What the options of any command fill in. */
-struct kb_cli {
-	struct rt_job *job;        /* run */
-	struct machine_flags m;    /* run, config */
-	int format;                /* config: 0 yaml, 1 json, 2 markdown */
-	const char *keys_out;      /* keygen --out */
-	bool diff_json, diff_all;  /* diff --json, --all */
-	struct kb_agent_opts *agent;
-};
 
 static enum rt_err on_off(const char *opt, const char *val, bool *off)
 {
@@ -301,19 +273,19 @@ static enum rt_err opt_mode(struct kb_cli *c, const char *v)
 	return parse_mode(v, &c->job->mode);
 }
 
-static enum rt_err opt_ranks(struct kb_cli *c, const char *v)
+enum rt_err kb_cli_opt_ranks(struct kb_cli *c, const char *v)
 {
 	return parse_u32("--ranks", v, &c->m.ranks);
 }
 
-static enum rt_err opt_pes(struct kb_cli *c, const char *v)
+enum rt_err kb_cli_opt_pes(struct kb_cli *c, const char *v)
 {
 	return parse_u32("--pes", v, &c->m.pes);
 }
 
 static enum rt_err opt_seed(struct kb_cli *c, const char *v)
 {
-	return parse_number("--seed", v, 0, UINT64_MAX, &c->job->seed);
+	return kb_cli_number("--seed", v, 0, UINT64_MAX, &c->job->seed);
 }
 
 static enum rt_err opt_arg(struct kb_cli *c, const char *v)
@@ -321,12 +293,12 @@ static enum rt_err opt_arg(struct kb_cli *c, const char *v)
 	return parse_arg(c->job, v);
 }
 
-static enum rt_err opt_set(struct kb_cli *c, const char *v)
+enum rt_err kb_cli_opt_set(struct kb_cli *c, const char *v)
 {
 	return add_set(&c->m, v);
 }
 
-static enum rt_err opt_config(struct kb_cli *c, const char *v)
+enum rt_err kb_cli_opt_config(struct kb_cli *c, const char *v)
 {
 	return add_config(&c->m, v);
 }
@@ -433,7 +405,7 @@ static enum rt_err opt_spmd_coordinator(struct kb_cli *c, const char *v)
 	return RT_EOK;
 }
 
-static enum rt_err opt_machine(struct kb_cli *c, const char *v)
+enum rt_err kb_cli_opt_machine(struct kb_cli *c, const char *v)
 {
 	c->m.machine = v;
 	return RT_EOK;
@@ -447,7 +419,7 @@ static enum rt_err opt_hosts(struct kb_cli *c, const char *v)
 
 static enum rt_err opt_agent_timeout(struct kb_cli *c, const char *v)
 {
-	return parse_number("--agent-timeout", v, 1, 86400, &c->m.agent_timeout_s);
+	return kb_cli_number("--agent-timeout", v, 1, 86400, &c->m.agent_timeout_s);
 }
 
 /* `kernbench run`: one row per option (opts.h). */
@@ -461,17 +433,17 @@ static const struct kb_opt run_opts[] = {
 			   "changes speed, never results", opt_colocate },
 	{ "mode", "M", "timing | data (default timing); data also moves and\n"
 		       "computes real bytes", opt_mode },
-	{ "ranks", "R", "machine size: ranks (default from config: 1)", opt_ranks },
-	{ "pes", "P", "machine size: PEs per rank (default from config: 8)", opt_pes },
+	{ "ranks", "R", "machine size: ranks (default from config: 1)", kb_cli_opt_ranks },
+	{ "pes", "P", "machine size: PEs per rank (default from config: 8)", kb_cli_opt_pes },
 	{ "seed", "N", "seed of every random stream (default 1)", opt_seed },
 	{ "arg", "name=value", "workload argument (repeatable)", opt_arg },
 	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
-			     "path to such a file); default trn2", opt_machine },
-	{ "set", "key=value", "configuration override (repeatable; `kernbench config`)", opt_set },
+			     "path to such a file); default trn2", kb_cli_opt_machine },
+	{ "set", "key=value", "configuration override (repeatable; `kernbench config`)", kb_cli_opt_set },
 	{ "config", "FILE.yaml", "configuration file (repeatable, later files override\n"
 				 "earlier ones; deploy/configs/default.yaml)\n"
 				 "defaults < --machine preset < --config < --set < --ranks/--pes",
-	  opt_config },
+	  kb_cli_opt_config },
 	{ "inputs", "DIR", "input tensors (.npy) for kernels that take them; an\n"
 			   "existing folder, and a usage error for a kernel\n"
 			   "that reads none", opt_inputs },
@@ -558,156 +530,6 @@ static const struct kb_command run_command = {
 	.max_args = 1,
 };
 
-static enum rt_err opt_format(struct kb_cli *c, const char *v)
-{
-	static const char *const names[] = { "yaml", "json", "markdown" };
-
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(v, names[i])) {
-			c->format = i;
-			return RT_EOK;
-		}
-	return rt_fail(RT_EINVAL, "--format '%.60s': expected yaml, json or markdown", v);
-}
-
-static const struct kb_opt config_opts[] = {
-	{ "machine", "NAME", "machine preset (deploy/configs/machines/NAME.yaml, or a\n"
-			     "path to such a file); default trn2", opt_machine },
-	{ "config", "FILE.yaml", "configuration file (repeatable)", opt_config },
-	{ "set", "key=value", "configuration override (repeatable)", opt_set },
-	{ "ranks", "R", "machine size: ranks", opt_ranks },
-	{ "pes", "P", "machine size: PEs per rank", opt_pes },
-	{ "format", "F", "yaml (default; loads back with --config), json, or\n"
-			 "markdown (the reference table of every key)", opt_format },
-};
-
-static const struct kb_command config_command = {
-	.name = "config",
-	.usage = "config [options]",
-	.about = "Prints the effective configuration (defaults < --machine preset < files <\n"
-		 "--set < flags) in a form --config loads back, with the preset's sources as\n"
-		 "comments (deploy/configs/machines/NAME.yaml); markdown prints the reference\n"
-		 "table of every key.\n",
-	.opts = config_opts,
-	.n_opts = sizeof(config_opts) / sizeof(config_opts[0]),
-};
-
-static const struct kb_command list_command = {
-	.name = "list",
-	.usage = "list",
-	.about = "Lists the built-in workloads and kernels.\n",
-};
-
-static enum rt_err opt_keys_out(struct kb_cli *c, const char *v)
-{
-	c->keys_out = v;
-	return RT_EOK;
-}
-
-static const struct kb_opt keygen_opts[] = {
-	{ "out", "FILE", "where to write the keys (mode 0600; never overwritten)", opt_keys_out },
-};
-
-static const struct kb_command keygen_command = {
-	.name = "keygen",
-	.usage = "keygen --out FILE",
-	.about = "Writes a run's CURVE keys (one server and one client key pair); give them to\n"
-		 "`kernbench run --keys FILE` and to every `kernbench agent --keys FILE`.\n",
-	.opts = keygen_opts,
-	.n_opts = sizeof(keygen_opts) / sizeof(keygen_opts[0]),
-};
-
-static enum rt_err opt_diff_json(struct kb_cli *c, const char *v)
-{
-	(void)v;
-	c->diff_json = true;
-	return RT_EOK;
-}
-
-static enum rt_err opt_diff_all(struct kb_cli *c, const char *v)
-{
-	(void)v;
-	c->diff_all = true;
-	return RT_EOK;
-}
-
-static const struct kb_opt diff_opts[] = {
-	{ "json", NULL, "print the comparison as one JSON object", opt_diff_json },
-	{ "all", NULL, "list the equal figures too", opt_diff_all },
-};
-
-static const struct kb_command diff_command = {
-	.name = "diff",
-	.usage = "diff [--json] [--all] A B",
-	.about = "Compares two result folders (or their summary.json): what ran, every\n"
-		 "statistic, the delivery digest and the .npy tensors.\n",
-	.epilogue = "Exit status: 0 the same, 1 they differ, 2 usage error.\n",
-	.opts = diff_opts,
-	.n_opts = sizeof(diff_opts) / sizeof(diff_opts[0]),
-	.min_args = 2,
-	.max_args = 2,
-};
-
-static enum rt_err opt_coordinator(struct kb_cli *c, const char *v)
-{
-	if (strncmp(v, "tcp://", 6) || strlen(v) >= sizeof(c->agent->coordinator) ||
-	    !strrchr(v, ':') || strrchr(v, ':') < v + 6)
-		return rt_fail(RT_EINVAL, "--coordinator '%.200s': expected tcp://ADDRESS:PORT", v);
-	if (strchr(v + 6, '[') || strchr(v + 6, ':') != strrchr(v + 6, ':'))
-		return rt_fail(RT_EINVAL, "--coordinator '%.200s': IPv6 is not supported; give an "
-			       "IPv4 address or a host name", v);
-	snprintf(c->agent->coordinator, sizeof(c->agent->coordinator), "%s", v);
-	return RT_EOK;
-}
-
-static enum rt_err opt_index(struct kb_cli *c, const char *v)
-{
-	uint64_t i;
-
-	if (rt_parse_u64(v, 0, KB_HOSTS_MAX_RANKS, &i) != RT_PARSE_OK)
-		return rt_fail(RT_EINVAL, "--index '%.40s': expected a number from 0 to %d", v,
-			       KB_HOSTS_MAX_RANKS);
-	c->agent->index = (uint32_t)i;
-	c->agent->have_index = true;
-	return RT_EOK;
-}
-
-static enum rt_err opt_agent_keys(struct kb_cli *c, const char *v)
-{
-	enum rt_err err = rt_keys_check_curve();
-
-	return err ? err : rt_keys_load(v, &c->agent->keys);
-}
-
-static enum rt_err opt_agent_wait(struct kb_cli *c, const char *v)
-{
-	uint64_t s;
-	enum rt_err err = parse_number("--agent-wait", v, 1, 86400, &s);
-
-	if (!err)
-		c->agent->hello_wait_s = (unsigned)s;
-	return err;
-}
-
-static const struct kb_opt agent_opts[] = {
-	{ "coordinator", "tcp://ADDRESS:PORT", "the run's coordinator (required)", opt_coordinator },
-	{ "index", "I", "this host's index (default: OMPI_COMM_WORLD_RANK, PMIX_RANK,\n"
-			"SLURM_PROCID or JOB_COMPLETION_INDEX)", opt_index },
-	{ "keys", "FILE", "CURVE keys (required for a coordinator off loopback;\n"
-			  "without it, the keys a coordinator of this user on this\n"
-			  "machine left for its agents)", opt_agent_keys },
-	{ "agent-wait", "S", "how long to wait for the coordinator's answer to Hello\n"
-			     "(default 60; a coordinator pod may be Pending longer)", opt_agent_wait },
-};
-
-static const struct kb_command agent_command = {
-	.name = "agent",
-	.usage = "agent --coordinator tcp://ADDRESS:PORT [--index I] [--keys FILE] [--agent-wait S]",
-	.about = "Runs this host's ranks of a `kernbench run --hosts FILE` (deploy/README.md).\n",
-	.opts = agent_opts,
-	.n_opts = sizeof(agent_opts) / sizeof(agent_opts[0]),
-};
-
 /* ---------------------------------------------------------------- commands */
 
 /* A failed parse's error: the command line's (RT_EUSAGE), or out of
@@ -719,7 +541,7 @@ static enum rt_err parsed_error(enum kb_parsed parsed)
 
 /* KB_PARSED_HELP: prints the help; errors: one line. The status to exit
  * with, or -1 to go on. */
-static int parse_or_exit(const struct kb_command *cmd, int argc, char **argv, struct kb_cli *cli,
+int kb_cli_parse_or_exit(const struct kb_command *cmd, int argc, char **argv, struct kb_cli *cli,
 			 const char **args, unsigned *n_args)
 {
 	enum kb_parsed parsed = kb_opts_parse(cmd, argc, argv, cli, args, n_args);
@@ -783,7 +605,7 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 	if (!err && kb_program_file(job->workload)) /* parsed once, here */
 		err = kb_program_load(job->workload, job->program, sizeof(job->program));
 	if (!err)
-		err = build_config(&job->config, &cli.m, NULL, 0);
+		err = kb_cli_build_config(&job->config, &cli.m, NULL, 0);
 	if (!err)
 		err = check_trace_ranks(job);
 	if (!err)
@@ -808,106 +630,4 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 void kb_cli_run_usage(FILE *out)
 {
 	kb_opts_help(&run_command, out);
-}
-
-int kb_cli_config(int argc, char **argv)
-{
-	static struct rt_config_notes notes;
-	struct kb_cli cli = { 0 };
-	struct rt_config cfg;
-	struct rt_buf b;
-	char preset[1024];
-	unsigned n;
-	int rc = parse_or_exit(&config_command, argc, argv, &cli, NULL, &n);
-	enum rt_err err;
-
-	if (rc >= 0)
-		return rc;
-	err = build_config(&cfg, &cli.m, preset, sizeof(preset));
-	if (err) {
-		rt_print_error(rt_last_error());
-		return rt_exit_status(kb_opts_usage(err));
-	}
-	rt_buf_init(&b);
-	/* a preset's YAML keeps its sources as comments */
-	if (cli.format == 0 && preset[0] && rt_config_notes_read(preset, &notes) == RT_EOK) {
-		err = rt_config_emit_noted(&cfg, &notes, &b);
-		rt_config_notes_release(&notes);
-	} else {
-		err = cli.format == 2 ? rt_config_doc(&b)
-				      : rt_config_emit(&cfg, cli.format ? RT_CONFIG_JSON : RT_CONFIG_YAML,
-						       &b);
-	}
-	/* a plug-in's declared parameters, as comments the YAML loads back with */
-	if (!err && cli.format == 0)
-		kb_models_describe(&cfg, "# ", &b);
-	if (!err)
-		fputs(b.data ? b.data : "", stdout);
-	rt_buf_release(&b);
-	return err ? 1 : 0;
-}
-
-int kb_cli_list(int argc, char **argv)
-{
-	unsigned n;
-	int rc = parse_or_exit(&list_command, argc, argv, NULL, NULL, &n);
-
-	if (rc >= 0)
-		return rc;
-	puts("workloads (kernbench run NAME):");
-	kb_workload_list(stdout);
-	return 0;
-}
-
-int kb_cli_keygen(int argc, char **argv)
-{
-	struct kb_cli cli = { 0 };
-	struct rt_keys k;
-	unsigned n;
-	int rc = parse_or_exit(&keygen_command, argc, argv, &cli, NULL, &n);
-	enum rt_err err;
-
-	if (rc >= 0)
-		return rc;
-	if (!cli.keys_out) {
-		rt_print_error("keygen: --out FILE is required (usage: kernbench keygen --out FILE)");
-		return 2;
-	}
-	err = rt_keys_generate(&k);
-	if (!err)
-		err = rt_keys_write(&k, cli.keys_out);
-	explicit_bzero(&k, sizeof(k));
-	if (err) {
-		rt_print_error(rt_last_error());
-		return 1;
-	}
-	return 0;
-}
-
-int kb_cli_diff(int argc, char **argv)
-{
-	struct kb_cli cli = { 0 };
-	const char *dirs[2];
-	unsigned n = 0;
-	int rc = parse_or_exit(&diff_command, argc, argv, &cli, dirs, &n);
-
-	return rc >= 0 ? rc : kb_diff(dirs[0], dirs[1], cli.diff_json, cli.diff_all);
-}
-
-int kb_cli_parse_agent(int argc, char **argv, struct kb_agent_opts *out)
-{
-	struct kb_cli cli = { .agent = out };
-	unsigned n;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	rc = parse_or_exit(&agent_command, argc, argv, &cli, NULL, &n);
-	if (rc >= 0)
-		return rc;
-	if (!out->coordinator[0]) {
-		rt_print_error("agent: --coordinator tcp://ADDRESS:PORT is required (see `kernbench "
-			       "agent --help`)");
-		return 2;
-	}
-	return -1;
 }
