@@ -1117,6 +1117,28 @@ static bool awaited(const struct rt_coord *c, uint32_t i, enum wait_for what)
 	return p->present && (what == WAIT_READY ? !p->ready : !p->answered);
 }
 
+/* What woke a gather: a frame, a stop signal, other news on the hooks'
+ * fd (a daemon that ended after its ERROR), or nothing in time. */
+enum wake { WAKE_FRAME, WAKE_STOP, WAKE_OTHER, WAKE_NONE };
+
+/* Waits up to `ms` for a frame while gathering. A stop signal ends the
+ * gather at once, its line in *stop: the engine that sent it (mpirun,
+ * Slurm) may kill this process a second later, and a host that died
+ * never answers. */
+static enum wake gather_wait(struct rt_coord *c, uint64_t ms, enum rt_err *stop)
+{
+	zmq_pollitem_t items[2] = { { .socket = c->sock, .events = ZMQ_POLLIN },
+				    { .fd = c->hooks ? c->hooks->fd : -1, .events = ZMQ_POLLIN } };
+	int n = c->hooks && c->hooks->fd >= 0 ? 2 : 1;
+
+	if (zmq_poll(items, n, (long)ms) <= 0)
+		return WAKE_NONE;
+	if (items[0].revents & ZMQ_POLLIN)
+		return WAKE_FRAME;
+	*stop = c->hooks->on_fd(c->hooks->arg);
+	return *stop == RT_EINTERRUPTED ? WAKE_STOP : WAKE_OTHER;
+}
+
 /* Participant `first` reported a failure (`e`). Several often fail at once
  * (every kernel host refusing the same --arg), and which frame comes first
  * depends on the machine: so the others of the round are heard out (each
@@ -1132,7 +1154,8 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 						 ? c->job->config.watchdog_ms : GATHER_MS);
 	uint32_t lowest = first, more = 0;
 	char name[128];
-	enum rt_err err;
+	enum rt_err err, stop = RT_EOK;
+	enum wake wake = WAKE_NONE;
 	Kb__Sync *kept = NULL;
 
 	err = peer_error(e, peer_name(c, first, name, sizeof(name)));
@@ -1140,7 +1163,6 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 		return err;
 	settled[first] = true;
 	for (;;) {
-		zmq_pollitem_t item = { .socket = c->sock, .events = ZMQ_POLLIN };
 		bool waiting = false;
 		Kb__Sync *s = NULL;
 		uint32_t i;
@@ -1149,8 +1171,12 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 
 		for (uint32_t k = 0; k < c->n_peers && !waiting; k++)
 			waiting = awaited(c, k, what) && !settled[k];
-		if (!waiting || now >= deadline || zmq_poll(&item, 1, (long)(deadline - now)) <= 0 ||
-		    take_frame(c, 0, &i, &s, &taken))
+		if (!waiting || now >= deadline)
+			break;
+		wake = gather_wait(c, deadline - now, &stop);
+		if (wake == WAKE_OTHER)
+			continue;
+		if (wake != WAKE_FRAME || take_frame(c, 0, &i, &s, &taken))
 			break;
 		if (taken != TAKEN_FRAME)
 			continue;
@@ -1166,9 +1192,11 @@ static enum rt_err gather_failures(struct rt_coord *c, uint32_t first, const Kb_
 		}
 		rt_wire_free_sync(s);
 	}
-	if (kept)
-		err = peer_error(kept->error, peer_name(c, lowest, name, sizeof(name)));
-	if (more) /* rt_fail formats aside: it may quote the last line */
+	if (wake == WAKE_STOP)
+		err = stop;
+	else /* again: news on the hooks' fd may have set the line since */
+		err = peer_error(kept ? kept->error : e, peer_name(c, lowest, name, sizeof(name)));
+	if (more && wake != WAKE_STOP) /* rt_fail formats aside: it may quote the last line */
 		err = rt_fail(err, "%s (and %u more daemon%s failed)", rt_last_error(), more,
 			      more == 1 ? "" : "s");
 	rt_wire_free_sync(kept);
