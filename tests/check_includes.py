@@ -12,7 +12,8 @@ exit status is 1. Headers not in the tree (generated protobuf-c headers,
 system headers) are no nodes. The layers (LAYERS below, docs/architecture.md)
 say which top folders a folder's files may include from: runtime/ none,
 npu/ runtime/, the libraries npu/ and runtime/, ...; an include against
-them is one line too.
+them is one line too, and so is a line of runtime/ naming one of the NPU's
+messages (NPU_MESSAGES: Kb__Stage, KB__PAYLOAD__BODY_STAGE, ...).
 
     tests/check_includes.py [ROOT]      check the tree at ROOT (default: .)
     tests/check_includes.py --self-test make a tree with a circle and one
@@ -44,6 +45,17 @@ LAYERS = {
     "workloads": {"engines", "scheduler", "kernel_host", "npu", "runtime"},
     "deploy": {"workloads", "npu", "runtime"},
 }
+# the NPU's messages (the bodies its components send each other): runtime/
+# frames payloads and hands each to its receiver's check, naming none of
+# them. (The machine's engine fields of rt_config are still runtime's:
+# issue 21, item 1.)
+NPU_MESSAGES = ("CompositeCmd", "OpSpec", "Command", "CommandDone", "DmaCmd", "CopyCmd",
+                "TensorRef", "View", "Stage", "StageDone", "IpcqData", "HbmRequest", "HbmDone",
+                "PeSync")
+NPU_NAME_RE = re.compile(r"\b(Kb__(%s)|kb__(%s)__\w+|KB__PAYLOAD__BODY_(%s)|KB__COMMAND__\w+)\b" % (
+    "|".join(NPU_MESSAGES), "|".join(re.sub(r"(?<!^)([A-Z])", r"_\1", m).lower()
+                                     for m in NPU_MESSAGES),
+    "|".join(re.sub(r"(?<!^)([A-Z])", r"_\1", m).upper() for m in NPU_MESSAGES)))
 # a module's private header: foo_internal.h belongs to foo.c
 PRIVATE_SUFFIXES = ("_internal",)
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -167,9 +179,24 @@ def layer_breaks(graph):
     return found
 
 
+def npu_names_in_runtime(root):
+    """Lines of runtime/ naming an NPU message, one line each."""
+    found = []
+    for rel in source_files(root):
+        if not rel.startswith("runtime/"):
+            continue
+        with open(os.path.join(root, rel), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                m = NPU_NAME_RE.search(line)
+                if m:
+                    found.append("layer: %s:%d names %s (runtime/ knows no NPU message)"
+                                 % (rel, n, m.group(1)))
+    return found
+
+
 def check(root):
     graph = include_graph(root)
-    breaks = layer_breaks(graph)
+    breaks = layer_breaks(graph) + npu_names_in_runtime(root)
     for line in breaks:
         print(line)
     comps = strongly_connected(graph)
@@ -220,19 +247,26 @@ def self_test():
             # the core including the NPU model is against the layers
             ("the include against the layers",
              "layer: runtime/src/err.c includes npu/isa.h (runtime/ may use nothing", None),
+            # ... and so is the core naming an NPU message
+            ("an NPU message named in the core",
+             "layer: runtime/src/wire.c:2 names Kb__Stage", None),
         ]
         for what, want, remove in cases:
             if remove:
                 os.remove(os.path.join(root, remove))
-            if want and want.startswith("layer:"):
+            if want and want.startswith("layer: runtime/src/err.c includes"):
                 write(root, "npu/include/npu/isa.h", "#pragma once\n")
                 write(root, "runtime/src/err.c", '#include "rt/err.h"\n#include "npu/isa.h"\n')
+            if want and want.startswith("layer: runtime/src/wire.c:2"):
+                os.remove(os.path.join(root, "runtime/src/err.c"))
+                write(root, "runtime/src/wire.c",
+                      "int x;\nstatic int check(const Kb__Stage *s) { return !s; }\n")
             ok, lines = found_alone(root, want)
             if not ok:
                 print("self-test: %s was not seen as expected:\n%s" % (what, lines))
                 return 1
-    print("check_includes self-test: a made-up circle and a made-up include against the "
-          "layers are found, a tree without them passes")
+    print("check_includes self-test: a made-up circle, a made-up include against the "
+          "layers and an NPU message named in runtime/ are found, a tree without them passes")
     return 0
 
 

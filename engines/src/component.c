@@ -34,6 +34,7 @@
 #include <stdlib.h>
 
 #include "rt/job.h"
+#include "npu/payload.h"
 #include "npu/pe.h"
 
 #define MAX_CHANNELS 2
@@ -797,6 +798,7 @@ const struct rt_component_ops eng_dma_ops = {
 	.handle = engine_handle,
 	.fini = engine_fini,
 	.ff_digest = engine_digest,
+	.check = npu_check_payload,
 };
 
 const struct rt_component_ops eng_gemm_ops = {
@@ -806,6 +808,7 @@ const struct rt_component_ops eng_gemm_ops = {
 	.handle = engine_handle,
 	.fini = engine_fini,
 	.ff_digest = engine_digest,
+	.check = npu_check_payload,
 };
 
 const struct rt_component_ops eng_math_ops = {
@@ -815,4 +818,5 @@ const struct rt_component_ops eng_math_ops = {
 	.handle = engine_handle,
 	.fini = engine_fini,
 	.ff_digest = engine_digest,
+	.check = npu_check_payload,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rt/job.h"
+#include "npu/payload.h"
 #include "npu/pe.h"
 
 struct host_state {
@@ -323,4 +324,5 @@ const struct rt_component_ops tl_host_ops = {
 	.handle = host_handle,
 	.fini = host_fini,
 	.ff_digest = host_digest,
+	.check = npu_check_payload,
 };

@@ -40,6 +40,7 @@
 #include "tl_private.h"
 
 #include "rt/job.h"
+#include "npu/payload.h"
 #include "npu/pe.h"
 
 enum { LINK_EGRESS = 0, LINK_INGRESS = 1 }; /* switch ports in free_ps */
@@ -260,4 +261,5 @@ const struct rt_component_ops tl_link_ops = {
 	.handle = link_handle,
 	.fini = NULL,
 	.ff_digest = link_digest,
+	.check = npu_check_payload,
 };

@@ -97,20 +97,18 @@ const struct rt_config *rt_cfg(const struct rt_ctx *ctx)
 
 /* ---------------------------------------------------------------- tracing */
 
+/* A trace record's name: the field name of the body the message carries
+ * ("stage", "hbm_request"), read from the schema, which the runtime does
+ * not otherwise know; "message" without one. */
 static const char *payload_kind(const Kb__Payload *msg)
 {
-	switch (msg->body_case) {
-	case KB__PAYLOAD__BODY_TRAFFIC: return "traffic";
-	case KB__PAYLOAD__BODY_COMMAND: return "command";
-	case KB__PAYLOAD__BODY_COMMAND_DONE: return "command_done";
-	case KB__PAYLOAD__BODY_STAGE: return "stage";
-	case KB__PAYLOAD__BODY_STAGE_DONE: return "stage_done";
-	case KB__PAYLOAD__BODY_IPCQ: return "ipcq";
-	case KB__PAYLOAD__BODY_HBM_REQUEST: return "hbm_request";
-	case KB__PAYLOAD__BODY_HBM_DONE: return "hbm_done";
-	case KB__PAYLOAD__BODY_PE_SYNC: return "pe_sync";
-	default: return "message";
-	}
+	const ProtobufCFieldDescriptor *f =
+		msg->body_case == KB__PAYLOAD__BODY__NOT_SET
+			? NULL
+			: protobuf_c_message_descriptor_get_field(&kb__payload__descriptor,
+								  (unsigned)msg->body_case);
+
+	return f ? f->name : "message";
 }
 
 /* Wanted by --trace-window? (rank and on/off were decided at init) */

@@ -159,6 +159,8 @@ static enum rt_err deliver(struct rt_daemon *d, struct rt_event *ev)
 	__atomic_store_n(&d->events, d->events + 1, __ATOMIC_RELAXED);
 	if (!ev->is_timer) {
 		err = event_message(d, ev, &msg, &content);
+		if (!err && c->desc->ops->check)
+			err = c->desc->ops->check(msg);
 		if (err && d->heap_msg) {
 			kb__payload__free_unpacked(d->heap_msg, NULL);
 			d->heap_msg = NULL;

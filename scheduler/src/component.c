@@ -5,6 +5,7 @@
 
 #include "rt/ff.h"
 #include "rt/job.h"
+#include "npu/payload.h"
 #include "npu/pe.h"
 
 /* Component state (zeroed by the runtime, filled by init). */
@@ -228,4 +229,5 @@ const struct rt_component_ops sched_ops = {
 	.handle = sched_handle,
 	.fini = sched_fini,
 	.ff_digest = sched_digest,
+	.check = npu_check_payload,
 };

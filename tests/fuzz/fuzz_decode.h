@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "rt/config.h"
+#include "npu/payload.h"
 #include "rt/wire.h"
 
 /* The input decoded as a Payload, or NULL when the decoder refuses it. */
@@ -20,7 +21,9 @@ static inline Kb__Payload *fuzz_decode(const uint8_t *data, size_t size)
 	if (!arena.base && rt_arena_init(&arena, 1 << 20) != RT_EOK)
 		abort();
 	rt_arena_reset(&arena);
-	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK)
+	/* what a daemon checks before an NPU component takes it */
+	if (rt_wire_decode_payload(data, size, &arena, &msg) != RT_EOK ||
+	    npu_check_payload(msg) != RT_EOK)
 		return NULL;
 	if (!msg) /* success must hand back a message */
 		abort();

@@ -26,6 +26,7 @@
 #include "rt/ff.h"
 #include "rt/grow.h"
 #include "rt/job.h"
+#include "npu/payload.h"
 #include "npu/pe.h"
 
 /* token = DMA component << 41 | channel << 40 | per-channel transfer id */
@@ -373,4 +374,5 @@ const struct rt_component_ops eng_hbm_ops = {
 	.handle = hbm_handle,
 	.fini = hbm_fini,
 	.ff_digest = hbm_digest,
+	.check = npu_check_payload,
 };

@@ -63,6 +63,11 @@ typedef enum rt_err (*rt_fini_fn)(struct rt_ctx *ctx, void *state);
  * are left out. NULL: the run is never skipped in exact mode. */
 typedef uint64_t (*rt_ff_digest_fn)(const struct rt_ctx *ctx, const void *state,
 				    uint64_t t_ps);
+/* What a message's body must hold for this component to take it (bounds
+ * of its tensors, say), checked on every delivery before `handle`, from
+ * another daemon or not: one line (RT_EDECODE) saying what is wrong. The
+ * runtime checks only the frame (a body is set); it knows no body. */
+typedef enum rt_err (*rt_check_fn)(const Kb__Payload *msg);
 
 struct rt_component_ops {
 	const char *name;   /* kind: "dma", "gemm", "math", "sched", "host" */
@@ -71,6 +76,7 @@ struct rt_component_ops {
 	rt_handle_fn handle;
 	rt_fini_fn fini;
 	rt_ff_digest_fn ff_digest; /* may be NULL */
+	rt_check_fn check;         /* may be NULL: takes any body */
 };
 
 /* ---- identity and time */

@@ -38,12 +38,13 @@ void rt_arena_release(struct rt_arena *a);
 void rt_arena_reset(struct rt_arena *a);
 
 /* Decodes a component payload into `arena` (valid until the arena is reset)
- * and checks it: a body is set, views/tensors have sane dimensions. */
+ * and checks its frame (rt_wire_check_payload). */
 enum rt_err rt_wire_decode_payload(const uint8_t *bytes, size_t len,
 				   struct rt_arena *arena, Kb__Payload **out);
 
-/* Checks a decoded (or in-process) payload: a body is set, views and
- * tensors have sane dimensions. */
+/* Checks a decoded (or in-process) payload's frame: a body is set and a
+ * critical path, if any, has every class. What the body holds is for its
+ * receiver to check (rt_component_ops.check). */
 enum rt_err rt_wire_check_payload(const Kb__Payload *p);
 
 /* A deep copy of any message in one block, owned by the caller (free it
