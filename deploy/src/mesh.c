@@ -25,6 +25,7 @@
 #include "rt/buf.h"
 #include "rt/coord.h"
 #include "rt/event.h"
+#include "rt/grow.h"
 #include "rt/keys.h"
 #include "rt/sock.h"
 #include "rt/wire.h"
@@ -159,24 +160,6 @@ static bool admit_host(void *arg, const uint8_t key[32], char user[RT_ZAP_USER])
 		return false;
 	snprintf(user, RT_ZAP_USER, "%u", host);
 	return true;
-}
-
-/* `array` (of `size`-byte items, `*cap` of them) grown to hold at least
- * `need` (at least one), doubling from 16 so that repeated growth stays
- * linear; NULL, with `array` and `*cap` untouched, when memory is out. */
-static void *reserve(void *array, size_t *cap, size_t need, size_t size)
-{
-	size_t grown_cap = *cap ? *cap : 16;
-	void *grown;
-
-	if (array && need <= *cap)
-		return array;
-	while (grown_cap < need)
-		grown_cap *= 2;
-	grown = realloc(array, grown_cap * size);
-	if (grown)
-		*cap = grown_cap;
-	return grown;
 }
 
 /* ------------------------------------------------------------- sockets */
@@ -423,7 +406,6 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 			 size_t n, uint64_t *sent_to, uint64_t *first_deliver)
 {
 	enum rt_err err = RT_EOK;
-	Kb__Envelope **grown;
 
 	*first_deliver = RT_TIME_NEVER;
 	memset(sent_to, 0, m->n_hosts * sizeof(*sent_to));
@@ -437,10 +419,8 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 		if (envelopes[k]->deliver_ps < *first_deliver)
 			*first_deliver = envelopes[k]->deliver_ps;
 	}
-	grown = reserve(m->group, &m->cap_group, n, sizeof(*m->group));
-	if (!grown)
+	if (!RT_GROW_TO(m->group, m->cap_group, n, 16))
 		return rt_fail(RT_ENOMEM, "agent: out of memory");
-	m->group = grown;
 	/* one frame per host, its messages in the order they were sent */
 	for (uint32_t h = 0; h < m->n_hosts && !err; h++) {
 		size_t in_group = 0;
@@ -459,11 +439,8 @@ enum rt_err kb_mesh_send(struct kb_mesh *m, uint64_t window, Kb__Envelope *const
 
 static enum rt_err hold(struct kb_mesh *m, Kb__Sync *s)
 {
-	Kb__Sync **grown = reserve(m->held, &m->cap_held, m->n_held + 1, sizeof(*m->held));
-
-	if (!grown)
+	if (!RT_GROW(m->held, m->cap_held, m->n_held, 16))
 		return rt_fail(RT_ENOMEM, "agent: out of memory");
-	m->held = grown;
 	m->held[m->n_held++] = s;
 	return RT_EOK;
 }
@@ -577,16 +554,13 @@ enum rt_err kb_mesh_take(struct kb_mesh *m, uint64_t window, Kb__Sync ***frames,
 			 size_t *n_frames, Kb__Envelope ***inbound, size_t *n_inbound)
 {
 	size_t n_env = 0, kept = 0, out = 0;
-	Kb__Envelope **grown;
 	Kb__Sync **taken;
 
 	for (size_t k = 0; k < m->n_held; k++)
 		if (m->held[k]->data->window < window)
 			n_env += m->held[k]->data->n_envelopes;
-	grown = reserve(m->inbound, &m->cap_inbound, n_env, sizeof(*m->inbound));
-	if (!grown)
+	if (!RT_GROW_TO(m->inbound, m->cap_inbound, n_env, 16))
 		return rt_fail(RT_ENOMEM, "agent: out of memory");
-	m->inbound = grown;
 	taken = calloc(m->n_held ? m->n_held : 1, sizeof(*taken));
 	if (!taken)
 		return rt_fail(RT_ENOMEM, "agent: out of memory");

@@ -1,4 +1,5 @@
-/* test_grow.c — rt/grow.h, the one doubling array, and rt/clock.h. */
+/* test_grow.c — rt/grow.h, the one doubling array (by one, or to a count),
+ * and rt/clock.h. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,32 @@ Test(grow, a_size_that_would_overflow_is_refused_and_nothing_changes, .timeout =
 
 	cr_expect_not(RT_GROW(v, cap, cap, 8));
 	cr_expect(v == before && cap == SIZE_MAX / 1024);
+	free(v);
+}
+
+Test(grow, to_a_count_doubles_until_it_holds_it_and_keeps_the_elements, .timeout = 10)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0;
+
+	cr_assert(RT_GROW_TO(v, cap, 0, 16), "room for none");
+	cr_expect(v != NULL && cap == 16, "an array even for none: cap %zu", cap);
+	v[15] = 7;
+	cr_assert(RT_GROW_TO(v, cap, 16, 16));
+	cr_expect_eq(cap, 16, "no growth while there is room");
+	cr_assert(RT_GROW_TO(v, cap, 100, 16));
+	cr_expect_eq(cap, 128, "16, 32, 64, 128: got %zu", cap);
+	cr_expect_eq(v[15], 7, "the elements stay");
+	free(v);
+}
+
+Test(grow, to_a_count_that_would_overflow_is_refused_and_nothing_changes, .timeout = 10)
+{
+	char (*v)[1024] = malloc(sizeof(*v)), (*before)[1024] = v;
+	size_t cap = 1;
+
+	cr_expect_not(RT_GROW_TO(v, cap, SIZE_MAX / 512, 8));
+	cr_expect(v == before && cap == 1);
 	free(v);
 }
 
