@@ -476,6 +476,13 @@ Test(hosts, stalled_direct_daemon_trips_the_watchdog, .timeout = 60)
 	fault_on_host_1("hosts_direct_stall", 16, "host", extra, "stall@h1:2", needles);
 }
 
+/* Where a coordinator without --keys leaves the client side of its keys
+ * for its user's agents on port `port` (ADR 0036). */
+static void run_keys_path(int port, char *path, size_t cap)
+{
+	snprintf(path, cap, "/tmp/kernbench-%u/coordinator-%d.keys", (unsigned)geteuid(), port);
+}
+
 /* The coordinator SIGKILLed mid-run: each agent ends with one line. With
  * `transport` inproc and `colocate` host each agent runs its daemon in its
  * own thread, where one data-mode event computes for seconds: its keeper
@@ -484,7 +491,7 @@ static void killed_coordinator(const char *tag, const char *colocate, const char
 			       int port_off)
 {
 	struct hosts_case c;
-	char *argv[40], *err;
+	char *argv[40], *err, keys[96];
 	int port = test_port(port_off), n;
 	pid_t coord, a[2];
 
@@ -502,6 +509,10 @@ static void killed_coordinator(const char *tag, const char *colocate, const char
 	sleep(4); /* into the run */
 	cr_assert_eq(kill(coord, SIGKILL), 0);
 	cr_expect_eq(kb_wait(coord), 128 + SIGKILL);
+	/* a SIGKILLed coordinator cannot withdraw its key file: the test that
+	 * killed it does (the next coordinator on the port would replace it) */
+	run_keys_path(port, keys, sizeof(keys));
+	cr_expect_eq(unlink(keys), 0, "the killed coordinator left no key file %s", keys);
 	for (int i = 0; i < 2; i++) {
 		cr_expect_eq(kb_wait(a[i]), 1, "agent %d", i);
 		err = kb_slurp_stderr(i ? c.e1 : c.e0);
@@ -576,8 +587,7 @@ static void read_run_keys(int port, char server[41], char pub[41], char sec[41])
 {
 	char path[96], *text, *line, *save = NULL;
 
-	snprintf(path, sizeof(path), "/tmp/kernbench-%u/coordinator-%d.keys", (unsigned)geteuid(),
-		 port);
+	run_keys_path(port, path, sizeof(path));
 	text = kb_slurp(path, NULL);
 	cr_assert(text, "no key file %s", path);
 	server[0] = pub[0] = sec[0] = '\0';
