@@ -5,26 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool rt_grow(void *items_ptr, size_t *cap, size_t n, size_t size, size_t first)
-{
-	size_t want;
-	void *items;
-
-	if (n < *cap)
-		return true;
-	want = *cap ? 2 * *cap : first;
-	if (want <= n || want > SIZE_MAX / 2 || (size && want > SIZE_MAX / size))
-		return false;
-	/* the pointer is copied out and back, never read through a void ** */
-	memcpy(&items, items_ptr, sizeof(items));
-	items = realloc(items, want * size);
-	if (!items)
-		return false;
-	memcpy(items_ptr, &items, sizeof(items));
-	*cap = want;
-	return true;
-}
-
 bool rt_grow_to(void *items_ptr, size_t *cap, size_t need, size_t size, size_t first)
 {
 	size_t want = *cap ? *cap : (first ? first : 1);
@@ -47,3 +27,9 @@ bool rt_grow_to(void *items_ptr, size_t *cap, size_t need, size_t size, size_t f
 	*cap = want;
 	return true;
 }
+
+bool rt_grow(void *items_ptr, size_t *cap, size_t n, size_t size, size_t first)
+{
+	return n < *cap || (n < SIZE_MAX && rt_grow_to(items_ptr, cap, n + 1, size, first));
+}
+

@@ -8,8 +8,8 @@
 #include <stddef.h>
 
 /* Room for element `n` (0-based) of `size` bytes in the array *items_ptr
- * points to (a T **), whose capacity is *cap: grown to max(first, 2 *cap)
- * when n == *cap. False, with the array and *cap unchanged, when memory
+ * points to (a T **), whose capacity is *cap: rt_grow_to(n + 1) when
+ * n >= *cap (`first` from empty, then doubling). False, with the array and *cap unchanged, when memory
  * runs out (the caller says what it was growing). */
 bool rt_grow(void *items_ptr, size_t *cap, size_t n, size_t size, size_t first);
 
