@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -151,21 +150,11 @@ enum rt_err kb_agent_recv_up(struct agent *a, int wait_ms, Kb__Sync **out)
 
 static enum rt_err adopt_job(struct agent *a, const ProtobufCBinaryData *bytes)
 {
-	int fd = memfd_create("kb-job", MFD_CLOEXEC);
-	enum rt_err err = RT_EOK;
+	enum rt_err err = rt_job_decode(bytes->data, bytes->len, a->job);
 
-	if (fd < 0 || write(fd, bytes->data, bytes->len) != (ssize_t)bytes->len)
-		err = rt_fail(RT_EIO, "agent: cannot keep the job: %s", strerror(errno));
-	if (!err)
-		err = rt_job_adopt(fd, a->job);
-	if (fd >= 0)
-		close(fd);
 	if (err)
 		return rt_fail(err, "agent: the coordinator's job does not fit this build: %s",
 			       rt_last_error());
-	/* the strings came over the network: they end inside their arrays */
-	a->job->workload[sizeof(a->job->workload) - 1] = '\0';
-	a->job->inputs_dir[sizeof(a->job->inputs_dir) - 1] = '\0';
 	if (a->job->config.ranks > KB_HOSTS_MAX_RANKS || a->job->config.pes > 64)
 		return rt_fail(RT_EDECODE, "agent: the job has %u ranks of %u PEs (at most 64 x 64)",
 			       a->job->config.ranks, a->job->config.pes);

@@ -231,22 +231,13 @@ static enum rt_err place_hosts(struct launch *l, struct rt_coord_layout *lay)
 	return RT_EOK;
 }
 
-/* The job file's bytes, for the agents' Assign: each host's daemons adopt
- * what one host's would, without the run's keys (the server secret is the
- * coordinator's; an agent has its own client keys) or this host's
+/* The job for the agents' Assign, a packed JobSpec: each host's daemons
+ * adopt what one host's would, without the run's keys (the server secret
+ * is the coordinator's; an agent has its own client keys) or this host's
  * descriptors (RT_JOB_FOR_AGENT). */
 static enum rt_err job_bytes(struct launch *l, struct rt_buf *out)
 {
-	enum rt_err err = share_job(l, RT_JOB_FOR_AGENT);
-	off_t size = err ? 0 : lseek(l->job_fd, 0, SEEK_END);
-
-	if (!err)
-		err = rt_buf_reserve(out, (size_t)(size > 0 ? size : 0));
-	if (!err && (size <= 0 || pread(l->job_fd, out->data, (size_t)size, 0) != size))
-		err = rt_fail(RT_EIO, "cannot read back the job for the agents: %s", strerror(errno));
-	if (!err)
-		out->len = (size_t)size;
-	return err;
+	return rt_job_encode(l->job, RT_JOB_FOR_AGENT, out);
 }
 
 /* The output folder, and the stop guard told where the staging folder is

@@ -1,5 +1,6 @@
 /* job.c — the number parser every user value goes through, workload
- * argument lookup, option names, and handing the resolved job to daemons. */
+ * argument lookup, option names, and handing the resolved job to daemons
+ * (the JobSpec codec itself: job_spec.c). */
 #include "rt/job.h"
 
 #include <errno.h>
@@ -69,38 +70,35 @@ const char *rt_transport_name(enum rt_transport t)
 
 /* ---------------------------------------------------------------- sharing */
 
-/* What travels to a daemon: the job bytes framed so a stray descriptor
- * number or a different binary is caught instead of believed. The daemon
- * is the same executable (/proc/self/exe), so the struct layout matches. */
+/* The job file a daemon inherits: a frame, so a stray descriptor number is
+ * caught instead of believed, then the JobSpec the launcher packed for
+ * daemons, zeros up to the next JOB_ALIGN bytes, and the placed topology
+ * if the launcher shared one (its tables are read in place: aligned). */
 struct job_frame {
 	uint64_t magic;
-	uint64_t size;     /* sizeof(struct rt_job) */
-	uint64_t checksum; /* rt_hash of the job bytes */
+	uint64_t len;      /* of the JobSpec bytes */
+	uint64_t checksum; /* rt_hash of the JobSpec bytes */
 };
 
-#define JOB_MAGIC 0x6b626a6f62763031ULL /* "kbjobv01" */
+#define JOB_MAGIC 0x6b626a6f62763032ULL /* "kbjobv02" */
+#define JOB_ALIGN 64
 
-/* The job as `role` may see it (rt/job.h): never the server secret. */
-static void job_for(const struct rt_job *job, enum rt_job_role role, struct rt_job *out)
+static uint64_t topology_offset(uint64_t spec_len)
 {
-	*out = *job;
-	rt_keys_client_side(&job->keys, &out->keys);
-	if (role == RT_JOB_FOR_DAEMON)
-		return;
-	explicit_bzero(&out->keys, sizeof(out->keys));
-	for (size_t i = 0; i < sizeof(out->hbm_fds) / sizeof(out->hbm_fds[0]); i++)
-		out->hbm_fds[i] = -1;
-	for (size_t i = 0; i < sizeof(out->tcm_fds) / sizeof(out->tcm_fds[0]); i++)
-		out->tcm_fds[i] = -1;
+	uint64_t end = sizeof(struct job_frame) + spec_len;
+
+	return (end + JOB_ALIGN - 1) / JOB_ALIGN * JOB_ALIGN;
 }
 
-static enum rt_err write_job(int fd, const struct rt_job *job, const struct rt_topology *topo)
+static enum rt_err write_job(int fd, const struct rt_buf *spec, const struct rt_topology *topo)
 {
-	struct job_frame fr = { JOB_MAGIC, sizeof(*job), rt_hash(RT_HASH_INIT, job, sizeof(*job)) };
+	struct job_frame fr = { JOB_MAGIC, spec->len, rt_hash(RT_HASH_INIT, spec->data, spec->len) };
+	static const uint8_t zeros[JOB_ALIGN];
+	size_t pad = (size_t)(topology_offset(spec->len) - sizeof(fr) - spec->len);
 
 	if (write(fd, &fr, sizeof(fr)) != (ssize_t)sizeof(fr) ||
-	    write(fd, job, sizeof(*job)) != (ssize_t)sizeof(*job) ||
-	    (topo && rt_topology_write(topo, fd)) ||
+	    write(fd, spec->data, spec->len) != (ssize_t)spec->len ||
+	    write(fd, zeros, pad) != (ssize_t)pad || (topo && rt_topology_write(topo, fd)) ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
 		return rt_fail(RT_EIO, "cannot write the job file for the daemons: %s",
 			       strerror(errno));
@@ -110,23 +108,24 @@ static enum rt_err write_job(int fd, const struct rt_job *job, const struct rt_t
 enum rt_err rt_job_share(const struct rt_job *job, enum rt_job_role role,
 			 const struct rt_topology *topo, int *fd_out)
 {
-	struct rt_job *seen = malloc(sizeof(*seen)); /* large: not on the stack */
-	int fd = seen ? memfd_create("kb-job", MFD_ALLOW_SEALING) : -1;
+	struct rt_buf spec;
 	enum rt_err err;
+	int fd;
 
-	if (!seen)
-		return rt_fail(RT_ENOMEM, "cannot allocate the job file for the daemons");
-	if (fd < 0) {
-		free(seen);
-		return rt_fail(RT_EIO, "cannot create the job file for the daemons: %s",
-			       strerror(errno));
-	}
-	job_for(job, role, seen);
-	err = write_job(fd, seen, topo);
-	explicit_bzero(&seen->keys, sizeof(seen->keys));
-	free(seen);
+	rt_buf_init(&spec);
+	err = rt_job_encode(job, role, &spec);
+	fd = err ? -1 : memfd_create("kb-job", MFD_ALLOW_SEALING);
+	if (!err && fd < 0)
+		err = rt_fail(RT_EIO, "cannot create the job file for the daemons: %s",
+			      strerror(errno));
+	if (!err)
+		err = write_job(fd, &spec, topo);
+	if (spec.data)
+		explicit_bzero(spec.data, spec.len); /* the client secret */
+	rt_buf_release(&spec);
 	if (err) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return err;
 	}
 	*fd_out = fd;
@@ -144,24 +143,10 @@ static bool terminated(const char *p, size_t len)
 	return memchr(p, '\0', len) != NULL;
 }
 
-/* A bool read from bytes is 0 or 1, or reading it is undefined. */
-static bool is_bool(const void *p)
-{
-	unsigned char c;
-
-	memcpy(&c, p, 1);
-	return c <= 1;
-}
-
 enum rt_err rt_job_check(const struct rt_job *job)
 {
-	const void *bools[] = { &job->trace_windows, &job->trace_off, &job->quiet,
-				&job->trace.no_flows, &job->keys.on };
 	const struct rt_keys *k = &job->keys;
 
-	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
-		if (!is_bool(bools[i]))
-			return rt_fail(RT_EDECODE, "job: a flag is neither true nor false");
 	if (!terminated(job->workload, sizeof(job->workload)) ||
 	    !terminated(job->out_dir, sizeof(job->out_dir)) ||
 	    !terminated(job->result_dir, sizeof(job->result_dir)) ||
@@ -173,8 +158,9 @@ enum rt_err rt_job_check(const struct rt_job *job)
 		return rt_fail(RT_EDECODE, "job: a path or a key does not end inside its field");
 	if ((unsigned)job->transport > RT_TRANSPORT_TCP || (unsigned)job->colocate > RT_COLOCATE_ALL ||
 	    (unsigned)job->mode > RT_MODE_DATA || (unsigned)job->trace.format > RT_TRACE_PERFETTO ||
-	    (unsigned)job->ff_mode > RT_FF_AUTO)
-		return rt_fail(RT_EDECODE, "job: transport, colocation, mode, trace format or fast-forward mode out of range");
+	    (unsigned)job->ff_mode > RT_FF_AUTO || (unsigned)job->progress > RT_PROGRESS_OFF)
+		return rt_fail(RT_EDECODE, "job: transport, colocation, mode, trace format, "
+			       "fast-forward mode or progress out of range");
 	if (job->n_args > RT_MAX_ARGS)
 		return rt_fail(RT_EDECODE, "job: %u arguments (at most %d)", job->n_args, RT_MAX_ARGS);
 	for (uint32_t i = 0; i < job->n_args; i++)
@@ -190,30 +176,52 @@ enum rt_err rt_job_check(const struct rt_job *job)
 	return RT_EOK;
 }
 
+/* The frame of the job file `fd`, checked against the file's size. */
+static enum rt_err read_frame(int fd, struct job_frame *fr, off_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(*fr) ||
+	    pread(fd, fr, sizeof(*fr), 0) != (ssize_t)sizeof(*fr) || fr->magic != JOB_MAGIC)
+		return rt_fail(RT_EDECODE, "daemon: descriptor %d is not the launcher's job file", fd);
+	if (fr->len > (uint64_t)st.st_size - sizeof(*fr))
+		return rt_fail(RT_EDECODE, "daemon: the job file is cut short");
+	*size = st.st_size;
+	return RT_EOK;
+}
+
 enum rt_err rt_job_adopt(int fd, struct rt_job *job)
 {
 	struct job_frame fr;
-	struct stat st;
+	uint8_t *spec;
+	enum rt_err err;
+	off_t size;
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)(sizeof(fr) + sizeof(*job)) ||
-	    pread(fd, &fr, sizeof(fr), 0) != (ssize_t)sizeof(fr) ||
-	    pread(fd, job, sizeof(*job), (off_t)sizeof(fr)) != (ssize_t)sizeof(*job))
-		return rt_fail(RT_EDECODE, "daemon: descriptor %d is not the launcher's job file", fd);
-	if (fr.magic != JOB_MAGIC || fr.size != sizeof(*job) ||
-	    fr.checksum != rt_hash(RT_HASH_INIT, job, sizeof(*job)))
-		return rt_fail(RT_EDECODE, "daemon: the job file is corrupt or from another build");
-	/* whole and summed, and still outside bytes to an agent: checked */
-	return rt_job_check(job);
+	err = read_frame(fd, &fr, &size);
+	if (err)
+		return err;
+	spec = malloc(fr.len ? fr.len : 1);
+	if (!spec)
+		return rt_fail(RT_ENOMEM, "daemon: cannot allocate the job (%llu bytes)",
+			       (unsigned long long)fr.len);
+	if (pread(fd, spec, fr.len, (off_t)sizeof(fr)) != (ssize_t)fr.len ||
+	    fr.checksum != rt_hash(RT_HASH_INIT, spec, fr.len))
+		err = rt_fail(RT_EDECODE, "daemon: the job file is corrupt");
+	if (!err)
+		err = rt_job_decode(spec, fr.len, job);
+	explicit_bzero(spec, fr.len);
+	free(spec);
+	return err;
 }
 
 enum rt_err rt_job_topology(int fd, struct rt_topology *topo)
 {
-	struct stat st;
+	struct job_frame fr;
+	off_t size;
 
 	/* a job file without a topology after the job: the launcher did not
 	 * share one */
-	if (fstat(fd, &st) || st.st_size <= (off_t)(sizeof(struct job_frame) + sizeof(struct rt_job)))
+	if (read_frame(fd, &fr, &size) || (uint64_t)size <= topology_offset(fr.len))
 		return RT_ENOTFOUND;
-	return rt_topology_map(fd, sizeof(struct job_frame) + sizeof(struct rt_job), topo);
+	return rt_topology_map(fd, topology_offset(fr.len), topo);
 }

@@ -1,10 +1,11 @@
-/* fuzz_job.c — libFuzzer harness: the job an agent gets in Assign (the
- * bytes of the coordinator's sealed job file, rt_job_adopt). Any input is
- * adopted only whole, checksummed and checked (rt_job_check), else
- * RT_EDECODE; never a crash. An input whose first byte is odd gets a valid
- * frame (magic, size and the checksum of its job bytes) written over its
- * first bytes, so the fuzzer reaches past the checksum into the job's
- * contents: a checksum no random input matches would stop it there. */
+/* fuzz_job.c — libFuzzer harness: the job as an agent gets it in Assign (a
+ * packed JobSpec, rt_job_decode) and as a daemon gets it (the launcher's
+ * sealed job file, rt_job_adopt: a frame, the JobSpec, the topology). Any
+ * input is adopted only whole and checked, else RT_EDECODE or RT_ESCHEMA;
+ * never a crash. An input whose first byte is odd is the JobSpec itself:
+ * it is decoded directly, and framed validly (magic, length and the
+ * checksum of its bytes) for the file path, so the fuzzer reaches past the
+ * checksum into the job's contents. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,45 +17,50 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* job.c's frame: magic, size, checksum */
-#define FRAME_BYTES (3 * sizeof(uint64_t))
-#define JOB_MAGIC 0x6b626a6f62763031ULL
+/* job.c's frame: magic "kbjobv02", JobSpec length, checksum */
+#define JOB_MAGIC 0x6b626a6f62763032ULL
 
-/* A copy of `data` as long as a job file, framed validly. */
-static uint8_t *framed(const uint8_t *data, size_t size, size_t *out_size)
+static void check(enum rt_err err, const struct rt_job *job)
 {
-	size_t need = FRAME_BYTES + sizeof(struct rt_job);
-	uint8_t *b = calloc(1, need > size ? need : size);
-	uint64_t frame[3] = { JOB_MAGIC, sizeof(struct rt_job), 0 };
+	if (err != RT_EOK && err != RT_EDECODE && err != RT_ESCHEMA && err != RT_ENOMEM)
+		abort();
+	if (err == RT_EOK && (!memchr(job->workload, 0, sizeof(job->workload)) ||
+			      job->n_args > RT_MAX_ARGS))
+		abort();
+}
 
-	if (!b)
-		return NULL;
-	memcpy(b, data, size);
-	frame[2] = rt_hash(RT_HASH_INIT, b + FRAME_BYTES, sizeof(struct rt_job));
-	memcpy(b, frame, sizeof(frame));
-	*out_size = need > size ? need : size;
-	return b;
+/* `spec` behind a valid frame, into a memory file. */
+static int framed_file(const uint8_t *spec, size_t len)
+{
+	uint64_t frame[3] = { JOB_MAGIC, len, rt_hash(RT_HASH_INIT, spec, len) };
+	int fd = memfd_create("fuzz-job", MFD_CLOEXEC);
+
+	if (fd >= 0 && (write(fd, frame, sizeof(frame)) != (ssize_t)sizeof(frame) ||
+			write(fd, spec, len) != (ssize_t)len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rt_job job;
-	uint8_t *fixed = NULL;
-	int fd = memfd_create("fuzz-job", MFD_CLOEXEC);
-	enum rt_err err;
+	int fd;
 
+	if (size && (data[0] & 1)) {
+		check(rt_job_decode(data + 1, size - 1, &job), &job);
+		fd = framed_file(data + 1, size - 1);
+	} else {
+		fd = memfd_create("fuzz-job", MFD_CLOEXEC);
+		if (fd >= 0 && write(fd, data, size) != (ssize_t)size) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	if (fd < 0)
 		return 0;
-	if (size && (data[0] & 1) && (fixed = framed(data, size, &size)))
-		data = fixed;
-	if (write(fd, data, size) == (ssize_t)size) {
-		err = rt_job_adopt(fd, &job);
-		if (err != RT_EOK && err != RT_EDECODE)
-			abort();
-		if (err == RT_EOK && (size < sizeof(job) || !memchr(job.workload, 0, sizeof(job.workload))))
-			abort();
-	}
-	free(fixed);
+	check(rt_job_adopt(fd, &job), &job);
 	close(fd);
 	return 0;
 }

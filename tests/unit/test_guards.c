@@ -83,7 +83,7 @@ Test(guards, output_names_are_plain_files_of_the_folder, .timeout = 10)
 	cr_expect(strstr(rt_output_name_check("a\nb"), "\\x0a"), "%s", rt_output_name_check("a\nb"));
 }
 
-Test(guards, a_job_from_bytes_is_checked, .timeout = 10)
+Test(guards, a_decoded_job_is_checked, .timeout = 10)
 {
 	static struct rt_job job;
 
@@ -100,9 +100,9 @@ Test(guards, a_job_from_bytes_is_checked, .timeout = 10)
 	job.n_args = RT_MAX_ARGS + 1;
 	cr_expect_eq(rt_job_check(&job), RT_EDECODE);
 	job.n_args = 0;
-	memset(&job.quiet, 7, 1);
+	job.progress = (enum rt_progress)9;
 	cr_expect_eq(rt_job_check(&job), RT_EDECODE);
-	memset(&job.quiet, 0, 1);
+	job.progress = RT_PROGRESS_AUTO;
 	memset(job.config.bind_host, 'x', sizeof(job.config.bind_host));
 	cr_expect_eq(rt_job_check(&job), RT_EDECODE);
 }

@@ -115,7 +115,10 @@ Test(topology_share, damaged_topology_is_refused, .timeout = 30)
 	bytes = malloc(len);
 	cr_assert_eq(pread(fd, bytes, len, 0), (ssize_t)len);
 	close(fd);
-	job_part = 24 + sizeof(struct rt_job); /* the job frame and the job */
+	/* the job frame (magic, JobSpec length, checksum), the JobSpec and
+	 * zeros to a multiple of 64 bytes (rt/job.h) */
+	memcpy(&job_part, bytes + 8, sizeof(job_part));
+	job_part = (24 + job_part + 63) / 64 * 64;
 	for (size_t at = job_part; at < job_part + 88 + 64 * t.n_components; at += 7) {
 		int bad = memfd_create("kb-test-topo", 0);
 

@@ -4,13 +4,16 @@
  * files, --set) exactly once and hands the resolved job to each daemon as a
  * sealed memory file (rt_job_share / rt_job_adopt): a daemon never re-reads
  * a path, so a pipe given as --config or a file edited mid-start cannot make
- * two processes disagree about the machine. */
+ * two processes disagree about the machine. What travels is the wire's
+ * JobSpec (proto/kernbench.proto, ADR 0075), packed for one role, never
+ * this struct's bytes. */
 #ifndef RT_JOB_H
 #define RT_JOB_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "rt/buf.h"
 #include "rt/config.h"
 #include "rt/err.h"
 #include "rt/ff_mode.h"
@@ -87,22 +90,34 @@ const char *rt_job_arg_str(const struct rt_job *job, const char *name,
  * and no descriptor (they mean nothing on another host). Neither ever
  * gets the server secret: it is the coordinator's alone. */
 enum rt_job_role { RT_JOB_FOR_DAEMON, RT_JOB_FOR_AGENT };
+/* Appends `job` as `role` sees it to `out`, a packed JobSpec: a daemon's
+ * has the client keys and this host's descriptors, an agent's neither; no
+ * encoding has the server secret (the schema has no field for it). */
+enum rt_err rt_job_encode(const struct rt_job *job, enum rt_job_role role,
+			  struct rt_buf *out);
+/* Reads a packed JobSpec (an agent's Assign) into `job`: RT_ESCHEMA for
+ * another version, RT_EDECODE with one line for anything the launcher
+ * could not have written, then rt_job_check. Descriptors it does not
+ * carry are -1, keys it does not carry empty. */
+enum rt_err rt_job_decode(const uint8_t *bytes, size_t len, struct rt_job *job);
 /* Launcher: writes `job` as `role` sees it, and the placed topology `topo`
  * if not NULL (rt_topology_write), into a sealed memory file
  * (close-on-exec off, so spawned daemons inherit it); *fd_out is its
- * descriptor. */
+ * descriptor. The file: a 24-byte frame (magic "kbjobv02", the JobSpec's
+ * length, rt_hash of its bytes), the JobSpec, zeros to a multiple of 64
+ * bytes, the topology. */
 enum rt_err rt_job_share(const struct rt_job *job, enum rt_job_role role,
 			 const struct rt_topology *topo, int *fd_out);
 /* The coordinator is set up (its socket holds the key): forget the
  * server secret (explicit_bzero). */
 void rt_job_forget_secret(struct rt_job *job);
 /* Daemon: reads the job the launcher shared through `fd` into `job`;
- * RT_EDECODE if it is not one (wrong size, magic or checksum) or fails
- * rt_job_check. */
+ * RT_EDECODE if it is not one (wrong magic, length or checksum), else
+ * what rt_job_decode says. */
 enum rt_err rt_job_adopt(int fd, struct rt_job *job);
-/* A job read from bytes (an agent's Assign) is one the launcher could
- * have made: every string ends inside its field, every flag and enum is in
- * range, the configuration validates. RT_EDECODE with one line if not. */
+/* A decoded job is one the launcher could have made: every string ends
+ * inside its field, every enum is in range, the configuration validates.
+ * RT_EDECODE with one line if not. */
 enum rt_err rt_job_check(const struct rt_job *job);
 /* Daemon: maps the topology the launcher shared in the same file
  * (rt_topology_map); RT_ENOTFOUND if it shared none: build it. */
