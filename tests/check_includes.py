@@ -13,7 +13,9 @@ system headers) are no nodes. The layers (LAYERS below, docs/architecture.md)
 say which top folders a folder's files may include from: runtime/ none,
 npu/ runtime/, the libraries npu/ and runtime/, ...; an include against
 them is one line too, and so is a line of runtime/ naming one of the NPU's
-messages (NPU_MESSAGES: Kb__Stage, KB__PAYLOAD__BODY_STAGE, ...).
+messages (NPU_MESSAGES: Kb__Stage, KB__PAYLOAD__BODY_STAGE, ...), and so is
+a source file over LONG_LINES lines (tests/ and bench/ aside) whose header
+comment does not say why ("Over 600 lines on purpose: ...").
 
     tests/check_includes.py [ROOT]      check the tree at ROOT (default: .)
     tests/check_includes.py --self-test make a tree with a circle and one
@@ -194,9 +196,32 @@ def npu_names_in_runtime(root):
     return found
 
 
+# a source file longer than this (tests/ and bench/ aside: lists of cases)
+# says why in its header comment, with the words of LONG_REASON
+LONG_LINES = 650
+LONG_REASON = "Over 600 lines on purpose:"
+
+
+def long_files(root):
+    """Source files over LONG_LINES lines whose first comment gives no
+    reason (LONG_REASON), one line each."""
+    found = []
+    for rel in source_files(root):
+        if rel.startswith(("tests/", "bench/")):
+            continue
+        with open(os.path.join(root, rel), errors="replace") as f:
+            text = f.read()
+        lines = text.count("\n")
+        head = text[:text.find("*/") + 2] if text.lstrip().startswith("/*") else ""
+        if lines > LONG_LINES and LONG_REASON not in head:
+            found.append("size: %s has %d lines and no reason in its header comment "
+                         "('%s ...'); split it or say why" % (rel, lines, LONG_REASON))
+    return found
+
+
 def check(root):
     graph = include_graph(root)
-    breaks = layer_breaks(graph) + npu_names_in_runtime(root)
+    breaks = layer_breaks(graph) + npu_names_in_runtime(root) + long_files(root)
     for line in breaks:
         print(line)
     comps = strongly_connected(graph)
@@ -250,6 +275,9 @@ def self_test():
             # ... and so is the core naming an NPU message
             ("an NPU message named in the core",
              "layer: runtime/src/wire.c:2 names Kb__Stage", None),
+            # a long file without a reason, then with one
+            ("a long file without a reason", "size: deploy/src/e.c has 700 lines", None),
+            ("no problem once it says why", None, None),
         ]
         for what, want, remove in cases:
             if remove:
@@ -257,6 +285,12 @@ def self_test():
             if want and want.startswith("layer: runtime/src/err.c includes"):
                 write(root, "npu/include/npu/isa.h", "#pragma once\n")
                 write(root, "runtime/src/err.c", '#include "rt/err.h"\n#include "npu/isa.h"\n')
+            if want and want.startswith("size: "):
+                os.remove(os.path.join(root, "runtime/src/wire.c"))
+                write(root, "deploy/src/e.c", "/* e.c */\n" + "int x;\n" * 699)
+            if what == "no problem once it says why":
+                write(root, "deploy/src/e.c",
+                      "/* e.c\n * %s a reason. */\n" % LONG_REASON + "int x;\n" * 698)
             if want and want.startswith("layer: runtime/src/wire.c:2"):
                 os.remove(os.path.join(root, "runtime/src/err.c"))
                 write(root, "runtime/src/wire.c",
@@ -266,7 +300,8 @@ def self_test():
                 print("self-test: %s was not seen as expected:\n%s" % (what, lines))
                 return 1
     print("check_includes self-test: a made-up circle, a made-up include against the "
-          "layers and an NPU message named in runtime/ are found, a tree without them passes")
+          "layers, an NPU message named in runtime/ and a long file without a reason are "
+          "found, a tree without them passes")
     return 0
 
 
@@ -276,10 +311,11 @@ def main(argv):
     root = argv[1] if len(argv) > 1 else "."
     bad = check(root)
     if bad:
-        print("%d include circle(s) or include(s) against the layers (tests/check_includes.py)"
-              % bad)
+        print("%d include circle(s), include(s) against the layers or long file(s) "
+              "without a reason (tests/check_includes.py)" % bad)
         return 1
-    print("no include circles between modules, no include against the layers")
+    print("no include circles between modules, no include against the layers, no file over "
+          "%d lines without a reason" % LONG_LINES)
     return 0
 
 

@@ -26,7 +26,12 @@
  * index) its data effect is applied (data mode), the op log, trace and stats
  * are written, StageDone goes back to the PE's scheduler and the next queued
  * stage starts. Stages are checked on arrival (shape and bounds, in both
- * modes), so a bad stage fails the run at once, naming itself. */
+ * modes), so a bad stage fails the run at once, naming itself.
+ *
+ * Over 600 lines on purpose: the three engine components share one channel
+ * machinery (admission, start, finish, the DMA's transfers in flight and
+ * its HBM handshake) described above; the models have files of their
+ * own. */
 #include "eng.h"
 #include "rt/ff.h"
 

@@ -1,6 +1,11 @@
 /* attn_common.c — arguments, HBM layout, inputs (seeded or --inputs), query
  * blocks and the output writer shared by the attention kernels (attn.h).
- * Only the public headers: tl.h and tl_io.h. */
+ * Only the public headers: tl.h and tl_io.h.
+ *
+ * Over 600 lines on purpose: what every attention kernel shares (arguments,
+ * HBM layout, inputs, the causal mask, query blocks, the output writer)
+ * works on the one struct of attn.h and its layout, and may use only the
+ * public headers; each section is short and is read with the others. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>

@@ -15,7 +15,11 @@
  * step is one hop of every chain at once; a member sends at most one
  * message per chain direction, part and chunk in a step. Blocks longer
  * than a chunk are cut into chunks that follow one another down the same
- * chain, so the next chunk's hop overlaps this one's add. */
+ * chain, so the next chunk's hop overlaps this one's add.
+ *
+ * Over 600 lines on purpose: the ring algorithms share the chain and step
+ * machinery described above with the public calls that choose them; the
+ * other algorithms already have their own files. */
 #include "coll.h"
 
 #include <stdlib.h>

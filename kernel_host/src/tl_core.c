@@ -1,6 +1,11 @@
 /* tl_core.c — the tl runtime's core: lifecycle, the kernel coroutine,
  * handles, commands and waits, the PE_CPU clock and the scratch arena with
- * its scopes (scratch-scope design). */
+ * its scopes (scratch-scope design).
+ *
+ * Over 600 lines on purpose: the kernel coroutine and everything that
+ * touches its private state (command records, handles, the PE_CPU clock,
+ * the scratch arena and its scopes), in sections; tl_ops.c builds on it
+ * through tl_private.h. */
 #include "tl_private.h"
 
 #include "rt/daemon.h"

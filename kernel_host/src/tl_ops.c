@@ -1,5 +1,11 @@
 /* tl_ops.c — the kernel-facing ops: loads (lazy and as futures), refs,
- * stores, TCM copies, fills, and the single-op compute commands. */
+ * stores, TCM copies, fills, and the single-op compute commands.
+ *
+ * Over 600 lines on purpose: every op a kernel calls (loads, refs, stores,
+ * copies, fills, single-op compute), each a short function of one shape
+ * (check the operands, build one command, emit it) over the helpers of the
+ * first two sections; split, the halves would share those helpers through
+ * yet another header. */
 #include "tl_private.h"
 
 #include <string.h>

@@ -1,4 +1,9 @@
-/* ctx.c — what a component sees: time, sends, timers, memory and outputs. */
+/* ctx.c — what a component sees: time, sends, timers, memory and outputs.
+ *
+ * Over 600 lines on purpose: everything a component sees goes through
+ * struct rt_ctx and the daemon it lives in: time, sends (local and
+ * outbound), timers, the latency table, data-mode memories and outputs
+ * (trace, op log, statistics); each section is a few short functions. */
 #include "ctx.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
-/* daemon.c — component host and lockstep participant. */
+/* daemon.c — component host and lockstep participant.
+ *
+ * Over 600 lines on purpose: one participant of the lockstep protocol (set-
+ * up, events, frames, a grant's window, the direct calls of an embedded
+ * run, the socket), all over the private state of struct rt_daemon (ctx.h);
+ * its sections follow one window's path. */
 #include "rt/daemon.h"
 
 #include <errno.h>

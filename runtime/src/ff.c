@@ -18,7 +18,11 @@
  * Then k periods are skipped, keeping GUARD periods before each loop's end
  * to run its drain in detail: each loop jumps k * (its progress per
  * period), statistics and delivery counts grow by k * their growth per
- * period, and later times are reported k * P later. */
+ * period, and later times are reported k * P later.
+ *
+ * Over 600 lines on purpose: one state machine (loops, samples, periods,
+ * the skip, the report) over one sample ring, whose rules the comment above
+ * states once; split, every part would need the ring's layout. */
 #include "ff.h"
 
 #include <stdio.h>

@@ -17,7 +17,11 @@
  * composite starts while its MATH prologue runs (K-before-V, D6.2).
  *
  * The only op vocabulary here is the stage instruction set (npu/isa.h,
- * docs/stages.md): op kinds, arities and shape rules come from its table. */
+ * docs/stages.md): op kinds, arities and shape rules come from its table.
+ *
+ * Over 600 lines on purpose: one pure builder (placement, DMA insertion,
+ * the tile loop and its buffers) over one private plan state; it is tested
+ * as a whole (test_sched_plan.c, fuzz_sched_plan.c). */
 #include "sched.h"
 
 #include <assert.h>
