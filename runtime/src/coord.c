@@ -11,6 +11,7 @@
 
 #include "coord_internal.h"
 #include "rt/event.h"
+#include "rt/grow.h"
 #include "rt/sock.h"
 #include "rt/wire.h"
 
@@ -84,9 +85,10 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		c->labels = calloc(c->n_peers ? c->n_peers : 1, sizeof(*c->labels));
 	if (!c->peers || !c->peer_of || !c->round || (lay && lay->labels && !c->labels))
 		return rt_fail(RT_ENOMEM, "cannot allocate the coordinator");
-	c->agents = lay && lay->agents;
 	c->sub = lay && lay->sub;
-	c->fanout = c->agents ? barrier_fanout() : 0;
+	c->fanout = lay && lay->agents ? barrier_fanout() : 0;
+	c->ops = !(lay && lay->agents) ? &coord_daemons
+		 : c->fanout ? &coord_agents_tree : &coord_agents_flat;
 	c->lookahead_ps = lay ? lay->lookahead_ps : t->lookahead_ps;
 	c->ready_timeout_ms = lay ? lay->ready_timeout_ms : 0;
 	for (uint32_t i = 0; c->labels && i < c->n_peers; i++)
@@ -106,7 +108,7 @@ static enum rt_err apply_layout(struct rt_coord *c, const struct rt_coord_layout
 		c->peers[i].granted_sum = RT_COORD_TREE_UNSEEN;
 	for (uint32_t i = 0; i < c->n_peers; i++)
 		/* every host has an agent, even one whose ranks have no component */
-		if (c->peers[i].n_hosted || !lay || c->agents) {
+		if (c->peers[i].n_hosted || !lay || c->ops->remote) {
 			c->peers[i].present = true;
 			c->n_present++;
 		}
@@ -140,7 +142,7 @@ static enum rt_err open_router(struct rt_coord *c, const char *endpoint, int64_t
 	const struct rt_job *job = c->job;
 	size_t len = sizeof(c->endpoint);
 
-	if (c->agents) {
+	if (c->ops->remote) {
 		so.heartbeat_ms = RT_COORD_BEAT_MS;
 		so.heartbeat_timeout_ms = 2 * RT_COORD_SILENCE_MS;
 	}
@@ -148,7 +150,7 @@ static enum rt_err open_router(struct rt_coord *c, const char *endpoint, int64_t
 		return RT_ETRANSPORT;
 	if (make_tokens(c))
 		return RT_EIO;
-	if (job->keys.on && (c->agents || job->transport != RT_TRANSPORT_INPROC) &&
+	if (job->keys.on && (c->ops->remote || job->transport != RT_TRANSPORT_INPROC) &&
 	    rt_keys_serve(&job->keys, c->zctx, c->sock, &c->zap))
 		return RT_ETRANSPORT;
 	if (zmq_bind(c->sock, endpoint) < 0)
@@ -175,10 +177,10 @@ enum rt_err rt_coord_new_layout(const struct rt_job *job, const struct rt_topolo
 	c->topo = topo;
 	rt_buf_init(&c->job_bytes);
 	if (apply_layout(c, layout) ||
-	    (c->agents && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len)))
+	    (c->ops->remote && rt_buf_append(&c->job_bytes, layout->job_bytes, layout->job_len)))
 		return abandon_new(&c, RT_ENOMEM);
 	/* an agent's DONE carries the IPCQ payloads of all its ranks */
-	if (c->agents && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
+	if (c->ops->remote && job->config.ranks > 1 && max_frame < INT64_MAX / job->config.ranks)
 		max_frame *= job->config.ranks;
 	c->zctx = zctx;
 	if (!c->zctx) {
@@ -226,15 +228,8 @@ void coord_free_round(struct rt_coord *c)
  * GRANTs are sent. */
 enum rt_err coord_keep_in_round(struct rt_coord *c, Kb__Sync *s)
 {
-	if (c->n_round == c->cap_round) {
-		size_t cap = c->cap_round * 2;
-		Kb__Sync **grown = realloc(c->round, cap * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "coordinator: out of memory");
-		c->round = grown;
-		c->cap_round = cap;
-	}
+	if (!RT_GROW(c->round, c->cap_round, c->n_round, 64))
+		return rt_fail(RT_ENOMEM, "coordinator: out of memory");
 	c->round[c->n_round++] = s;
 	return RT_EOK;
 }

@@ -11,6 +11,7 @@
 
 #include "coord_internal.h"
 #include "rt/clock.h"
+#include "rt/sock.h"
 #include "rt/wire.h"
 
 uint32_t rt_coord_tree_parent(uint32_t h, uint32_t fanout)
@@ -112,7 +113,7 @@ static void refuse_hello(struct rt_coord *c, const zmq_msg_t *id, const char *wh
  * one): answers Assign with the host's token and the job, or ERROR saying
  * why not. True when the frame was a Hello. With --keys only a holder of
  * the run's client key gets this far (ZAP). */
-bool coord_maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body)
+static bool coord_maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body)
 {
 	Kb__Sync *s = NULL, sync = KB__SYNC__INIT;
 	Kb__Assign assign = KB__ASSIGN__INIT;
@@ -165,7 +166,7 @@ static bool frames_waiting(struct rt_coord *c)
  * one whose connection dropped fails at once), and a host that sent nothing
  * for RT_COORD_SILENCE_MS since its Assign is gone (an agent beats while it
  * starts its daemons, too). */
-enum rt_err coord_keep_agents(struct rt_coord *c)
+static enum rt_err coord_keep_agents(struct rt_coord *c)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Progress progress = KB__PROGRESS__INIT;
@@ -173,7 +174,7 @@ enum rt_err coord_keep_agents(struct rt_coord *c)
 	unsigned silence;
 	char name[128];
 
-	if (!c->agents || now - c->beat_ms < RT_COORD_BEAT_MS)
+	if (now - c->beat_ms < RT_COORD_BEAT_MS)
 		return RT_EOK;
 	c->beat_ms = now;
 	progress.events = now;
@@ -221,7 +222,7 @@ size_t rt_coord_lost_hosts(struct rt_coord *c, char *buf, size_t cap)
 
 	if (cap)
 		buf[0] = '\0';
-	if (!c || !c->agents)
+	if (!c || !c->ops->remote)
 		return 0;
 	progress.events = rt_mono_ms();
 	sync.body_case = KB__SYNC__BODY_PROGRESS;
@@ -259,7 +260,7 @@ static bool mesh_endpoint_ok(const char *s)
 
 /* An agent's READY says where its neighbours send it messages and the
  * CURVE public key its mesh socket serves with (ADR 0066). */
-enum rt_err coord_take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
+static enum rt_err coord_take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Ready *r)
 {
 	char name[128];
 	const char *ep = r->mesh_endpoint ? r->mesh_endpoint : "";
@@ -278,7 +279,7 @@ enum rt_err coord_take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Re
 /* Every agent learns where every host's mesh socket is and its key
  * (ADR 0066), before the first GRANT: the messages of a window go
  * agent to agent, only the barrier comes here. */
-enum rt_err coord_send_mesh(struct rt_coord *c)
+static enum rt_err coord_send_mesh(struct rt_coord *c)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__Mesh mesh = KB__MESH__INIT;
@@ -339,7 +340,7 @@ static struct file_tally *tally_of(struct peer *p, const char *path)
  * to send more), or, with `bye`, that its BYE was taken and it may exit.
  * A send that fails is no error here: an agent that is gone is found by
  * the silence rule, and one that left after its BYE needs nothing more. */
-void coord_ack_files(struct rt_coord *c, uint32_t i, bool bye)
+static void coord_ack_files(struct rt_coord *c, uint32_t i, bool bye)
 {
 	Kb__Sync sync = KB__SYNC__INIT;
 	Kb__FileAck ack = KB__FILE_ACK__INIT;
@@ -353,7 +354,7 @@ void coord_ack_files(struct rt_coord *c, uint32_t i, bool bye)
 }
 
 /* An agent's output file piece: written by the hook, counted, credited. */
-enum rt_err coord_take_file_part(struct rt_coord *c, uint32_t i, const Kb__FilePart *part)
+static enum rt_err coord_take_file_part(struct rt_coord *c, uint32_t i, const Kb__FilePart *part)
 {
 	struct peer *p = &c->peers[i];
 	struct file_tally *f = tally_of(p, part->path);
@@ -374,14 +375,12 @@ enum rt_err coord_take_file_part(struct rt_coord *c, uint32_t i, const Kb__FileP
 
 /* An agent's BYE lists every file it shipped: each must have arrived
  * whole (as many pieces and bytes as it sent), and nothing else. */
-enum rt_err coord_check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
+static enum rt_err coord_check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
 {
 	struct peer *p = &c->peers[i];
 	char name[128];
 	size_t listed = 0;
 
-	if (!c->agents)
-		return RT_EOK;
 	coord_peer_name(c, i, name, sizeof(name));
 	for (size_t k = 0; k < bye->n_files; k++) {
 		const Kb__FileSent *sent = bye->files[k];
@@ -413,3 +412,135 @@ enum rt_err coord_check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye
 	}
 	return RT_EOK;
 }
+
+/* An agent's DONE (ADR 0066): its messages went to their hosts over the
+ * mesh; here only how many each host is to receive, and the earliest of
+ * their delivery times (a pending time of the run until they arrive). */
+static enum rt_err count_mesh(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t end, uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+
+	if (done->n_outbound || done->n_sent_to > c->n_peers ||
+	    (from < done->n_sent_to && done->sent_to[from]))
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator or to "
+			       "itself (they go agent to agent)", coord_peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++) {
+		uint64_t n = done->sent_to[h];
+
+		if (!n)
+			continue;
+		c->peers[h].expect += n;
+		c->peers[h].fresh = true;
+		*routed += n;
+	}
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
+/* A top host's DONE in the tree barrier (ADR 0067): its subtree's counts
+ * and earliest times, combined on the way up. */
+static enum rt_err count_tree(struct rt_coord *c, uint32_t from, const Kb__Done *done,
+			      uint64_t end, uint64_t *min_deliver, uint64_t *routed)
+{
+	char name[128];
+	uint32_t hosts = rt_coord_tree_size(from, c->fanout, c->n_peers);
+
+	if (done->hosts != hosts || done->ran > hosts)
+		return rt_fail(RT_EPROTOCOL, "%s answered for %u hosts of the barrier's tree, its "
+			       "subtree has %u", coord_peer_name(c, from, name, sizeof(name)), done->hosts,
+			       hosts);
+	if (done->n_outbound || done->n_sent_to > c->n_peers)
+		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator (they go "
+			       "agent to agent)", coord_peer_name(c, from, name, sizeof(name)));
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		c->peers[h].expect += done->sent_to[h];
+	for (size_t h = 0; h < done->n_sent_to; h++)
+		*routed += done->sent_to[h];
+	if (done->next_sent_ps < *min_deliver)
+		*min_deliver = done->next_sent_ps;
+	return RT_EOK;
+}
+
+/* The tree barrier (ADR 0067): the window goes to the top hosts, with every
+ * host's count of messages to wait for, and on down the tree; each host
+ * decides itself whether it has anything to run. */
+static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			      uint32_t *granted)
+{
+	Kb__Sync sync = KB__SYNC__INIT;
+	Kb__Grant grant = KB__GRANT__INIT;
+	uint64_t *expect = calloc(c->n_peers ? c->n_peers : 1, sizeof(*expect));
+	enum rt_err err = expect ? RT_EOK : rt_fail(RT_ENOMEM, "coordinator: out of memory");
+
+	for (uint32_t i = 0; expect && i < c->n_peers; i++) {
+		expect[i] = c->peers[i].expect;
+		c->peers[i].answered = true;
+	}
+	/* a top host whose subtree has no event before the end and was sent
+	 * nothing since it was last granted is left out, as the flat barrier
+	 * leaves out an idle host: its last DONE still speaks for it */
+	grant.window = k;
+	grant.start_ps = start;
+	grant.end_ps = end;
+	grant.n_expect_all = c->n_peers;
+	grant.expect_all = expect;
+	sync.body_case = KB__SYNC__BODY_GRANT;
+	sync.grant = &grant;
+	for (uint32_t i = 0; !err && i < c->n_peers && i < c->fanout; i++) {
+		struct peer *p = &c->peers[i];
+		uint64_t sum = rt_coord_tree_sum(i, c->fanout, c->n_peers, expect);
+
+		if (p->granted_sum != RT_COORD_TREE_UNSEEN && p->granted_sum == sum &&
+		    p->next_local_ps >= end)
+			continue;
+		p->granted_sum = sum;
+		p->answered = false;
+		err = coord_send_to(c, i, &sync);
+		(*granted)++;
+	}
+	free(expect);
+	return err ? coord_explain_unreachable(c, err) : RT_EOK;
+}
+
+/* Between SHUTDOWN and an agent's BYE come its output files. */
+static enum rt_err file_before_bye(struct rt_coord *c, uint32_t i, const Kb__Sync *s, bool *taken)
+{
+	*taken = s->body_case == KB__SYNC__BODY_FILE_PART && c->hooks && c->hooks->on_file;
+	return *taken ? coord_take_file_part(c, i, s->file_part) : RT_EOK;
+}
+
+/* Its BYE lists them all, and then it may exit (ADR 0050). */
+static enum rt_err files_at_bye(struct rt_coord *c, uint32_t i, const Kb__Bye *bye)
+{
+	enum rt_err err = coord_check_files(c, i, bye);
+
+	if (!err)
+		coord_ack_files(c, i, true);
+	return err;
+}
+
+/* Every agent waits for its BYE's ack, queued now: closing the socket must
+ * deliver them (they are alive, so this takes a round trip), where a
+ * failed run's socket drops what it still holds. */
+static enum rt_err linger_for_acks(struct rt_coord *c)
+{
+	return RT_SOCK_SET_INT(c->sock, "coordinator", ZMQ_LINGER, RT_COORD_SILENCE_MS)
+		       ? RT_ETRANSPORT
+		       : RT_EOK;
+}
+
+/* One agent per host: Hello and Assign, heartbeats, the mesh, their
+ * files; a window goes to every host with work (flat) or to the top hosts
+ * of the barrier's tree (ADR 0067). */
+#define AGENTS_COMMON                                                                      \
+	.remote = true, .named_waiting = 8, .stranger = coord_maybe_hello,                  \
+	.keep_alive = coord_keep_agents, .ready = coord_take_mesh_address,                  \
+	.all_ready = coord_send_mesh, .before_bye = file_before_bye, .bye = files_at_bye, \
+	.all_bye = linger_for_acks
+
+const struct coord_peers coord_agents_flat = { AGENTS_COMMON, .grant = coord_grant_flat,
+					       .done = count_mesh };
+const struct coord_peers coord_agents_tree = { AGENTS_COMMON, .grant = grant_tree,
+					       .done = count_tree };

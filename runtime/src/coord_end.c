@@ -94,34 +94,35 @@ enum rt_err coord_collect_bye(struct rt_coord *c)
 
 		if (err)
 			return err;
-		if (s->body_case == KB__SYNC__BODY_FILE_PART && c->agents && !c->peers[i].answered &&
-		    c->hooks && c->hooks->on_file) {
-			err = coord_take_file_part(c, i, s->file_part);
-			rt_wire_free_sync(s);
-			if (err)
-				return err;
-			continue;
+		if (s->body_case != KB__SYNC__BODY_BYE && !c->peers[i].answered && c->ops->before_bye) {
+			bool taken = false;
+
+			err = c->ops->before_bye(c, i, s, &taken);
+			if (err || taken) {
+				rt_wire_free_sync(s);
+				if (err)
+					return err;
+				continue;
+			}
 		}
 		if (s->body_case != KB__SYNC__BODY_BYE || c->peers[i].answered)
 			err = coord_frame_error(c, i, s, "BYE", WAIT_BYE);
 		else
 			err = index_reports(c, i, s->bye);
-		if (!err && s->body_case == KB__SYNC__BODY_BYE)
-			err = coord_check_files(c, i, s->bye);
+		if (!err && s->body_case == KB__SYNC__BODY_BYE && c->ops->bye)
+			err = c->ops->bye(c, i, s->bye);
 		r->byes[r->n_byes++] = s; /* the index points into it */
 		if (err)
 			return err;
 		c->peers[i].answered = true;
 		c->peers[i].gone = true;
-		/* everything it sent is written: it may exit (ADR 0050) */
-		if (c->agents)
-			coord_ack_files(c, i, true);
 		got++;
 	}
-	/* every agent waits for its BYE's ack, queued now: closing the socket
-	 * must deliver them (they are alive, so this takes a round trip),
-	 * where a failed run's socket drops what it still holds */
-	if (c->agents && RT_SOCK_SET_INT(c->sock, "coordinator", ZMQ_LINGER, RT_COORD_SILENCE_MS))
-		return RT_ETRANSPORT;
+	if (c->ops->all_bye) {
+		enum rt_err err = c->ops->all_bye(c);
+
+		if (err)
+			return err;
+	}
 	return check_unfinished(c);
 }

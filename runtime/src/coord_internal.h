@@ -94,7 +94,7 @@ struct rt_coord {
 	uint32_t *peer_of;      /* per component: participant or RT_COORD_AWAY */
 	char (*labels)[RT_COORD_LABEL_MAX]; /* per participant, or NULL: daemons */
 	uint32_t n_present;
-	bool agents;            /* participants are agents on other hosts */
+	const struct coord_peers *ops; /* who the participants are */
 	bool sub;               /* an agent's: steps to horizons, no counters */
 	uint64_t lookahead_ps;
 	size_t cap_round;
@@ -115,6 +115,41 @@ struct rt_coord {
 /* What the coordinator is waiting for, named only if the watchdog fires. */
 enum wait_for { WAIT_READY, WAIT_DONE, WAIT_BYE };
 
+/* What the window core asks of its participants where they differ (ADR
+ * 0076): this host's daemons (coord_daemons, coord.c) or one agent per
+ * host of a run across hosts, granted flat or down a tree
+ * (coord_agents_flat, coord_agents_tree, coord_agents.c). The core calls
+ * these; it has no role flag of its own. A NULL operation does nothing. */
+struct coord_peers {
+	/* on other hosts: CURVE whatever the transport, heartbeats on the
+	 * socket, a present participant even with no component, Assign
+	 * carries the job, a frame sized for every rank */
+	bool remote;
+	unsigned named_waiting;  /* participants a watchdog line names */
+	/* a frame from a routing id that is no participant's: true if taken */
+	bool (*stranger)(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body);
+	/* between frames: heartbeats out, silence in */
+	enum rt_err (*keep_alive)(struct rt_coord *c);
+	/* what a READY carries beyond the components */
+	enum rt_err (*ready)(struct rt_coord *c, uint32_t i, const Kb__Ready *r);
+	/* every participant is ready, before the first GRANT */
+	enum rt_err (*all_ready)(struct rt_coord *c);
+	/* window k: GRANT whoever has work (*granted: how many answer) */
+	enum rt_err (*grant)(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			     uint32_t *granted);
+	/* one DONE of the window ending at `end`: where its messages go */
+	enum rt_err (*done)(struct rt_coord *c, uint32_t from, const Kb__Done *done, uint64_t end,
+			    uint64_t *min_deliver, uint64_t *routed);
+	/* a frame other than BYE while the BYEs come in: true if taken */
+	enum rt_err (*before_bye)(struct rt_coord *c, uint32_t i, const Kb__Sync *s, bool *taken);
+	/* participant i said BYE (reports indexed) */
+	enum rt_err (*bye)(struct rt_coord *c, uint32_t i, const Kb__Bye *bye);
+	/* every BYE is in */
+	enum rt_err (*all_bye)(struct rt_coord *c);
+};
+
+extern const struct coord_peers coord_daemons, coord_agents_flat, coord_agents_tree;
+
 /* coord.c */
 const char *coord_peer_name(const struct rt_coord *c, uint32_t i, char *buf, size_t cap);
 void coord_free_round(struct rt_coord *c);
@@ -124,15 +159,6 @@ enum rt_err coord_send_to(struct rt_coord *c, uint32_t peer, Kb__Sync *msg);
 enum rt_err coord_send_grant(struct rt_coord *c, uint32_t i, uint64_t window, uint64_t start,
 			      uint64_t end);
 enum rt_err coord_broadcast_shutdown(struct rt_coord *c, bool abort_run);
-
-/* coord_agents.c */
-bool coord_maybe_hello(struct rt_coord *c, const zmq_msg_t *id, const zmq_msg_t *body);
-enum rt_err coord_keep_agents(struct rt_coord *c);
-enum rt_err coord_take_mesh_address(struct rt_coord *c, uint32_t i, const Kb__Ready *r);
-enum rt_err coord_send_mesh(struct rt_coord *c);
-void coord_ack_files(struct rt_coord *c, uint32_t i, bool bye);
-enum rt_err coord_take_file_part(struct rt_coord *c, uint32_t i, const Kb__FilePart *part);
-enum rt_err coord_check_files(struct rt_coord *c, uint32_t i, const Kb__Bye *bye);
 
 /* coord_end.c */
 enum rt_err coord_collect_bye(struct rt_coord *c);
@@ -148,5 +174,9 @@ enum rt_err coord_handshake(struct rt_coord *c);
 /* coord_windows.c */
 enum rt_err coord_explain_unreachable(struct rt_coord *c, enum rt_err err);
 void coord_show_progress(struct rt_coord *c, uint64_t k, uint64_t t, bool final);
+/* GRANT every participant with work in [start, end) (the daemons, or the
+ * agents of a flat barrier) */
+enum rt_err coord_grant_flat(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			     uint32_t *granted);
 
 #endif

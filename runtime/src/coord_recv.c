@@ -113,7 +113,7 @@ static enum rt_err finish_recv(struct rt_coord *c, zmq_msg_t *id, uint32_t *peer
 	}
 	*taken = TAKEN_IGNORED;
 	if (!peer_by_id(c, id, peer)) {
-		if (!c->agents || !coord_maybe_hello(c, id, &body))
+		if (!c->ops->stranger || !c->ops->stranger(c, id, &body))
 			note_stranger(c, id, &body);
 	} else {
 		c->peers[*peer].heard_ms = rt_mono_ms();
@@ -221,7 +221,7 @@ static enum rt_err watchdog_fired(const struct rt_coord *c, enum wait_for what, 
 	char waiting_for[512];
 
 	describe_wait(c, what, window, waiting_for, sizeof(waiting_for));
-	if (what == WAIT_READY && c->agents)
+	if (what == WAIT_READY && c->ops->remote)
 		return rt_fail(RT_ETIMEOUT, "no agent joined for %s within %llu s (start `kernbench "
 			       "agent --coordinator %s` there)", waiting_for,
 			       (unsigned long long)(c->ready_timeout_ms / 1000), c->endpoint);
@@ -268,7 +268,7 @@ static bool peers_computing(struct rt_coord *c, enum wait_for what)
  * watchdog. A blocking receive, not a poll: the fewest system calls on the
  * path of every window. Signals and ended children (hooks->fd) are looked
  * at after every idle slice (RECV_SLICE_MS) and every 64 waits, heartbeats
- * (coord_keep_agents, tick) between frames. The watchdog counts only time this
+ * (the participants' keep_alive, tick) between frames. The watchdog counts only time this
  * process could run without any daemon making progress: a PROGRESS
  * heartbeat with more events, or CPU a waited-for daemon consumed
  * (peers_computing), resets it, and a receive that returns late (the
@@ -290,7 +290,7 @@ enum rt_err coord_recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **o
 
 		if (idle >= budget)
 			return watchdog_fired(c, what, window);
-		err = coord_keep_agents(c);
+		err = c->ops->keep_alive ? c->ops->keep_alive(c) : RT_EOK;
 		if (!err && c->hooks && c->hooks->tick)
 			err = c->hooks->tick(c->hooks->arg);
 		if (err)
@@ -308,7 +308,7 @@ enum rt_err coord_recv_from_any(struct rt_coord *c, uint32_t *peer, Kb__Sync **o
 		watch = taken == TAKEN_NOTHING;
 		/* an agent's heartbeat while others are missing is no progress;
 		 * a daemon computing in a long event is (liveness, ADR 0035) */
-		if ((taken == TAKEN_PROGRESS && !(c->agents && what == WAIT_READY)) ||
+		if ((taken == TAKEN_PROGRESS && !(c->ops->remote && what == WAIT_READY)) ||
 		    peers_computing(c, what)) {
 			idle = 0;
 			started = rt_mono_ms();
@@ -344,7 +344,7 @@ static enum rt_err check_ready(struct rt_coord *c, uint32_t i, const Kb__Ready *
 	if (!c->peers[i].present)
 		return rt_fail(RT_EPROTOCOL, "daemon %s is not hosted here",
 			       coord_peer_name(c, i, name, sizeof(name)));
-	if (c->agents && coord_take_mesh_address(c, i, r))
+	if (c->ops->ready && c->ops->ready(c, i, r))
 		return RT_EPROTOCOL;
 	c->peers[i].ready = true;
 	c->peers[i].next_local_ps = r->next_local_ps;
@@ -359,7 +359,7 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 {
 	size_t used;
 	char name[128];
-	int shown = 0;
+	unsigned shown = 0;
 
 	if (what == WAIT_DONE)
 		used = (size_t)snprintf(buf, cap, "window %llu: ", (unsigned long long)window);
@@ -370,7 +370,7 @@ static void describe_wait(const struct rt_coord *c, enum wait_for what, uint64_t
 
 		if (!waiting || !c->peers[i].present)
 			continue;
-		if (shown++ == (c->agents ? 8 : 3)) {
+		if (shown++ == c->ops->named_waiting) {
 			snprintf(buf + used, cap - used, ", ...");
 			break;
 		}
@@ -510,5 +510,5 @@ enum rt_err coord_handshake(struct rt_coord *c)
 			return err;
 		ready++;
 	}
-	return c->agents ? coord_send_mesh(c) : RT_EOK;
+	return c->ops->all_ready ? c->ops->all_ready(c) : RT_EOK;
 }

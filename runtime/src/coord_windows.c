@@ -12,6 +12,7 @@
 #include "coord_internal.h"
 #include "rt/clock.h"
 #include "rt/event.h"
+#include "rt/grow.h"
 #include "rt/wire.h"
 
 /* ---------------------------------------------------------------- windows */
@@ -29,15 +30,8 @@ static double process_cpu_s(void)
 /* Queues `e` (borrowed) for p's next GRANT. */
 static enum rt_err push_inbound(struct peer *p, Kb__Envelope *e)
 {
-	if (p->n_in == p->cap_in) {
-		size_t cap = p->cap_in ? p->cap_in * 2 : 64;
-		Kb__Envelope **grown = realloc(p->inbound, cap * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
-		p->inbound = grown;
-		p->cap_in = cap;
-	}
+	if (!RT_GROW(p->inbound, p->cap_in, p->n_in, 64))
+		return rt_fail(RT_ENOMEM, "coordinator: inbound queue cannot grow");
 	p->inbound[p->n_in++] = e;
 	return RT_EOK;
 }
@@ -55,15 +49,8 @@ static enum rt_err send_away(struct rt_coord *c, uint32_t from, const Kb__Envelo
 			       "inside the global window ending %llu ps",
 			       coord_peer_name(c, from, name, sizeof(name)),
 			       (unsigned long long)e->deliver_ps, (unsigned long long)c->horizon);
-	if (c->n_away == c->cap_away) {
-		size_t cap = c->cap_away ? c->cap_away * 2 : 64;
-		Kb__Envelope **grown = realloc(c->away, cap * sizeof(*grown));
-
-		if (!grown)
-			return rt_fail(RT_ENOMEM, "coordinator: outbound queue cannot grow");
-		c->away = grown;
-		c->cap_away = cap;
-	}
+	if (!RT_GROW(c->away, c->cap_away, c->n_away, 64))
+		return rt_fail(RT_ENOMEM, "coordinator: outbound queue cannot grow");
 	copy = malloc(sizeof(*copy) + e->payload.len);
 	if (!copy)
 		return rt_fail(RT_ENOMEM, "coordinator: outbound queue cannot grow");
@@ -114,55 +101,12 @@ static enum rt_err route(struct rt_coord *c, uint32_t from, const Kb__Done *done
 	return RT_EOK;
 }
 
-/* An agent's DONE (ADR 0066): its messages went to their hosts over the
- * mesh; here only how many each host is to receive, and the earliest of
- * their delivery times (a pending time of the run until they arrive). */
-static enum rt_err count_mesh(struct rt_coord *c, uint32_t from, const Kb__Done *done,
-			      uint64_t *min_deliver, uint64_t *routed)
-{
-	char name[128];
-
-	if (done->n_outbound || done->n_sent_to > c->n_peers ||
-	    (from < done->n_sent_to && done->sent_to[from]))
-		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator or to "
-			       "itself (they go agent to agent)", coord_peer_name(c, from, name, sizeof(name)));
-	for (size_t h = 0; h < done->n_sent_to; h++) {
-		uint64_t n = done->sent_to[h];
-
-		if (!n)
-			continue;
-		c->peers[h].expect += n;
-		c->peers[h].fresh = true;
-		*routed += n;
-	}
-	if (done->next_sent_ps < *min_deliver)
-		*min_deliver = done->next_sent_ps;
-	return RT_EOK;
-}
-
-/* A top host's DONE in the tree barrier (ADR 0067): its subtree's counts
- * and earliest times, combined on the way up. */
-static enum rt_err count_tree(struct rt_coord *c, uint32_t from, const Kb__Done *done,
-			      uint64_t *min_deliver, uint64_t *routed)
-{
-	char name[128];
-	uint32_t hosts = rt_coord_tree_size(from, c->fanout, c->n_peers);
-
-	if (done->hosts != hosts || done->ran > hosts)
-		return rt_fail(RT_EPROTOCOL, "%s answered for %u hosts of the barrier's tree, its "
-			       "subtree has %u", coord_peer_name(c, from, name, sizeof(name)), done->hosts,
-			       hosts);
-	if (done->n_outbound || done->n_sent_to > c->n_peers)
-		return rt_fail(RT_EPROTOCOL, "%s sent messages through the coordinator (they go "
-			       "agent to agent)", coord_peer_name(c, from, name, sizeof(name)));
-	for (size_t h = 0; h < done->n_sent_to; h++)
-		c->peers[h].expect += done->sent_to[h];
-	for (size_t h = 0; h < done->n_sent_to; h++)
-		*routed += done->sent_to[h];
-	if (done->next_sent_ps < *min_deliver)
-		*min_deliver = done->next_sent_ps;
-	return RT_EOK;
-}
+/* This host's daemons: granted flat, their messages routed here. */
+const struct coord_peers coord_daemons = {
+	.named_waiting = 3,
+	.grant = coord_grant_flat,
+	.done = route,
+};
 
 /* Collects every DONE of window k; returns the earliest pending time. */
 static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, uint32_t granted,
@@ -185,12 +129,8 @@ static enum rt_err collect_done(struct rt_coord *c, uint64_t k, uint64_t end, ui
 			err = rt_fail(RT_EPROTOCOL, "daemon %s answered window %llu during window %llu",
 				      coord_peer_name(c, i, name, sizeof(name)),
 				      (unsigned long long)s->done->window, (unsigned long long)k);
-		else if (c->fanout)
-			err = count_tree(c, i, s->done, &min_time, routed_now);
-		else if (c->agents)
-			err = count_mesh(c, i, s->done, &min_time, routed_now);
 		else
-			err = route(c, i, s->done, end, &min_time, routed_now);
+			err = c->ops->done(c, i, s->done, end, &min_time, routed_now);
 		if (err) {
 			rt_wire_free_sync(s);
 			return err;
@@ -235,60 +175,16 @@ enum rt_err coord_explain_unreachable(struct rt_coord *c, enum rt_err err)
 	return rt_err_restore(&kept);
 }
 
-/* The tree barrier (ADR 0067): the window goes to the top hosts, with every
- * host's count of messages to wait for, and on down the tree; each host
- * decides itself whether it has anything to run. */
-static enum rt_err grant_tree(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
-			      uint32_t *granted)
-{
-	Kb__Sync sync = KB__SYNC__INIT;
-	Kb__Grant grant = KB__GRANT__INIT;
-	uint64_t *expect = calloc(c->n_peers ? c->n_peers : 1, sizeof(*expect));
-	enum rt_err err = expect ? RT_EOK : rt_fail(RT_ENOMEM, "coordinator: out of memory");
-
-	for (uint32_t i = 0; expect && i < c->n_peers; i++) {
-		expect[i] = c->peers[i].expect;
-		c->peers[i].answered = true;
-	}
-	/* a top host whose subtree has no event before the end and was sent
-	 * nothing since it was last granted is left out, as the flat barrier
-	 * leaves out an idle host: its last DONE still speaks for it */
-	grant.window = k;
-	grant.start_ps = start;
-	grant.end_ps = end;
-	grant.n_expect_all = c->n_peers;
-	grant.expect_all = expect;
-	sync.body_case = KB__SYNC__BODY_GRANT;
-	sync.grant = &grant;
-	for (uint32_t i = 0; !err && i < c->n_peers && i < c->fanout; i++) {
-		struct peer *p = &c->peers[i];
-		uint64_t sum = rt_coord_tree_sum(i, c->fanout, c->n_peers, expect);
-
-		if (p->granted_sum != RT_COORD_TREE_UNSEEN && p->granted_sum == sum &&
-		    p->next_local_ps >= end)
-			continue;
-		p->granted_sum = sum;
-		p->answered = false;
-		err = coord_send_to(c, i, &sync);
-		(*granted)++;
-	}
-	free(expect);
-	return err ? coord_explain_unreachable(c, err) : RT_EOK;
-}
-
 /* A daemon with no message to receive and nothing due before `end` would
  * run no event in the window: it is left out (no GRANT, no DONE), which
  * saves two messages per idle daemon per window and changes nothing else.
  * Anyone with routed messages is granted, so every inbound list is flushed
  * in the next GRANT (its envelopes live in the previous round's frames). */
-static enum rt_err grant_window(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
-				uint32_t *granted)
+enum rt_err coord_grant_flat(struct rt_coord *c, uint64_t k, uint64_t start, uint64_t end,
+			     uint32_t *granted)
 {
 	enum rt_err err = RT_EOK;
 
-	*granted = 0;
-	if (c->fanout)
-		return grant_tree(c, k, start, end, granted);
 	for (uint32_t i = 0; i < c->n_peers && !err; i++) {
 		struct peer *p = &c->peers[i];
 
@@ -392,7 +288,7 @@ static enum rt_err run_windows(struct rt_coord *c, uint64_t t, uint64_t horizon)
 		if (end > horizon)
 			end = horizon;
 		note_window(c, c->k, t);
-		err = grant_window(c, c->k, t, end, &granted);
+		err = c->ops->grant(c, c->k, t, end, &granted);
 		coord_free_round(c);
 		if (!err)
 			err = collect_done(c, c->k, end, granted, &next, &routed_now);
