@@ -348,10 +348,8 @@ static enum rt_err localise_job(struct agent *a)
 
 	snprintf(job->config.bind_host, sizeof(job->config.bind_host), "127.0.0.1");
 	explicit_bzero(&job->keys, sizeof(job->keys));
-	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)
-		job->hbm_fds[i] = -1;
-	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(job->tcm_fds[0]); i++)
-		job->tcm_fds[i] = -1;
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		job->memory_fds[i] = -1;
 	job->quiet = true;
 	return make_staging(a);
 }

@@ -14,6 +14,7 @@
 
 #include "diff.h"
 #include "hosts.h"
+#include "npu/memory.h"
 #include "cli.h"
 #include "cli_private.h"
 #include "opts.h"
@@ -162,10 +163,8 @@ static void job_defaults(struct rt_job *job)
 	job->colocate = RT_COLOCATE_NONE;
 	job->mode = RT_MODE_TIMING;
 	job->seed = 1;
-	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)
-		job->hbm_fds[i] = -1;
-	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(job->tcm_fds[0]); i++)
-		job->tcm_fds[i] = -1;
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		job->memory_fds[i] = -1;
 }
 
 /* An unknown workload: one line with the closest known name. */
@@ -606,6 +605,8 @@ enum rt_err kb_cli_parse_run(int argc, char **argv, struct rt_job *job, struct k
 		err = kb_program_load(job->workload, job->program, sizeof(job->program));
 	if (!err)
 		err = kb_cli_build_config(&job->config, &cli.m, NULL, 0);
+	if (!err)
+		job->max_frame = npu_max_frame(job);
 	if (!err)
 		err = check_trace_ranks(job);
 	if (!err)

@@ -28,6 +28,7 @@
 #include "host.h"
 #include "outputs.h"
 #include "tidy.h"
+#include "npu/memory.h"
 #include "rt/buf.h"
 #include "rt/clock.h"
 #include "rt/daemon.h"
@@ -69,19 +70,18 @@ enum rt_err kb_host_make_memory(struct launch *l)
 			return rt_fail(RT_EIO, "cannot create %llu bytes of HBM for rank %u: %s",
 				       (unsigned long long)cfg->hbm_bytes, r, strerror(errno));
 		}
-		job->hbm_fds[r] = fd;
+		job->memory_fds[npu_hbm_memory(r)] = fd;
 		err = rt_buf_printf(&l->memfds, "%s%d", r ? "," : "", fd);
 		for (uint32_t p = 0; !err && p < cfg->pes; p++) {
 			int t = memfd_create("kb-tcm", 0);
 
-			if (t < 0 || ftruncate(t, (off_t)(cfg->tcm_scratch_bytes +
-							   cfg->tcm_staging_bytes)) < 0) {
+			if (t < 0 || ftruncate(t, (off_t)npu_tcm_bytes(cfg)) < 0) {
 				if (t >= 0)
 					close(t);
 				return rt_fail(RT_EIO, "cannot create TCM for r%u.pe%u: %s", r, p,
 					       strerror(errno));
 			}
-			job->tcm_fds[r * 64 + p] = t;
+			job->memory_fds[npu_tcm_memory(r, p)] = t;
 			err = rt_buf_printf(&l->memfds, ",%d", t);
 		}
 	}
@@ -90,15 +90,10 @@ enum rt_err kb_host_make_memory(struct launch *l)
 
 void kb_host_close_memory(struct rt_job *job)
 {
-	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(job->hbm_fds[0]); i++)
-		if (job->hbm_fds[i] >= 0) {
-			close(job->hbm_fds[i]);
-			job->hbm_fds[i] = -1;
-		}
-	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(job->tcm_fds[0]); i++)
-		if (job->tcm_fds[i] >= 0) {
-			close(job->tcm_fds[i]);
-			job->tcm_fds[i] = -1;
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		if (job->memory_fds[i] >= 0) {
+			close(job->memory_fds[i]);
+			job->memory_fds[i] = -1;
 		}
 }
 
@@ -118,9 +113,9 @@ static enum rt_err parse_memfds(struct rt_job *job, const char *list)
 			if (end == p)
 				return rt_fail(RT_EINVAL, "daemon: bad memory fd list '%s'", list);
 			if (k == 0)
-				job->hbm_fds[r] = (int)fd;
+				job->memory_fds[npu_hbm_memory(r)] = (int)fd;
 			else
-				job->tcm_fds[r * 64 + k - 1] = (int)fd;
+				job->memory_fds[npu_tcm_memory(r, k - 1)] = (int)fd;
 			p = *end == ',' ? end + 1 : end;
 		}
 	return RT_EOK;

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 
 #include "rt/job.h"
+#include "npu/memory.h"
 #include "npu/payload.h"
 #include "npu/pe.h"
 
@@ -213,14 +214,14 @@ static void engine_memory(struct rt_ctx *ctx, const struct engine *e,
 	const struct rt_config *cfg = rt_cfg(ctx);
 
 	if (rt_job(ctx)->mode == RT_MODE_DATA) {
-		mem->hbm = rt_hbm(ctx, e->rank, &mem->hbm_size);
-		mem->tcm = rt_tcm(ctx, e->rank, e->pe, &mem->tcm_size);
+		mem->hbm = npu_hbm(ctx, e->rank, &mem->hbm_size);
+		mem->tcm = npu_tcm(ctx, e->rank, e->pe, &mem->tcm_size);
 		return;
 	}
 	mem->hbm = NULL;
 	mem->tcm = NULL;
 	mem->hbm_size = cfg->hbm_bytes;
-	mem->tcm_size = cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
+	mem->tcm_size = npu_tcm_bytes(cfg);
 }
 
 static const char *model_name(const struct rt_config *cfg, enum eng_class cls)

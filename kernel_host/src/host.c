@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rt/job.h"
+#include "npu/memory.h"
 #include "npu/payload.h"
 #include "npu/pe.h"
 
@@ -170,8 +171,8 @@ static void fill_setup(struct rt_ctx *ctx, struct host_state *h,
 	s->seed = job->seed;
 	s->inputs_dir = job->inputs_dir;
 	if (s->mode == TL_DATA) {
-		s->hbm = rt_hbm(ctx, me->rank, &s->hbm_size);
-		s->tcm = rt_tcm(ctx, me->rank, me->pe, &s->tcm_size);
+		s->hbm = npu_hbm(ctx, me->rank, &s->hbm_size);
+		s->tcm = npu_tcm(ctx, me->rank, me->pe, &s->tcm_size);
 	}
 	s->port = &host_port;
 	s->port_ctx = h;

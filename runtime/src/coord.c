@@ -50,14 +50,8 @@ static enum rt_err make_tokens(struct rt_coord *c)
 
 int64_t rt_coord_max_frame(const struct rt_job *job)
 {
-	const struct rt_config *cfg = &job->config;
-	uint64_t tcm = cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
-	uint64_t max = 64ull << 20;
+	uint64_t max = job->max_frame ? job->max_frame : 64ull << 20;
 
-	/* data mode: a window's DONE carries the IPCQ payloads of a rank's PEs,
-	 * each at most a TCM; allow a few per PE */
-	if (job->mode == RT_MODE_DATA && tcm < (1ull << 40) / 4 / (cfg->pes ? cfg->pes : 1))
-		max += 4 * tcm * cfg->pes;
 	return max > INT64_MAX ? INT64_MAX : (int64_t)max;
 }
 

@@ -501,49 +501,24 @@ static uint8_t *map_fd(int fd, uint64_t size)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static uint64_t tcm_bytes(const struct rt_config *cfg)
-{
-	return cfg->tcm_scratch_bytes + cfg->tcm_staging_bytes;
-}
-
-uint8_t *rt_hbm(struct rt_ctx *ctx, uint32_t rank, uint64_t *size)
+uint8_t *rt_memory(struct rt_ctx *ctx, uint32_t index, uint64_t bytes)
 {
 	struct rt_daemon *d = ctx->daemon;
-	const struct rt_job *job = d->job;
 
-	*size = job->config.hbm_bytes;
-	if (job->mode != RT_MODE_DATA || rank >= job->config.ranks || rank >= 64)
+	if (index >= RT_MAX_MEMORIES || d->job->memory_fds[index] < 0)
 		return NULL;
-	if (!d->hbm[rank])
-		d->hbm[rank] = map_fd(job->hbm_fds[rank], *size);
-	return d->hbm[rank];
-}
-
-uint8_t *rt_tcm(struct rt_ctx *ctx, uint32_t rank, uint32_t pe, uint64_t *size)
-{
-	struct rt_daemon *d = ctx->daemon;
-	const struct rt_job *job = d->job;
-	size_t slot = (size_t)rank * 64 + pe;
-
-	*size = tcm_bytes(&job->config);
-	if (job->mode != RT_MODE_DATA || rank >= job->config.ranks || pe >= job->config.pes ||
-	    rank >= 64 || pe >= 64)
-		return NULL;
-	if (!d->tcm[slot])
-		d->tcm[slot] = map_fd(job->tcm_fds[slot], *size);
-	return d->tcm[slot];
+	if (!d->memory[index]) {
+		d->memory[index] = map_fd(d->job->memory_fds[index], bytes);
+		d->memory_bytes[index] = d->memory[index] ? bytes : 0;
+	}
+	return d->memory[index];
 }
 
 void rt_ctx_unmap_memory(struct rt_daemon *d)
 {
-	const struct rt_config *cfg = &d->job->config;
-
-	for (size_t i = 0; i < 64; i++)
-		if (d->hbm[i])
-			munmap(d->hbm[i], cfg->hbm_bytes);
-	for (size_t i = 0; i < 64 * 64; i++)
-		if (d->tcm[i])
-			munmap(d->tcm[i], tcm_bytes(cfg));
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		if (d->memory[i])
+			munmap(d->memory[i], d->memory_bytes[i]);
 }
 
 /* ---------------------------------------------------------------- outputs */

@@ -10,6 +10,7 @@
 #include "rt/buf.h"
 #include "rt/component.h"
 #include "rt/event.h"
+#include "rt/job.h"
 #include "rt/msg.h"
 #include "rt/trace.h"
 #include "rt/wire.h"
@@ -107,8 +108,8 @@ struct rt_daemon {
 	Kb__Stat *stats, **stat_ptrs;
 	char fault_kind[16];     /* KB_FAULT test hook aimed here ("" none) */
 	uint64_t fault_window;   /* ... from this window on */
-	uint8_t *hbm[64];        /* mapped lazily (data mode) */
-	uint8_t *tcm[64 * 64];
+	uint8_t *memory[RT_MAX_MEMORIES];     /* mapped lazily (data mode) */
+	uint64_t memory_bytes[RT_MAX_MEMORIES];
 };
 
 /* Fast-forward's time skipped so far (0 when `ff` is NULL), and the

@@ -15,8 +15,6 @@
 #include "kernbench.pb-c.h"
 #include "rt/buf.h"
 
-#define N_HBM_FDS (sizeof(((struct rt_job *)0)->hbm_fds) / sizeof(int))
-#define N_TCM_FDS (sizeof(((struct rt_job *)0)->tcm_fds) / sizeof(int))
 
 /* ---------------------------------------------------------------- encode */
 
@@ -29,8 +27,7 @@ struct spec_parts {
 	Kb__TraceOptions trace;
 	Kb__ClientKeys keys;
 	Kb__HostFiles files;
-	int32_t hbm_fds[N_HBM_FDS];
-	int32_t tcm_fds[N_TCM_FDS];
+	int32_t memory_fds[RT_MAX_MEMORIES];
 };
 
 static void encode_config(const struct rt_config *cfg, Kb__JobSpec *s, struct spec_parts *p)
@@ -80,10 +77,8 @@ static size_t trim_fds(const int *fds, size_t n, int32_t *out)
 static void encode_files(const struct rt_job *job, Kb__JobSpec *s, struct spec_parts *p)
 {
 	kb__host_files__init(&p->files);
-	p->files.n_hbm_fds = trim_fds(job->hbm_fds, N_HBM_FDS, p->hbm_fds);
-	p->files.hbm_fds = p->hbm_fds;
-	p->files.n_tcm_fds = trim_fds(job->tcm_fds, N_TCM_FDS, p->tcm_fds);
-	p->files.tcm_fds = p->tcm_fds;
+	p->files.n_memory_fds = trim_fds(job->memory_fds, RT_MAX_MEMORIES, p->memory_fds);
+	p->files.memory_fds = p->memory_fds;
 	s->files = &p->files;
 }
 
@@ -130,6 +125,7 @@ static void encode_spec(const struct rt_job *job, enum rt_job_role role, Kb__Job
 	s->progress = (uint32_t)job->progress;
 	s->host_of_rank.data = (uint8_t *)job->host_of_rank;
 	s->host_of_rank.len = sizeof(job->host_of_rank);
+	s->max_frame = job->max_frame;
 	if (role == RT_JOB_FOR_DAEMON) {
 		encode_keys(&job->keys, s, p);
 		encode_files(job, s, p);
@@ -231,19 +227,15 @@ static enum rt_err decode_keys(struct rt_keys *k, const Kb__ClientKeys *c)
 
 static enum rt_err decode_files(struct rt_job *job, const Kb__HostFiles *f)
 {
-	for (size_t i = 0; i < N_HBM_FDS; i++)
-		job->hbm_fds[i] = -1;
-	for (size_t i = 0; i < N_TCM_FDS; i++)
-		job->tcm_fds[i] = -1;
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		job->memory_fds[i] = -1;
 	if (!f)
 		return RT_EOK;
-	if (f->n_hbm_fds > N_HBM_FDS || f->n_tcm_fds > N_TCM_FDS)
-		return rt_fail(RT_EDECODE, "job: %zu HBM and %zu TCM descriptors (at most %zu and %zu)",
-			       f->n_hbm_fds, f->n_tcm_fds, N_HBM_FDS, N_TCM_FDS);
-	for (size_t i = 0; i < f->n_hbm_fds; i++)
-		job->hbm_fds[i] = f->hbm_fds[i];
-	for (size_t i = 0; i < f->n_tcm_fds; i++)
-		job->tcm_fds[i] = f->tcm_fds[i];
+	if (f->n_memory_fds > RT_MAX_MEMORIES)
+		return rt_fail(RT_EDECODE, "job: %zu memory descriptors (at most %d)",
+			       f->n_memory_fds, RT_MAX_MEMORIES);
+	for (size_t i = 0; i < f->n_memory_fds; i++)
+		job->memory_fds[i] = f->memory_fds[i];
 	return RT_EOK;
 }
 
@@ -310,6 +302,7 @@ static enum rt_err decode_spec(struct rt_job *job, const Kb__JobSpec *s)
 	decode_trace(&job->trace, s->trace);
 	job->quiet = s->quiet;
 	job->progress = (enum rt_progress)s->progress;
+	job->max_frame = s->max_frame;
 	return rt_job_check(job);
 }
 

@@ -58,10 +58,11 @@ static struct rt_job *full_job(void)
 	strcpy(job->keys.client_secret, "ClientSecretClientSecretClientSecret0000");
 	for (uint32_t r = 0; r < RT_MAX_RANKS; r++)
 		job->host_of_rank[r] = (uint8_t)(r % 3);
-	for (size_t i = 0; i < sizeof(job->hbm_fds) / sizeof(int); i++)
-		job->hbm_fds[i] = i < 4 ? (int)(10 + i) : -1;
-	for (size_t i = 0; i < sizeof(job->tcm_fds) / sizeof(int); i++)
-		job->tcm_fds[i] = i % 64 < 2 && i / 64 < 4 ? (int)(100 + i) : -1;
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++) /* 4 ranks' HBM, 2 PEs' TCM each */
+		job->memory_fds[i] = i < 4 ? (int)(10 + i)
+				     : i >= 64 && (i - 64) % 64 < 2 && (i - 64) / 64 < 4 ? (int)(100 + i)
+										   : -1;
+	job->max_frame = 123456789;
 	return job;
 }
 
@@ -83,7 +84,8 @@ Test(job_spec, a_daemon_reads_back_the_launchers_job_byte_for_byte, .timeout = 1
 	memset(want->keys.server_secret, 0, sizeof(want->keys.server_secret));
 	cr_expect_eq(memcmp(back, want, sizeof(*back)), 0, "the daemon's job differs");
 	cr_expect_str_eq(back->config.gemm_params, "a=1,b=2");
-	cr_expect_eq(back->tcm_fds[64 * 3 + 1], 100 + 64 * 3 + 1);
+	cr_expect_eq(back->memory_fds[64 + 64 * 3 + 1], 100 + 64 + 64 * 3 + 1);
+	cr_expect_eq(back->max_frame, 123456789);
 	rt_buf_release(&b);
 	free(job);
 	free(back);
@@ -100,10 +102,9 @@ Test(job_spec, an_agents_job_has_no_keys_and_no_descriptors, .timeout = 10)
 	cr_expect_not(back->keys.on);
 	cr_expect_str_empty(back->keys.client_secret);
 	cr_expect_str_empty(back->keys.server_public);
-	for (size_t i = 0; i < sizeof(back->hbm_fds) / sizeof(int); i++)
-		cr_expect_eq(back->hbm_fds[i], -1, "HBM descriptor %zu travelled", i);
-	for (size_t i = 0; i < sizeof(back->tcm_fds) / sizeof(int); i++)
-		cr_expect_eq(back->tcm_fds[i], -1, "TCM descriptor %zu travelled", i);
+	for (size_t i = 0; i < RT_MAX_MEMORIES; i++)
+		cr_expect_eq(back->memory_fds[i], -1, "memory descriptor %zu travelled", i);
+	cr_expect_eq(back->max_frame, job->max_frame);
 	cr_expect_str_eq(back->workload, job->workload);
 	cr_expect_eq(back->host_of_rank[5], 2);
 	cr_expect_eq(memcmp(&back->config, &job->config, sizeof(back->config)), 0);
@@ -182,7 +183,7 @@ static enum rt_err decode_edited(void (*edit)(Kb__JobSpec *))
 	return err;
 }
 
-static void other_version(Kb__JobSpec *s) { s->version = 2; }
+static void other_version(Kb__JobSpec *s) { s->version = 1; }
 static void long_workload(Kb__JobSpec *s)
 {
 	static char text[RT_PATH_MAX + 10];
@@ -215,7 +216,13 @@ static void ranks_out_of_range(Kb__JobSpec *s)
 }
 static void bad_transport(Kb__JobSpec *s) { s->transport = 7; }
 static void bad_progress(Kb__JobSpec *s) { s->progress = 9; }
-static void too_many_fds(Kb__JobSpec *s) { s->files->n_hbm_fds = 65; }
+static void too_many_fds(Kb__JobSpec *s)
+{
+	static int32_t fds[RT_MAX_MEMORIES + 1];
+
+	s->files->memory_fds = fds;
+	s->files->n_memory_fds = RT_MAX_MEMORIES + 1;
+}
 static void too_many_hosts(Kb__JobSpec *s)
 {
 	static uint8_t hosts[RT_MAX_RANKS + 1];
@@ -232,7 +239,7 @@ Test(job_spec, what_the_launcher_could_not_have_written_is_refused, .timeout = 1
 		enum rt_err err;
 		const char *says;
 	} cases[] = {
-		{ other_version, RT_ESCHEMA, "version 2" },
+		{ other_version, RT_ESCHEMA, "version 1" },
 		{ long_workload, RT_EDECODE, "longer than its field" },
 		{ unknown_key, RT_EDECODE, "dma.warp_factor" },
 		{ twice, RT_EDECODE, "given twice" },

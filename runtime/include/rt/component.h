@@ -131,11 +131,10 @@ enum rt_err rt_timer(struct rt_ctx *ctx, uint64_t at_ps, uint64_t tag);
 
 /* ---- memory (data mode; NULL in timing mode) */
 
-/* Base of HBM of `rank` and its size in *size. */
-uint8_t *rt_hbm(struct rt_ctx *ctx, uint32_t rank, uint64_t *size);
-/* Base of TCM of (rank, pe) (scratch then staging) and its size. */
-uint8_t *rt_tcm(struct rt_ctx *ctx, uint32_t rank, uint32_t pe,
-		uint64_t *size);
+/* Shared memory `index` of the run (the job's memory_fds, numbered by the
+ * layer above: npu/memory.h), `bytes` long, mapped on first use; NULL if
+ * the run has none of that number here. */
+uint8_t *rt_memory(struct rt_ctx *ctx, uint32_t index, uint64_t bytes);
 
 /* ---- outputs (merged deterministically by the launcher) */
 

@@ -140,7 +140,8 @@ void rt_coord_set_pid(struct rt_coord *c, uint32_t daemon, pid_t pid);
 const char *rt_coord_token(const struct rt_coord *c, uint32_t daemon);
 /* True once the daemon was told to stop: exiting earlier is a failure. */
 bool rt_coord_released(const struct rt_coord *c, uint32_t daemon);
-/* The largest frame a daemon may legally send for this job. */
+/* The largest frame a daemon may legally send for this job: the bound
+ * the launcher set (job->max_frame), 64 MiB without one. */
 int64_t rt_coord_max_frame(const struct rt_job *job);
 /* Runs the whole job. A run in which any component reported unfinished
  * work (a kernel blocked in a wait, a scheduler or engine still holding

@@ -40,6 +40,9 @@ struct rt_job_arg {
 	char value[256];
 };
 
+/* How many shared memories a run may have (rt_memory). */
+#define RT_MAX_MEMORIES (64 + 64 * 64)
+
 /* Directory for component output parts inside the output directory. */
 #define RT_PARTS_DIR ".parts"
 
@@ -69,8 +72,11 @@ struct rt_job {
 	struct rt_keys keys;          /* --keys: CURVE on the coordinator socket */
 	uint8_t host_of_rank[RT_MAX_RANKS]; /* --hosts: each rank's host (all 0
 					     * without); --colocate host */
-	int hbm_fds[64];              /* data mode: memfd per rank, -1 none */
-	int tcm_fds[64 * 64];         /* data mode: memfd per (rank, pe) */
+	int memory_fds[RT_MAX_MEMORIES]; /* data mode: the run's shared memories
+					  * (memfds, -1 none), numbered by the
+					  * layer above (npu/memory.h) */
+	uint64_t max_frame;           /* the largest frame a daemon may send
+				       * (the launcher's bound); 0: 64 MiB */
 };
 
 /* rt_parse_u64, the one parser of numbers from users: rt/config.h */
