@@ -410,10 +410,11 @@ int kb_agent_main(int argc, char **argv)
 	ran = !err;
 	if (!err)
 		err = participate(&a);
-	if (err)
+	if (err) {
 		kb_agent_remove_staging(&a, false);
-	if (err)
+		kb_local_forget_endpoint(a.local);
 		report_error(&a, err);
+	}
 	stop_keeper(&a);
 	pthread_mutex_unlock(&a.sock_lock);
 	kb_local_close(&a.local, err != RT_EOK);

@@ -55,6 +55,10 @@ enum rt_err kb_local_finish(struct kb_local *local, Kb__Bye *bye);
 enum rt_err kb_local_watch(struct kb_local *local);
 /* Tells the daemons to stop (failed: at once), reaps them, frees memory. */
 void kb_local_close(struct kb_local **local_p, bool failed);
+/* A failed host: what it made outside its folders (the ipc endpoint's
+ * folder in /tmp) goes now, before it says why and waits for an answer:
+ * the engine that started it may SIGKILL it a second later. */
+void kb_local_forget_endpoint(struct kb_local *local);
 
 /* Makes sure the stack limit is workable before anything runs: raises a
  * small soft limit (and restarts, as thread stacks follow the limit at

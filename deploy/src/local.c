@@ -159,6 +159,12 @@ enum rt_err kb_local_watch(struct kb_local *local)
 	return kb_host_on_signal(&local->host);
 }
 
+void kb_local_forget_endpoint(struct kb_local *local)
+{
+	if (local)
+		kb_host_remove_endpoint(&local->host, false);
+}
+
 void kb_local_close(struct kb_local **local_p, bool failed)
 {
 	struct kb_local *local = *local_p;

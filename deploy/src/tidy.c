@@ -104,6 +104,9 @@ static void empty_now(int fd, int depth)
 	}
 }
 
+/* Rounds of emptying a folder that files keep appearing in. */
+#define REMOVE_ROUNDS 8
+
 void kb_remove_tree_now(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -111,9 +114,19 @@ void kb_remove_tree_now(const char *path)
 
 	if (fd < 0)
 		return;
-	if (!fstat(fd, &st) && st.st_uid == geteuid()) {
+	if (fstat(fd, &st) || st.st_uid != geteuid()) {
+		close(fd);
+		return;
+	}
+	/* the other threads of a process dying of a signal (inproc daemons)
+	 * run on until it dies and may write a part meanwhile: the folder is
+	 * then not empty, so empty it again; once it is gone nothing can be
+	 * made in it */
+	for (int round = 0; round < REMOVE_ROUNDS; round++) {
+		lseek(fd, 0, SEEK_SET);
 		empty_now(fd, 2);
-		rmdir(path);
+		if (!rmdir(path) || errno != ENOTEMPTY)
+			break;
 	}
 	close(fd);
 }

@@ -23,7 +23,9 @@ void kb_sweep_dead_tmp(const char *prefix);
 
 /* Removes folder `path` and what is in it (two levels deep: a staging
  * folder and its .parts) with async-signal-safe calls only, by the rules
- * of kb_remove_owned: for a process that is dying of a signal. */
+ * of kb_remove_owned: for a process that is dying of a signal. Emptied
+ * again (a few rounds) while files still appear in it: the process's
+ * other threads run on until it dies. */
 void kb_remove_tree_now(const char *path);
 
 #endif
